@@ -1,0 +1,51 @@
+// swift-tools-version:6.0
+// attest-gateway: an App Attest enforcing reverse proxy. Module layout: ../shared/DESIGN.md section 6.
+import PackageDescription
+
+let package = Package(
+    name: "attest-gateway",
+    products: [
+        .executable(name: "attest-gateway", targets: ["attest-gateway"]),
+        .executable(name: "attestctl", targets: ["attestctl"]),
+        .library(name: "AppAttest", targets: ["AppAttest"]),
+    ],
+    targets: [
+        // One system-library target per C library from Debian (pkg-config finds flags).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+
+        // The only Swift face of libcrypto.
+        .target(name: "AttestCrypto", dependencies: ["COpenSSL"]),
+        // Pure verifier: no sockets, files, clock or store.
+        .target(name: "AppAttest", dependencies: ["AttestCrypto"]),
+        // Software device and test CA minting Apple-format objects under a test root.
+        .target(name: "AttestSimulator", dependencies: ["AppAttest", "AttestCrypto"]),
+
+        // State: store protocol + memory store; hiredis store on Dispatch.
+        .target(name: "GatewayStore"),
+        .target(name: "GatewayRedis", dependencies: ["GatewayStore", "CHiredis"]),
+        // Proxy core: event loop, HTTP/1.1, HTTP/2, TLS, upstream pool. Knows nothing of App Attest.
+        .target(name: "GatewayHTTP", dependencies: ["CNghttp2", "COpenSSL"]),
+        // YAML -> raw -> validated -> compiled route table.
+        .target(name: "GatewayConfig", dependencies: ["CYAML"]),
+        // Composition.
+        .target(name: "Gateway", dependencies: [
+            "AppAttest", "AttestCrypto", "GatewayStore", "GatewayRedis", "GatewayHTTP", "GatewayConfig",
+        ]),
+
+        .executableTarget(name: "attest-gateway", dependencies: ["Gateway"]),
+        .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto"]),
+
+        // Helpers shared by test targets: locating ../shared, free ports, child processes (redis-server, upstreams).
+        .target(name: "GatewayTestSupport", dependencies: ["GatewayStore"], path: "Tests/GatewayTestSupport"),
+
+        .testTarget(name: "AttestCryptoTests", dependencies: ["AttestCrypto", "GatewayTestSupport"]),
+        .testTarget(name: "AppAttestTests", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayTestSupport"]),
+        .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayRedis", "GatewayTestSupport"]),
+        .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayHTTP", "GatewayTestSupport"]),
+        .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayTestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayTestSupport"]),
+    ]
+)

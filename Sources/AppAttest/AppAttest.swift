@@ -1,0 +1,1 @@
+// AppAttest module: see ../shared/DESIGN.md section 6 for what it owns.

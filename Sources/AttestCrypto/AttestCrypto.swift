@@ -1,0 +1,1 @@
+// AttestCrypto module: see ../shared/DESIGN.md section 6 for what it owns.

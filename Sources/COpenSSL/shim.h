@@ -1,0 +1,30 @@
+#ifndef ATTEST_GATEWAY_COPENSSL_SHIM_H
+#define ATTEST_GATEWAY_COPENSSL_SHIM_H
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/cms.h>
+#include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/ecdsa.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/objects.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/core_names.h>
+#include <openssl/param_build.h>
+
+/* Function forms of OpenSSL macros that Swift cannot import. */
+static inline long cshim_SSL_CTX_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+static inline long cshim_SSL_CTX_set_options(SSL_CTX *ctx, long opts) { return (long)SSL_CTX_set_options(ctx, (uint64_t)opts); }
+static inline int cshim_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) { return (int)SSL_CTX_set_min_proto_version(ctx, v); }
+static inline long cshim_BIO_get_mem_data(BIO *bio, char **pp) { return BIO_get_mem_data(bio, pp); }
+static inline int cshim_SSL_set_tlsext_host_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
+static inline void cshim_OPENSSL_free(void *p) { OPENSSL_free(p); }
+#endif

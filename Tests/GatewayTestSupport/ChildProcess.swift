@@ -1,0 +1,111 @@
+import Foundation
+
+/// A child process started by a test (redis-server, an upstream, curl, python3), killed when stopped.
+///
+/// Output goes to a log file in a temporary folder so that a failing test can show it.
+public final class ChildProcess: @unchecked Sendable {  // mutable state guarded by `lock`
+    private let process = Process()
+    private let lock = NSLock()
+    /// File that receives stdout and stderr.
+    public let logFile: URL
+
+    /// Starts `executable` (looked up in PATH when not absolute) with `arguments`.
+    /// - Throws: when the executable cannot be found or started.
+    public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                currentDirectory: URL? = nil) throws {
+        let path = try ChildProcess.which(executable)
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        if let environment {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
+        logFile = FileManager.default.temporaryDirectory
+            .appendingPathComponent("attest-test-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: logFile)
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    /// The child's process ID.
+    public var pid: Int32 { process.processIdentifier }
+    /// Whether the child is still running.
+    public var isRunning: Bool { process.isRunning }
+
+    /// Everything the child wrote so far.
+    public var output: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    /// Sends `signal` (default SIGTERM) and waits for the child to exit (SIGKILL after `grace` seconds).
+    public func stop(signal: Int32 = SIGTERM, grace: TimeInterval = 5) {
+        lock.lock(); defer { lock.unlock() }
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, signal)
+        let deadline = Date().addingTimeInterval(grace)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+    }
+
+    /// Waits for the child to exit by itself and returns its exit status.
+    public func wait() -> Int32 {
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit { stop(signal: SIGKILL, grace: 1) }
+
+    /// Full path of `name` in PATH (or `name` itself when it contains a slash).
+    public static func which(_ name: String) throws -> String {
+        if name.contains("/") { return name }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for dir in path.split(separator: ":") + ["/usr/sbin", "/sbin"] {
+            let candidate = "\(dir)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        throw ChildProcessError.notFound(name)
+    }
+
+    /// Runs a command to completion; returns exit status and combined output.
+    public static func run(_ executable: String, _ arguments: [String], stdin: Data? = nil,
+                           environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try which(executable))
+        process.arguments = arguments
+        if let environment {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = out
+        let input = Pipe()
+        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+        try process.run()
+        if let stdin {
+            input.fileHandleForWriting.write(stdin)
+            try? input.fileHandleForWriting.close()
+        }
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Whether `name` is in PATH.
+    public static func isAvailable(_ name: String) -> Bool { (try? which(name)) != nil }
+}
+
+/// Errors starting a child process.
+public enum ChildProcessError: Error, CustomStringConvertible {
+    /// The executable is not in PATH.
+    case notFound(String)
+    /// The child did not become ready in time; carries its output.
+    case notReady(String)
+
+    public var description: String {
+        switch self {
+        case .notFound(let name): return "\(name) not found in PATH (install it; .ci/run does)"
+        case .notReady(let output): return "child process not ready: \(output)"
+        }
+    }
+}
