@@ -1,0 +1,1 @@
+// AppAttest: pure App Attest verifier (DESIGN.md section 3).
