@@ -30,3 +30,15 @@ enum ConfigText {
         n == 1 ? "1 \(word)" : "\(n) \(word)s"
     }
 }
+
+extension ConfigText {
+    /// A URL quoted for a message, with any password (`:secret@`) replaced by `***`.
+    static func redactedURL(_ text: String) -> String {
+        guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].lastIndex(of: "@") else {
+            return quoted(text)
+        }
+        let userInfo = text[scheme.upperBound..<at]
+        guard let colon = userInfo.firstIndex(of: ":") else { return quoted(text) }
+        return quoted(String(text[..<colon]) + ":***" + String(text[at...]))
+    }
+}
