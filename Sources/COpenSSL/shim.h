@@ -27,4 +27,7 @@ static inline int cshim_SSL_CTX_set_min_proto_version(SSL_CTX *ctx, int v) { ret
 static inline long cshim_BIO_get_mem_data(BIO *bio, char **pp) { return BIO_get_mem_data(bio, pp); }
 static inline int cshim_SSL_set_tlsext_host_name(SSL *ssl, const char *name) { return (int)SSL_set_tlsext_host_name(ssl, name); }
 static inline void cshim_OPENSSL_free(void *p) { OPENSSL_free(p); }
+/* AttestCrypto: key-selection macros (compound expressions Swift cannot import). */
+static inline int cshim_EVP_PKEY_PUBLIC_KEY(void) { return EVP_PKEY_PUBLIC_KEY; }
+static inline int cshim_EVP_PKEY_KEYPAIR(void) { return EVP_PKEY_KEYPAIR; }
 #endif

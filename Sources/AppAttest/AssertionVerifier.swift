@@ -1,0 +1,81 @@
+import AttestCrypto
+
+/// Verifies App Attest assertions - Apple: "Validating apps that connect to your server", assertion
+/// steps 1-5 (step 6, the challenge, is the caller's store) - as a pure function of its inputs.
+///
+/// The assertion is CBOR `{"signature": bytes, "authenticatorData": bytes}`. The signature is ECDSA
+/// P-256 / SHA-256 in strict DER over the **message** nonce = SHA256(authenticatorData ||
+/// clientDataHash); the digest actually signed is therefore SHA256(nonce). Order (first failure is
+/// the reason): `cbor_malformed`, `assertion_malformed`, `auth_data_malformed`, `signature_encoding`,
+/// `bad_signature`, `rp_id_mismatch`, `counter_replay`.
+///
+/// Hot path: the caller passes a cached `P256PublicKey`; the work is one small CBOR decode, two or
+/// three SHA-256 and one ECDSA verification. Thread-safe (stateless).
+public enum AssertionVerifier {
+    /// Verifies an assertion over `clientData` (hashed here with SHA-256).
+    /// - Parameters:
+    ///   - assertionObject: CBOR bytes from `DCAppAttestService.generateAssertion`.
+    ///   - publicKey: the attested key of this keyId.
+    ///   - appId: "TEAMID.bundle.id" (rpIdHash = SHA256(appId)).
+    ///   - clientData: the client data the app hashed (the gateway's binding v1 bytes).
+    ///   - previousCounter: the stored counter, or nil to skip the replay check (then any counter passes).
+    public static func verify(assertionObject: [UInt8], publicKey: P256PublicKey, appId: String, clientData: [UInt8],
+                              previousCounter: UInt32?) -> AssertionDecision {
+        verify(assertionObject: assertionObject, publicKey: publicKey, rpIdHash: SHA256.hash(utf8: appId),
+               clientDataHash: SHA256.hash(clientData), previousCounter: previousCounter)
+    }
+
+    /// Verifies an assertion given the App ID's policy (precomputed rpIdHash) and the client data.
+    public static func verify(assertionObject: [UInt8], publicKey: P256PublicKey, app: AppPolicy, clientData: [UInt8],
+                              previousCounter: UInt32?) -> AssertionDecision {
+        verify(assertionObject: assertionObject, publicKey: publicKey, rpIdHash: app.rpIdHash,
+               clientDataHash: SHA256.hash(clientData), previousCounter: previousCounter)
+    }
+
+    /// Verifies an assertion given rpIdHash (32 bytes) and clientDataHash (the bytes the app passed
+    /// to `generateAssertion`, normally SHA256(clientData)).
+    public static func verify(assertionObject: [UInt8], publicKey: P256PublicKey, rpIdHash: [UInt8], clientDataHash: [UInt8],
+                              previousCounter: UInt32?) -> AssertionDecision {
+        var trace = VerificationTrace()
+        let value: CBORValue
+        do {
+            value = try CBORDecoder().decode(assertionObject)
+        } catch {
+            return .rejected(.cborMalformed, detail: "\(error)", trace: trace)
+        }
+        guard let signature = value["signature"]?.bytesValue, let rawAuthData = value["authenticatorData"]?.bytesValue else {
+            return .rejected(.assertionMalformed, detail: "signature or authenticatorData missing or not bytes", trace: trace)
+        }
+        let authData: AuthenticatorData
+        do {
+            authData = try AuthenticatorData(rawAuthData, kind: .assertion)
+        } catch {
+            return .rejected(.authDataMalformed, detail: "\(error)", trace: trace)
+        }
+        var failure: (ReasonCode, String)? = nil
+        // Steps 1-3: nonce = SHA256(authenticatorData || clientDataHash); ECDSA-SHA256 over the nonce.
+        let nonce = SHA256.hash(rawAuthData, clientDataHash)
+        switch publicKey.verify(signature: signature, message: nonce) {
+        case .valid:
+            trace.record(.signature, true)
+        case .invalid:
+            trace.record(.signature, false)
+            failure = (.badSignature, "signature does not verify over the nonce")
+        case .malformedEncoding:
+            trace.record(.signature, false)
+            failure = (.signatureEncoding, "signature is not strict DER")
+        }
+        // Step 4: rpIdHash.
+        let rpMatch = ConstantTime.equals(authData.rpIdHash, rpIdHash)
+        trace.record(.rpIdHash, rpMatch)
+        if !rpMatch && failure == nil { failure = (.rpIdMismatch, "rpIdHash differs from SHA256(appId)") }
+        // Step 5: counter strictly greater than the stored one.
+        if let previousCounter {
+            let increasing = authData.counter > previousCounter
+            trace.record(.counterGreaterThanPrevious, increasing)
+            if !increasing && failure == nil { failure = (.counterReplay, "counter \(authData.counter) is not above \(previousCounter)") }
+        }
+        if let failure { return .rejected(failure.0, detail: failure.1, trace: trace) }
+        return .accepted(VerifiedAssertion(counter: authData.counter, flags: authData.flags, signals: authData.signals, trace: trace))
+    }
+}

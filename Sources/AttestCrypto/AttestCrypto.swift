@@ -1,1 +1,0 @@
-// AttestCrypto module: see ../shared/DESIGN.md section 6 for what it owns.

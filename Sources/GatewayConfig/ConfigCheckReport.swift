@@ -1,0 +1,70 @@
+/// What `attest-gateway check-config FILE` prints and its exit status, ready to write out as is.
+///
+/// Exit 0: the configuration loads; warnings (if any) go to standard error as `warning: ...` lines and
+/// a summary of listeners, store, apps and the route table (in match order) to standard output.
+/// Exit 1: it does not; every error goes to standard error as `error: path: message (line L, column C)`,
+/// followed by the warnings found on the way.
+public struct ConfigCheckReport: Sendable {
+    /// 0 when the configuration loads, 1 when it does not.
+    public var exitCode: Int32
+    /// Summary for standard output (empty on failure).
+    public var standardOutput: String
+    /// Errors and warnings for standard error, one per line.
+    public var standardError: String
+
+    /// Loads the file at `path` and reports.
+    public static func check(path: String) -> ConfigCheckReport {
+        do {
+            return ConfigCheckReport(loaded: try GatewayConfiguration.load(path: path))
+        } catch {
+            return ConfigCheckReport(error: error, source: path)
+        }
+    }
+
+    /// The report of a configuration that loaded.
+    public init(loaded: LoadedConfiguration) {
+        let c = loaded.configuration
+        exitCode = 0
+        standardError = loaded.warnings.map { "warning: \($0)\n" }.joined()
+        var out = "\(loaded.sourcePath ?? "configuration"): OK"
+        if !loaded.warnings.isEmpty { out += " (\(ConfigText.plural(loaded.warnings.count, "warning")))" }
+        out += "\n"
+        out += "listen     \(c.listen.map(\.description).joined(separator: ", "))\n"
+        out += "admin      \(c.admin?.description ?? "none")\n"
+        out += "store      \(c.store)\n"
+        out += "apps       \(c.apps.map { "\($0.appID) (\($0.environment.rawValue))" }.joined(separator: ", "))\n"
+        if !c.trust.extraRoots.isEmpty {
+            out += "trust      TEST ROOTS: \(c.trust.extraRoots.joined(separator: ", "))\n"
+        }
+        out += "endpoints  \(c.endpoints.challengePath), \(c.endpoints.attestPath) (served before routes; challenge ttl \(DurationSyntax.format(c.endpoints.challengeTTL)), \(c.endpoints.challengeBytes) bytes)\n"
+        out += "upstreams  \(c.upstreams.map { "\($0.name) = \($0.endpoint)" }.joined(separator: ", "))\n"
+        out += "routes (first match wins):\n"
+        let shadowed = Set(loaded.routeTable.shadowedRoutes().map(\.route))
+        for (i, r) in c.routes.enumerated() {
+            let methods = r.methods.isEmpty ? "*" : r.methods.joined(separator: ",")
+            var line = "  [\(i)] \(r.name): \(methods) \(r.match) -> \(r.upstream), \(r.mode.rawValue)"
+            if r.mode != .off {
+                line += ", max_body \(ByteSize.format(r.maxBody)), \(r.onStoreError.rawValue)"
+                if r.counterWindow > 0 { line += ", counter_window \(r.counterWindow)" }
+                if let e = r.environment { line += ", \(e.rawValue) only" }
+                if !r.bindHeaders.isEmpty { line += ", binds \(r.bindHeaders.joined(separator: ","))" }
+                if let apps = r.apps { line += ", apps \(apps.map(\.description).joined(separator: ","))" }
+            } else {
+                line += ", max_body \(ByteSize.format(r.maxBody))"
+            }
+            if shadowed.contains(i) { line += "  (NEVER MATCHES)" }
+            out += line + "\n"
+        }
+        standardOutput = out
+    }
+
+    /// The report of a configuration that did not load.
+    public init(error: ConfigError, source: String) {
+        exitCode = 1
+        standardOutput = ""
+        var err = error.issues.map { "error: \($0)\n" }.joined()
+        err += error.warnings.map { "warning: \($0)\n" }.joined()
+        err += "\(source): invalid (\(ConfigText.plural(error.issues.count, "error")))\n"
+        standardError = err
+    }
+}

@@ -1,0 +1,45 @@
+/// Every key the configuration accepts, per mapping. The single source of truth for unknown-key
+/// errors, "did you mean" suggestions, "this key belongs in ..." hints and the test that checks
+/// Config/REFERENCE.md documents every key.
+enum ConfigSchema {
+    /// A kind of mapping in the document.
+    enum Section: String, CaseIterable, Sendable {
+        case root = "top level"
+        case store = "store"
+        case app = "apps[]"
+        case trust = "trust"
+        case endpoints = "endpoints"
+        case headers = "headers"
+        case evidence = "headers.evidence"
+        case injected = "headers.injected"
+        case upstream = "upstreams.NAME"
+        case route = "routes[]"
+        case limits = "limits"
+        case timeouts = "timeouts"
+        case log = "log"
+    }
+
+    /// Keys of each section, in documentation order.
+    static func keys(_ section: Section) -> [String] {
+        switch section {
+        case .root: return ["listen", "admin", "tls", "store", "apps", "trust", "endpoints", "headers", "upstreams", "routes", "limits", "timeouts", "log"]
+        case .store: return ["url", "command_timeout", "connect_timeout"]
+        case .app: return ["app_id", "environment"]
+        case .trust: return ["extra_roots"]
+        case .endpoints: return ["prefix", "challenge_ttl", "challenge_bytes"]
+        case .headers: return ["prefix", "evidence", "injected", "error"]
+        case .evidence: return ["key_id", "challenge", "assertion", "client_data"]
+        case .injected: return ["verdict", "reason", "key_id", "counter", "environment", "risk_metric", "validation_category", "bundle_version"]
+        case .upstream: return ["url", "connect_timeout", "response_timeout", "max_idle_connections"]
+        case .route: return ["name", "path_prefix", "path", "methods", "upstream", "mode", "max_body", "on_store_error", "counter_window", "environment", "bind_headers", "apps"]
+        case .limits: return ["max_header_bytes", "max_headers", "max_connections"]
+        case .timeouts: return ["header", "body", "idle", "drain"]
+        case .log: return ["access", "format", "level"]
+        }
+    }
+
+    /// Sections (other than `except`) where `key` is valid, for "belongs in" hints.
+    static func sections(containing key: String, except: Section) -> [Section] {
+        Section.allCases.filter { $0 != except && keys($0).contains(key) }
+    }
+}

@@ -1,0 +1,322 @@
+/// Routes, and the checks that span sections (upstream names, apps, endpoints, loops, shadowing).
+extension ConfigValidator {
+    /// Where a validated route's parts were written.
+    struct RouteSource {
+        var path: ConfigPath
+        var mark: SourceMark
+        var fields: Fields
+    }
+
+    /// Methods defined by RFC 9110 section 9 and RFC 5789 (PATCH), for typo hints.
+    static let standardMethods = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE", "PATCH"]
+
+    func routes(_ root: Fields, headers: HeadersConfiguration) -> [(RouteConfiguration, RouteSource)]? {
+        let path = root.path.key("routes")
+        guard let node = root.node("routes") else {
+            missing(root, "routes", " (e.g. routes: [{path_prefix: /, upstream: NAME, mode: off}])")
+            return nil
+        }
+        guard let items = list(node, path, of: "routes") else { return nil }
+        if items.isEmpty {
+            error(path, "needs at least one route", node.mark)
+            return nil
+        }
+        var result: [(RouteConfiguration, RouteSource)] = []
+        var ok = true
+        var names: [String: ConfigPath] = [:]
+        for (i, item) in items.enumerated() {
+            let p = path.index(i)
+            guard let f = fields(item, p, .route, what: "a route mapping {path_prefix, upstream, mode, ...}") else { ok = false; continue }
+            guard let route = route(f, index: i, headers: headers, names: &names) else { ok = false; continue }
+            result.append((route, RouteSource(path: p, mark: item.mark, fields: f)))
+        }
+        return ok ? result : nil
+    }
+
+    private func route(_ f: Fields, index: Int, headers: HeadersConfiguration, names: inout [String: ConfigPath]) -> RouteConfiguration? {
+        let p = f.path
+        var ok = true
+
+        var name = "routes[\(index)]"
+        if let n = f.node("name") {
+            if let text = string(n, p.key("name"), expected: "a route name") {
+                if text.utf8.count > 64 || !HTTPSyntax.isToken(text) {
+                    error(p.key("name"), "route names use letters, digits and - _ . (at most 64, no spaces), got \(ConfigText.quoted(text))", n.mark)
+                    ok = false
+                } else if let first = names[text] {
+                    error(p.key("name"), "\(ConfigText.quoted(text)) is already the name of \(first)", n.mark)
+                    ok = false
+                } else {
+                    names[text] = p
+                    name = text
+                }
+            } else { ok = false }
+        }
+
+        var match: RouteConfiguration.PathMatch?
+        switch (f.node("path_prefix"), f.node("path")) {
+        case (.some, .some):
+            error(p, "set either path_prefix or path, not both", f.mark)
+            ok = false
+        case (nil, nil):
+            error(p.key("path_prefix"), "required key is missing: set path_prefix (a path and everything under it) or path (exactly one path)", f.mark)
+            ok = false
+        case (.some(let node), nil):
+            let kp = p.key("path_prefix")
+            if let text = string(node, kp, expected: "a path like /v1/purchases") {
+                if let problem = HTTPSyntax.normalFormProblem(text) {
+                    error(kp, "\(ConfigText.quoted(text)) \(problem)", node.mark)
+                } else if text != "/" && text.hasSuffix("/") {
+                    error(kp, "write \(text.dropLast()) without the trailing slash: prefixes match whole segments, so it already takes \(text)...", node.mark)
+                } else {
+                    match = .prefix(text)
+                }
+            }
+            if match == nil { ok = false }
+        case (nil, .some(let node)):
+            let kp = p.key("path")
+            if let text = string(node, kp, expected: "a path like /v1/health") {
+                if let problem = HTTPSyntax.normalFormProblem(text) {
+                    error(kp, "\(ConfigText.quoted(text)) \(problem)", node.mark)
+                } else {
+                    match = .exact(text)
+                }
+            }
+            if match == nil { ok = false }
+        }
+
+        var methods: [String] = []
+        if let node = f.node("methods") {
+            let kp = p.key("methods")
+            if let items = list(node, kp, of: "HTTP methods such as [POST, PUT]") {
+                if items.isEmpty {
+                    error(kp, "an empty list would match nothing: omit methods to take every method", node.mark)
+                    ok = false
+                }
+                for (i, item) in items.enumerated() {
+                    let ip = kp.index(i)
+                    guard let text = string(item, ip, expected: "an HTTP method") else { ok = false; continue }
+                    if !HTTPSyntax.isToken(text) {
+                        error(ip, "\(ConfigText.quoted(text)) is not an HTTP method token", item.mark)
+                        ok = false
+                    } else if text != text.uppercased() {
+                        error(ip, "methods are case-sensitive and written in upper case: \(text.uppercased())", item.mark)
+                        ok = false
+                    } else if text == "CONNECT" {
+                        error(ip, "CONNECT is not proxied (the gateway is a reverse proxy, not a tunnel)", item.mark)
+                        ok = false
+                    } else if methods.contains(text) {
+                        error(ip, "\(text) is listed twice", item.mark)
+                        ok = false
+                    } else {
+                        if !Self.standardMethods.contains(text), let s = Suggestion.closest(to: text, among: Self.standardMethods) {
+                            warn(ip, "\(text) is not a standard method; did you mean \(s)?", item.mark)
+                        }
+                        methods.append(text)
+                    }
+                }
+            } else { ok = false }
+        }
+
+        var upstream: String?
+        if let node = f.node("upstream") {
+            upstream = string(node, p.key("upstream"), expected: "the name of an upstream")
+        } else {
+            missing(f, "upstream", " (a name from upstreams)")
+        }
+        if upstream == nil { ok = false }
+
+        let mode = optional(f, "mode", default: RouteConfiguration.Mode.enforce) { choice($0, $1, RouteConfiguration.Mode.self) }
+        let maxBody = optional(f, "max_body", default: RouteConfiguration.defaultMaxBody) { size($0, $1, 0...RouteConfiguration.maximumMaxBody) }
+        let onStoreError = optional(f, "on_store_error", default: RouteConfiguration.StoreErrorPolicy.failClosed) { choice($0, $1, RouteConfiguration.StoreErrorPolicy.self) }
+        let window = optional(f, "counter_window", default: 0) { integer($0, $1, 0...RouteConfiguration.maximumCounterWindow) }
+        var environment: AttestEnvironment?
+        if let node = f.node("environment") {
+            environment = choice(node, p.key("environment"), AttestEnvironment.self)
+            if environment == nil { ok = false }
+        }
+
+        var bind: [String] = []
+        if let node = f.node("bind_headers") {
+            let kp = p.key("bind_headers")
+            if let items = list(node, kp, of: "header names such as [Authorization]") {
+                if items.count > 16 { error(kp, "at most 16 headers, got \(items.count)", node.mark); ok = false }
+                var seen = Set<String>()
+                for (i, item) in items.enumerated() {
+                    let ip = kp.index(i)
+                    guard let text = string(item, ip, expected: "a header name") else { ok = false; continue }
+                    let lower = text.lowercased()
+                    if text.hasPrefix(":") {
+                        error(ip, "pseudo-headers cannot be bound: the method and request-target are bound already", item.mark)
+                        ok = false
+                    } else if !HTTPSyntax.isToken(text) {
+                        error(ip, "\(ConfigText.quoted(text)) is not a valid header name", item.mark)
+                        ok = false
+                    } else if HTTPSyntax.hopByHopAndFraming.contains(lower) {
+                        error(ip, "\(text) is a hop-by-hop or framing header that proxies rewrite; it cannot be bound", item.mark)
+                        ok = false
+                    } else if headers.isOwnHeader(text) {
+                        error(ip, "\(text) is in the gateway's own header family (\(headers.prefix)), which is stripped on ingress; it cannot be bound", item.mark)
+                        ok = false
+                    } else if seen.contains(lower) {
+                        error(ip, "\(text) is listed twice (header names are case-insensitive)", item.mark)
+                        ok = false
+                    } else {
+                        seen.insert(lower)
+                        bind.append(text)
+                    }
+                }
+            } else { ok = false }
+        }
+
+        var apps: [AppID]?
+        if let node = f.node("apps") {
+            let kp = p.key("apps")
+            if let items = list(node, kp, of: "app IDs") {
+                if items.isEmpty {
+                    error(kp, "an empty list would refuse every request: omit apps to allow every configured app", node.mark)
+                    ok = false
+                }
+                var ids: [AppID] = []
+                for (i, item) in items.enumerated() {
+                    let ip = kp.index(i)
+                    guard let text = string(item, ip, expected: "an app ID (TEAMID.bundle)") else { ok = false; continue }
+                    if let problem = AppID.problem(text) {
+                        error(ip, problem, item.mark)
+                        ok = false
+                    } else if let id = AppID(text) {
+                        if ids.contains(id) { error(ip, "\(id) is listed twice", item.mark); ok = false } else { ids.append(id) }
+                    }
+                }
+                apps = ids
+            } else { ok = false }
+        }
+
+        guard ok, let match, let upstream, let mode, let maxBody, let onStoreError, let window else { return nil }
+        return RouteConfiguration(name: name, match: match, methods: methods, upstream: upstream, mode: mode, maxBody: maxBody,
+                                  onStoreError: onStoreError, counterWindow: window, environment: environment,
+                                  bindHeaders: bind, apps: apps)
+    }
+
+    // MARK: cross-section checks
+
+    /// Checks that need several validated sections. Only called with every section valid.
+    func crossCheck(_ config: GatewayConfiguration, routes sources: [RouteSource], marks: Marks, storeWasWritten: Bool) {
+        let upstreamNames = config.upstreams.map(\.name)
+        let appIDs = config.apps.map(\.appID)
+        var usedUpstreams = Set<String>()
+
+        for (index, route) in config.routes.enumerated() {
+            let src = sources[index]
+            let p = src.path
+            // Upstream exists.
+            if config.upstream(named: route.upstream) == nil {
+                error(p.key("upstream"), "unknown upstream \(ConfigText.quoted(route.upstream))" + (Suggestion.closest(to: route.upstream, among: upstreamNames).map { "; did you mean \($0)?" } ?? " (upstreams: \(upstreamNames.joined(separator: ", ")))"), src.fields.mark("upstream"))
+            }
+            usedUpstreams.insert(route.upstream)
+
+            // Apps exist; environment satisfiable.
+            if let apps = route.apps {
+                for (i, id) in apps.enumerated() where !appIDs.contains(id) {
+                    let itemMark = itemMarks(src.fields, "apps")[safe: i] ?? src.fields.mark("apps")
+                    error(p.key("apps").index(i), "\(id) is not in apps" + Suggestion.hint(id.description, among: appIDs.map(\.description)), itemMark)
+                }
+            }
+            if let env = route.environment {
+                let allowed = config.apps.filter { route.apps?.contains($0.appID) ?? true }
+                if !allowed.isEmpty && !allowed.contains(where: { $0.environment.allows(env) }) {
+                    error(p.key("environment"), "no app allowed on this route accepts \(env.rawValue) keys (\(allowed.map { "\($0.appID): \($0.environment.rawValue)" }.joined(separator: ", "))): the route would refuse every request", src.fields.mark("environment"))
+                }
+            }
+
+            // Gateway endpoints are served before routing.
+            if config.endpoints.owns(path: route.match.path) {
+                let key = route.match.path == src.fields.node("path_prefix").flatMap({ if case .scalar(let s) = $0.kind { return s.text } else { return nil } }) ? "path_prefix" : "path"
+                error(p.key(key), "\(route.match.path) is inside endpoints.prefix (\(config.endpoints.prefix)), which the gateway serves itself before routing: this route can never match", src.fields.mark(key))
+            }
+
+            // Settings that only matter when verifying.
+            if route.mode == .off {
+                let ignored = ["on_store_error", "counter_window", "environment", "bind_headers", "apps"].filter { src.fields.has($0) }
+                if !ignored.isEmpty {
+                    warn(p.key("mode"), "\(ignored.joined(separator: ", ")) \(ignored.count == 1 ? "has" : "have") no effect with mode off", src.fields.mark("mode"))
+                }
+            } else if route.onStoreError == .failOpen {
+                warn(p.key("on_store_error"), "fail_open forwards requests with verdict unverified whenever the store is unavailable", src.fields.mark("on_store_error"))
+            }
+        }
+
+        // Shadowed routes.
+        let table = RouteTable(routes: config.routes)
+        for s in table.shadowedRoutes() {
+            let byNames = s.by.map { "routes[\($0)]" }.joined(separator: " and ")
+            warn(sources[s.route].path, "this route can never match: every request it takes is taken first by \(byNames) (routes match in order, first match wins)", sources[s.route].mark)
+        }
+
+        // HEAD falling through from a protected GET route to a weaker one.
+        let shadowed = Set(table.shadowedRoutes().map(\.route))
+        for (index, route) in config.routes.enumerated() where route.mode != .off && !shadowed.contains(index)
+            && route.methods.contains("GET") && !route.methods.contains("HEAD") {
+            if let next = table.match(method: "HEAD", path: route.match.path), config.routes[next].mode == .off {
+                warn(sources[index].path.key("methods"), "takes GET but not HEAD: HEAD \(route.match.path) falls through to routes[\(next)] (mode off); add HEAD if the upstream answers HEAD like GET", sources[index].fields.mark("methods"))
+            }
+        }
+
+        if !config.routes.contains(where: { $0.mode != .off }) {
+            warn(.root.key("routes"), "no route has mode enforce or monitor: the gateway verifies nothing", sources.first?.mark)
+        }
+
+        // Upstreams.
+        for upstream in config.upstreams {
+            let mark = marks.upstreams[upstream.name]
+            for (i, listener) in config.listen.enumerated() where Self.reaches(upstream.endpoint, listener) {
+                error(.root.key("upstreams").key(upstream.name), "\(upstream.endpoint) is the gateway's own listener listen[\(i)] (\(listener)): requests would loop", mark)
+            }
+            if let admin = config.admin, Self.reaches(upstream.endpoint, admin) {
+                error(.root.key("upstreams").key(upstream.name), "\(upstream.endpoint) is the gateway's admin listener", mark)
+            }
+            if !usedUpstreams.contains(upstream.name) {
+                warn(.root.key("upstreams").key(upstream.name), "no route uses this upstream", mark)
+            }
+        }
+
+        // Admin listener.
+        if let admin = config.admin {
+            for (i, listener) in config.listen.enumerated() where listener.conflicts(with: admin) {
+                error(.root.key("admin"), "\(admin) overlaps listen[\(i)] (\(listener)): the admin endpoints need their own address", marks.admin)
+            }
+            if !admin.isLocal {
+                warn(.root.key("admin"), "\(admin) exposes /healthz and /readyz beyond this machine; bind it to 127.0.0.1 unless a probe needs it", marks.admin)
+            }
+        }
+
+        // Store.
+        if case .memory = config.store.kind {
+            let text = storeWasWritten ? "" : "store is not set, so "
+            warn(.root.key("store"), "\(text)the memory store keeps challenges and keys in this process only: lost on restart and not shared between replicas; use redis:// in production", nil)
+        }
+    }
+
+    /// Whether forwarding to `endpoint` would connect to `listener`.
+    static func reaches(_ endpoint: UpstreamEndpoint, _ listener: SocketAddress) -> Bool {
+        switch (endpoint, listener) {
+        case (.unix(let a), .unix(let b)): return a == b
+        case (.http(let host, let port), .ip(let lhost, let lport)):
+            guard port == lport, lport != 0 else { return false }
+            if host == lhost { return true }
+            let loopbackish = host == "localhost" || host == "::1" || host.hasPrefix("127.")
+            return listener.isWildcard && loopbackish || (host == "localhost" && (lhost == "::1" || lhost.hasPrefix("127.")))
+        default: return false
+        }
+    }
+
+    private func itemMarks(_ f: Fields, _ key: String) -> [SourceMark] {
+        guard let node = f.node(key), case .sequence(let items) = node.kind else { return [] }
+        return items.map(\.mark)
+    }
+}
+
+extension Array {
+    /// The element at `index`, or nil when out of range.
+    subscript(safe index: Int) -> Element? { indices.contains(index) ? self[index] : nil }
+}

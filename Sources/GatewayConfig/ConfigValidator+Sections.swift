@@ -1,0 +1,421 @@
+import Foundation
+
+/// Sections other than routes: listeners, store, apps, trust, endpoints, headers, upstreams, limits,
+/// timeouts, log.
+extension ConfigValidator {
+    /// Where each validated item came from, for cross-section checks.
+    struct Marks {
+        var listen: [SourceMark] = []
+        var admin: SourceMark?
+        var upstreams: [String: SourceMark] = [:]
+        var apps: [AppID: ConfigPath] = [:]
+    }
+
+    // MARK: listen / admin
+
+    func listeners(_ root: Fields, marks: inout Marks) -> [SocketAddress]? {
+        guard let node = root.node("listen") else {
+            missing(root, "listen", " (e.g. listen: 127.0.0.1:8080)")
+            return nil
+        }
+        let path = root.path.key("listen")
+        var items: [(YAMLNode, ConfigPath)]
+        if case .sequence(let list) = node.kind {
+            if list.isEmpty { error(path, "needs at least one address", node.mark); return nil }
+            if list.count > 16 { error(path, "at most 16 addresses, got \(list.count)", node.mark); return nil }
+            items = list.enumerated().map { ($0.element, path.index($0.offset)) }
+        } else {
+            items = [(node, path)]
+        }
+        var result: [SocketAddress] = []
+        var ok = true
+        for (item, itemPath) in items {
+            guard let address = address(item, itemPath) else { ok = false; continue }
+            if let clash = result.firstIndex(where: { $0.conflicts(with: address) }) {
+                error(itemPath, "\(address) overlaps listen[\(clash)] (\(result[clash]))", item.mark)
+                ok = false
+                continue
+            }
+            result.append(address)
+            marks.listen.append(item.mark)
+        }
+        return ok ? result : nil
+    }
+
+    func address(_ node: YAMLNode, _ path: ConfigPath) -> SocketAddress? {
+        guard let text = string(node, path, expected: "an address like 127.0.0.1:8080") else { return nil }
+        switch SocketAddress.parse(text, baseDirectory: baseDirectory) {
+        case .success(let a): return a
+        case .failure(let e): error(path, e.message, node.mark); return nil
+        }
+    }
+
+    // MARK: store
+
+    func store(_ root: Fields) -> StoreConfiguration? {
+        let path = root.path.key("store")
+        guard let node = root.node("store") else { return .memory }
+        let timeoutRange: ClosedRange<Duration> = .milliseconds(1) ... .seconds(60)
+        if case .mapping = node.kind {
+            guard let f = fields(node, path, .store) else { return nil }
+            var kind: StoreConfiguration.Kind?
+            if let urlNode = f.node("url") {
+                kind = storeKind(urlNode, path.key("url"))
+            } else {
+                missing(f, "url", " (memory or redis://host:port/db)")
+            }
+            let command = optional(f, "command_timeout", default: StoreConfiguration.defaultCommandTimeout) { duration($0, $1, timeoutRange) }
+            let connect = optional(f, "connect_timeout", default: StoreConfiguration.defaultConnectTimeout) { duration($0, $1, timeoutRange) }
+            guard let kind, let command, let connect else { return nil }
+            if kind == .memory, f.has("command_timeout") || f.has("connect_timeout") {
+                warn(path, "command_timeout and connect_timeout have no effect on the memory store", f.mark)
+            }
+            return StoreConfiguration(kind: kind, commandTimeout: command, connectTimeout: connect)
+        }
+        guard let kind = storeKind(node, path) else { return nil }
+        return StoreConfiguration(kind: kind)
+    }
+
+    private func storeKind(_ node: YAMLNode, _ path: ConfigPath) -> StoreConfiguration.Kind? {
+        guard let text = string(node, path, expected: "memory, a redis:// URL or a mapping {url, command_timeout, connect_timeout}") else { return nil }
+        if text == "memory" { return .memory }
+        if Suggestion.closest(to: text, among: ["memory"]) != nil && !text.contains(":") {
+            error(path, "expected memory, redis://host:port/db or unix:///path/to/redis.sock, got \(ConfigText.quoted(text)); did you mean memory?", node.mark)
+            return nil
+        }
+        switch RedisEndpoint.parse(text, baseDirectory: baseDirectory) {
+        case .success(let endpoint): return .redis(endpoint)
+        case .failure(let e): error(path, e.message, node.mark); return nil
+        }
+    }
+
+    // MARK: apps
+
+    func apps(_ root: Fields, marks: inout Marks) -> [AppConfiguration]? {
+        let path = root.path.key("apps")
+        guard let node = root.node("apps") else {
+            missing(root, "apps", ": list at least one app (- app_id: TEAMID.bundle.id) whose keys may attest")
+            return nil
+        }
+        guard let items = list(node, path, of: "apps ({app_id, environment})") else { return nil }
+        if items.isEmpty {
+            error(path, "needs at least one app: routes in mode enforce or monitor accept keys of the apps listed here only", node.mark)
+            return nil
+        }
+        var result: [AppConfiguration] = []
+        var ok = true
+        for (i, item) in items.enumerated() {
+            let itemPath = path.index(i)
+            guard let f = fields(item, itemPath, .app, what: "a mapping {app_id, environment}") else { ok = false; continue }
+            var appID: AppID?
+            if let idNode = f.node("app_id") {
+                if let text = string(idNode, itemPath.key("app_id")) {
+                    if let problem = AppID.problem(text) {
+                        error(itemPath.key("app_id"), problem, idNode.mark)
+                    } else if let id = AppID(text) {
+                        if let first = marks.apps[id] {
+                            error(itemPath.key("app_id"), "\(id) is already listed at \(first) (use environment: any to allow both environments)", idNode.mark)
+                        } else {
+                            appID = id
+                            marks.apps[id] = itemPath
+                        }
+                    }
+                }
+            } else {
+                missing(f, "app_id", " (TEAMID.bundle.identifier)")
+            }
+            let environment = optional(f, "environment", default: AppConfiguration.EnvironmentPolicy.production) { choice($0, $1, AppConfiguration.EnvironmentPolicy.self) }
+            guard let appID, let environment else { ok = false; continue }
+            if environment == .any {
+                warn(itemPath.key("environment"), "\(appID) accepts development keys too (builds signed for development in Xcode); use production outside tests", f.mark("environment"))
+            }
+            result.append(AppConfiguration(appID: appID, environment: environment))
+        }
+        return ok ? result : nil
+    }
+
+    // MARK: trust
+
+    func trust(_ root: Fields) -> TrustConfiguration? {
+        guard let node = root.node("trust") else { return TrustConfiguration() }
+        let path = root.path.key("trust")
+        guard let f = fields(node, path, .trust) else { return nil }
+        guard let rootsNode = f.node("extra_roots") else { return TrustConfiguration() }
+        let rootsPath = path.key("extra_roots")
+        guard let items = list(rootsNode, rootsPath, of: "PEM file paths") else { return nil }
+        var roots: [String] = []
+        var ok = true
+        for (i, item) in items.enumerated() {
+            let itemPath = rootsPath.index(i)
+            guard let text = string(item, itemPath, expected: "a PEM file path") else { ok = false; continue }
+            let resolved = NetworkSyntax.resolvePath(text, baseDirectory: baseDirectory)
+            if let problem = pemProblem(resolved) {
+                error(itemPath, problem, item.mark)
+                ok = false
+                continue
+            }
+            if roots.contains(resolved) {
+                error(itemPath, "\(resolved) is listed twice", item.mark)
+                ok = false
+                continue
+            }
+            roots.append(resolved)
+            warn(itemPath, "TEST DEVICES ONLY: \(resolved) is trusted as an App Attest root, so keys from the simulator or any holder of that CA's key are accepted like real devices; never deploy this to production", item.mark)
+        }
+        return ok ? TrustConfiguration(extraRoots: roots) : nil
+    }
+
+    /// Why the file at `path` cannot serve as a PEM root file, or nil.
+    private func pemProblem(_ path: String) -> String? {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            return "\(path) does not exist (relative paths resolve against the configuration file's folder, \(baseDirectory))"
+        }
+        if isDirectory.boolValue { return "\(path) is a folder, not a PEM file" }
+        guard let handle = FileHandle(forReadingAtPath: path) else { return "\(path) cannot be read (permissions?)" }
+        defer { try? handle.close() }
+        let data = (try? handle.read(upToCount: 1 << 20)) ?? Data()
+        guard let text = String(data: data, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") else {
+            return "\(path) is not a PEM certificate file (no -----BEGIN CERTIFICATE----- line)"
+        }
+        return nil
+    }
+
+    // MARK: endpoints
+
+    func endpoints(_ root: Fields) -> EndpointsConfiguration? {
+        guard let node = root.node("endpoints") else { return EndpointsConfiguration() }
+        let path = root.path.key("endpoints")
+        guard let f = fields(node, path, .endpoints) else { return nil }
+        let prefix = optional(f, "prefix", default: EndpointsConfiguration.defaultPrefix) { node, p -> String? in
+            guard let text = string(node, p, expected: "an absolute path like /app-attest/v1") else { return nil }
+            if let problem = HTTPSyntax.normalFormProblem(text) {
+                error(p, "\(ConfigText.quoted(text)) \(problem)", node.mark)
+                return nil
+            }
+            if text == "/" {
+                error(p, "must not be / (the gateway's endpoints would take every request); use e.g. /app-attest/v1", node.mark)
+                return nil
+            }
+            if text.hasSuffix("/") {
+                error(p, "write it without a trailing slash: \(text.dropLast())", node.mark)
+                return nil
+            }
+            return text
+        }
+        let ttl = optional(f, "challenge_ttl", default: EndpointsConfiguration.defaultChallengeTTL) { duration($0, $1, .seconds(10) ... .seconds(3600)) }
+        let bytes = optional(f, "challenge_bytes", default: EndpointsConfiguration.defaultChallengeBytes) { integer($0, $1, 16...64) }
+        guard let prefix, let ttl, let bytes else { return nil }
+        return EndpointsConfiguration(prefix: prefix, challengeTTL: ttl, challengeBytes: bytes)
+    }
+
+    // MARK: headers
+
+    /// Headers whose names must never fall into the gateway's stripped family.
+    private static let essentialHeaders = [
+        "host", "content-length", "content-type", "content-encoding", "transfer-encoding", "connection", "te", "upgrade",
+        "authorization", "cookie", "user-agent", "accept", "accept-encoding", "forwarded", "x-forwarded-for",
+        "x-forwarded-proto", "x-request-id", "via", "traceparent", "expect", "range", "if-match", "if-none-match",
+    ]
+
+    func headers(_ root: Fields) -> HeadersConfiguration? {
+        guard let node = root.node("headers") else { return HeadersConfiguration() }
+        let path = root.path.key("headers")
+        guard let f = fields(node, path, .headers) else { return nil }
+        let defaults = HeadersConfiguration()
+        var ok = true
+
+        var prefix = defaults.prefix
+        if let prefixNode = f.node("prefix") {
+            let p = path.key("prefix")
+            if let text = string(prefixNode, p, expected: "a header name prefix like App-Attest-") {
+                if !HTTPSyntax.isToken(text) {
+                    error(p, "\(ConfigText.quoted(text)) is not the start of a header name (letters, digits, - and a few symbols)", prefixNode.mark)
+                    ok = false
+                } else if text.utf8.count < 3 {
+                    error(p, "\(ConfigText.quoted(text)) is too short: every request header starting with it is stripped", prefixNode.mark)
+                    ok = false
+                } else if let victim = Self.essentialHeaders.first(where: { $0.hasPrefix(text.lowercased()) }) {
+                    error(p, "\(ConfigText.quoted(text)) would strip standard headers such as \(victim): every request header starting with the prefix is removed", prefixNode.mark)
+                    ok = false
+                } else {
+                    prefix = text
+                }
+            } else { ok = false }
+        }
+
+        func name(_ f: Fields, _ key: String, _ fallback: String, family: Bool) -> String {
+            guard let n = f.node(key) else { return fallback }
+            let p = f.path.key(key)
+            guard let text = string(n, p, expected: "a header name") else { ok = false; return fallback }
+            guard HTTPSyntax.isToken(text) else {
+                error(p, "\(ConfigText.quoted(text)) is not a valid header name", n.mark)
+                ok = false
+                return fallback
+            }
+            if family && !(text.lowercased().hasPrefix(prefix.lowercased()) && text.utf8.count > prefix.utf8.count) {
+                error(p, "\(text) must start with headers.prefix (\(prefix)) so that ingress strips client copies of it", n.mark)
+                ok = false
+                return fallback
+            }
+            if HTTPSyntax.hopByHopAndFraming.contains(text.lowercased()) {
+                error(p, "\(text) is a hop-by-hop or framing header", n.mark)
+                ok = false
+            }
+            return text
+        }
+
+        var evidence = defaults.evidence
+        if let evNode = f.node("evidence"), let ef = fields(evNode, path.key("evidence"), .evidence) {
+            evidence = HeadersConfiguration.Evidence(
+                keyID: name(ef, "key_id", defaults.evidence.keyID, family: true),
+                challenge: name(ef, "challenge", defaults.evidence.challenge, family: true),
+                assertion: name(ef, "assertion", defaults.evidence.assertion, family: true),
+                clientData: name(ef, "client_data", defaults.evidence.clientData, family: true))
+        } else if f.has("evidence") { ok = false }
+        var injected = defaults.injected
+        if let inNode = f.node("injected"), let inf = fields(inNode, path.key("injected"), .injected) {
+            injected = HeadersConfiguration.Injected(
+                verdict: name(inf, "verdict", defaults.injected.verdict, family: true),
+                reason: name(inf, "reason", defaults.injected.reason, family: true),
+                keyID: name(inf, "key_id", defaults.injected.keyID, family: true),
+                counter: name(inf, "counter", defaults.injected.counter, family: true),
+                environment: name(inf, "environment", defaults.injected.environment, family: true),
+                riskMetric: name(inf, "risk_metric", defaults.injected.riskMetric, family: true),
+                validationCategory: name(inf, "validation_category", defaults.injected.validationCategory, family: true),
+                bundleVersion: name(inf, "bundle_version", defaults.injected.bundleVersion, family: true))
+        } else if f.has("injected") { ok = false }
+        let errorHeader = name(f, "error", defaults.error, family: false)
+
+        // A changed prefix must carry the (default) names along: names not written are checked too.
+        let evidenceKeys = ConfigSchema.keys(.evidence), injectedKeys = ConfigSchema.keys(.injected)
+        func check(_ names: [String], _ keys: [String], _ section: String) {
+            var seen: [String: String] = [:]
+            for (n, key) in zip(names, keys) {
+                let p = path.key(section).key(key)
+                if !(n.lowercased().hasPrefix(prefix.lowercased())) {
+                    error(p, "\(n) (default) does not start with headers.prefix \(prefix): set headers.\(section).\(key) too", f.mark)
+                    ok = false
+                }
+                if let other = seen[n.lowercased()] {
+                    error(p, "\(n) is also headers.\(section).\(other)", f.mark(section))
+                    ok = false
+                }
+                seen[n.lowercased()] = key
+            }
+        }
+        if ok {
+            check(evidence.all, evidenceKeys, "evidence")
+            check(injected.all, injectedKeys, "injected")
+            for (n, key) in zip(injected.all, injectedKeys) {
+                if let i = evidence.all.firstIndex(where: { $0.lowercased() == n.lowercased() }), !(key == "key_id" && evidenceKeys[i] == "key_id") {
+                    error(path.key("injected").key(key), "\(n) is also headers.evidence.\(evidenceKeys[i])", f.mark("injected"))
+                    ok = false
+                }
+            }
+        }
+        return ok ? HeadersConfiguration(prefix: prefix, evidence: evidence, injected: injected, error: errorHeader) : nil
+    }
+
+    // MARK: upstreams
+
+    func upstreams(_ root: Fields, marks: inout Marks) -> [UpstreamConfiguration]? {
+        let path = root.path.key("upstreams")
+        guard let node = root.node("upstreams") else {
+            missing(root, "upstreams", " (e.g. upstreams: {app: http://127.0.0.1:8081})")
+            return nil
+        }
+        guard case .mapping(let entries) = node.kind else {
+            error(path, "expected a mapping of upstream names to URLs (legacy: http://127.0.0.1:8081), got \(node.kindDescription)", node.mark)
+            return nil
+        }
+        if entries.isEmpty {
+            error(path, "needs at least one upstream", node.mark)
+            return nil
+        }
+        var result: [UpstreamConfiguration] = []
+        var ok = true
+        let connectRange: ClosedRange<Duration> = .milliseconds(1) ... .seconds(60)
+        let responseRange: ClosedRange<Duration> = .milliseconds(1) ... .seconds(3600)
+        for entry in entries {
+            let name = entry.key
+            let p = path.key(name)
+            guard name.utf8.count <= 64, !name.isEmpty, name.utf8.allSatisfy({ HTTPSyntax.isUnreserved($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "~") }) else {
+                error(p, "upstream names use letters, digits, _ and - (at most 64), got \(ConfigText.quoted(name))", entry.keyMark)
+                ok = false
+                continue
+            }
+            var upstream: UpstreamConfiguration?
+            if case .mapping = entry.value.kind {
+                guard let f = fields(entry.value, p, .upstream) else { ok = false; continue }
+                var endpoint: UpstreamEndpoint?
+                if let urlNode = f.node("url") { endpoint = upstreamEndpoint(urlNode, p.key("url")) } else { missing(f, "url", " (http://host:port or unix:/path)") }
+                let connect = optional(f, "connect_timeout", default: UpstreamConfiguration.defaultConnectTimeout) { duration($0, $1, connectRange) }
+                let response = optional(f, "response_timeout", default: UpstreamConfiguration.defaultResponseTimeout) { duration($0, $1, responseRange) }
+                let idle = optional(f, "max_idle_connections", default: UpstreamConfiguration.defaultMaxIdleConnections) { integer($0, $1, 0...4096) }
+                if let endpoint, let connect, let response, let idle {
+                    upstream = UpstreamConfiguration(name: name, endpoint: endpoint, connectTimeout: connect, responseTimeout: response, maxIdleConnections: idle)
+                }
+            } else if entry.value.isNull {
+                error(p, "expected a URL (http://host:port or unix:/path) or a mapping {url, ...}, got null", entry.value.mark)
+            } else if let endpoint = upstreamEndpoint(entry.value, p) {
+                upstream = UpstreamConfiguration(name: name, endpoint: endpoint)
+            }
+            guard let upstream else { ok = false; continue }
+            result.append(upstream)
+            marks.upstreams[name] = entry.value.mark
+        }
+        return ok ? result : nil
+    }
+
+    private func upstreamEndpoint(_ node: YAMLNode, _ path: ConfigPath) -> UpstreamEndpoint? {
+        guard let text = string(node, path, expected: "a URL (http://host:port or unix:/path) or a mapping {url, ...}") else { return nil }
+        switch UpstreamEndpoint.parse(text, baseDirectory: baseDirectory) {
+        case .success(let e): return e
+        case .failure(let e): error(path, e.message, node.mark); return nil
+        }
+    }
+
+    // MARK: limits, timeouts, log
+
+    func limits(_ root: Fields) -> LimitsConfiguration? {
+        guard let node = root.node("limits") else { return LimitsConfiguration() }
+        guard let f = fields(node, root.path.key("limits"), .limits) else { return nil }
+        let headerBytes = optional(f, "max_header_bytes", default: LimitsConfiguration.defaultMaxHeaderBytes) { size($0, $1, 1024...(1 << 20)) }
+        let headers = optional(f, "max_headers", default: LimitsConfiguration.defaultMaxHeaders) { integer($0, $1, 1...1000) }
+        let connections = optional(f, "max_connections", default: LimitsConfiguration.defaultMaxConnections) { integer($0, $1, 1...1_000_000) }
+        guard let headerBytes, let headers, let connections else { return nil }
+        return LimitsConfiguration(maxHeaderBytes: headerBytes, maxHeaders: headers, maxConnections: connections)
+    }
+
+    func timeouts(_ root: Fields) -> TimeoutsConfiguration? {
+        guard let node = root.node("timeouts") else { return TimeoutsConfiguration() }
+        guard let f = fields(node, root.path.key("timeouts"), .timeouts) else { return nil }
+        let d = TimeoutsConfiguration()
+        let header = optional(f, "header", default: d.header) { duration($0, $1, .milliseconds(100) ... .seconds(300)) }
+        let body = optional(f, "body", default: d.body) { duration($0, $1, .milliseconds(100) ... .seconds(3600)) }
+        let idle = optional(f, "idle", default: d.idle) { duration($0, $1, .seconds(1) ... .seconds(3600)) }
+        let drain = optional(f, "drain", default: d.drain) { duration($0, $1, .zero ... .seconds(600)) }
+        guard let header, let body, let idle, let drain else { return nil }
+        return TimeoutsConfiguration(header: header, body: body, idle: idle, drain: drain)
+    }
+
+    func log(_ root: Fields) -> LogConfiguration? {
+        guard let node = root.node("log") else { return LogConfiguration() }
+        guard let f = fields(node, root.path.key("log"), .log) else { return nil }
+        let access = optional(f, "access", default: true) { boolean($0, $1) }
+        var format: LogConfiguration.Format? = .json
+        if let formatNode = f.node("format") {
+            let p = f.path.key("format")
+            if case .scalar(let s) = formatNode.kind, s.text == "text" {
+                error(p, "the text format is not supported yet: json is the only format", formatNode.mark)
+                format = nil
+            } else {
+                format = choice(formatNode, p, LogConfiguration.Format.self)
+            }
+        }
+        let level = optional(f, "level", default: LogConfiguration.Level.info) { choice($0, $1, LogConfiguration.Level.self) }
+        guard let access, let format, let level else { return nil }
+        return LogConfiguration(access: access, format: format, level: level)
+    }
+}

@@ -1,0 +1,216 @@
+/// Layer 2: raw `YAMLNode` tree to a validated `GatewayConfiguration`, collecting every problem with
+/// its key path and position instead of stopping at the first.
+///
+/// Used once per load, from one thread; not shared.
+final class ConfigValidator {
+    /// Folder that relative file paths resolve against (the configuration file's folder).
+    let baseDirectory: String
+    /// Problems that refuse the configuration.
+    private(set) var errors: [ConfigIssue] = []
+    /// Problems an operator should see but that do not refuse it.
+    private(set) var warnings: [ConfigIssue] = []
+
+    init(baseDirectory: String) {
+        self.baseDirectory = baseDirectory
+    }
+
+    func error(_ path: ConfigPath, _ message: String, _ mark: SourceMark?) {
+        errors.append(ConfigIssue(severity: .error, path: path.description, message: message, mark: mark))
+    }
+
+    func warn(_ path: ConfigPath, _ message: String, _ mark: SourceMark?) {
+        warnings.append(ConfigIssue(severity: .warning, path: path.description, message: message, mark: mark))
+    }
+
+    // MARK: mappings
+
+    /// A mapping node whose keys were checked against its section.
+    struct Fields {
+        let path: ConfigPath
+        let mark: SourceMark
+        let entries: [YAMLNode.Entry]
+
+        /// The value of `key`, or nil when absent or explicitly null.
+        func node(_ key: String) -> YAMLNode? {
+            guard let entry = entries.first(where: { $0.key == key }), !entry.value.isNull else { return nil }
+            return entry.value
+        }
+
+        /// Whether `key` is written with a non-null value.
+        func has(_ key: String) -> Bool { node(key) != nil }
+
+        /// Position of `key`'s value (or of the mapping when absent).
+        func mark(_ key: String) -> SourceMark {
+            entries.first(where: { $0.key == key })?.value.mark ?? mark
+        }
+    }
+
+    /// `node` as a mapping of `section`; unknown keys are reported (with suggestions) and ignored.
+    func fields(_ node: YAMLNode, _ path: ConfigPath, _ section: ConfigSchema.Section, what: String? = nil) -> Fields? {
+        guard case .mapping(let entries) = node.kind else {
+            let expected = what ?? "a mapping with keys such as \(ConfigSchema.keys(section).prefix(3).joined(separator: ", "))"
+            error(path, "expected \(expected), got \(node.kindDescription)", node.mark)
+            return nil
+        }
+        let known = ConfigSchema.keys(section)
+        for entry in entries where !known.contains(entry.key) {
+            var message = "unknown key"
+            if let suggestion = Suggestion.closest(to: entry.key, among: known) {
+                message += "; did you mean \(suggestion)?"
+            } else {
+                let elsewhere = ConfigSchema.sections(containing: entry.key, except: section)
+                if !elsewhere.isEmpty {
+                    message += " here; \(entry.key) is a key of \(elsewhere.map(\.rawValue).joined(separator: " and "))"
+                } else {
+                    message += " (known keys: \(known.joined(separator: ", ")))"
+                }
+            }
+            error(path.key(entry.key), message, entry.keyMark)
+        }
+        return Fields(path: path, mark: node.mark, entries: entries)
+    }
+
+    /// Reports `key` missing from `fields`.
+    func missing(_ fields: Fields, _ key: String, _ hint: String = "") {
+        error(fields.path.key(key), "required key is missing" + hint, fields.mark)
+    }
+
+    // MARK: scalars
+
+    /// A scalar's text (any style); errors on null, lists and mappings.
+    func string(_ node: YAMLNode, _ path: ConfigPath, expected: String = "a string") -> String? {
+        guard case .scalar(let s) = node.kind, !node.isNull else {
+            error(path, "expected \(expected), got \(node.kindDescription)", node.mark)
+            return nil
+        }
+        return s.text
+    }
+
+    /// A plain decimal integer within `range`.
+    func integer(_ node: YAMLNode, _ path: ConfigPath, _ range: ClosedRange<Int>) -> Int? {
+        guard case .scalar(let s) = node.kind, !node.isNull else {
+            error(path, "expected an integer from \(range.lowerBound) to \(range.upperBound), got \(node.kindDescription)", node.mark)
+            return nil
+        }
+        guard let n = ScalarSyntax.integer(s.text) else {
+            error(path, "expected an integer from \(range.lowerBound) to \(range.upperBound), got \(ConfigText.quoted(s.text))", node.mark)
+            return nil
+        }
+        guard s.isPlain else {
+            error(path, "expected an integer, got the quoted string \(ConfigText.quoted(s.text)): remove the quotes", node.mark)
+            return nil
+        }
+        guard range.contains(n) else {
+            error(path, "must be from \(range.lowerBound) to \(range.upperBound), got \(n)", node.mark)
+            return nil
+        }
+        return n
+    }
+
+    /// A plain `true` or `false`.
+    func boolean(_ node: YAMLNode, _ path: ConfigPath) -> Bool? {
+        guard case .scalar(let s) = node.kind, s.isPlain, let b = ScalarSyntax.boolean(s.text) else {
+            var message = "expected true or false, got \(node.kindDescription)"
+            if case .scalar(let s) = node.kind, ScalarSyntax.isYAML11Boolean(s.text) || !s.isPlain && ScalarSyntax.boolean(s.text) != nil {
+                message += " (write true or false)"
+            }
+            error(path, message, node.mark)
+            return nil
+        }
+        return b
+    }
+
+    /// A duration (see `DurationSyntax`) within `range`.
+    func duration(_ node: YAMLNode, _ path: ConfigPath, _ range: ClosedRange<Duration>) -> Duration? {
+        guard let text = string(node, path, expected: "a duration like 300s, 500ms, 2m or 1h") else { return nil }
+        switch DurationSyntax.parse(text) {
+        case .failure(let e):
+            error(path, e.message, node.mark)
+            return nil
+        case .success(let d):
+            guard range.contains(d) else {
+                error(path, "must be from \(DurationSyntax.format(range.lowerBound)) to \(DurationSyntax.format(range.upperBound)), got \(text)", node.mark)
+                return nil
+            }
+            return d
+        }
+    }
+
+    /// A size in bytes (see `ByteSize`) within `range`.
+    func size(_ node: YAMLNode, _ path: ConfigPath, _ range: ClosedRange<Int>) -> Int? {
+        guard let text = string(node, path, expected: "a size like 64KiB or 1MiB") else { return nil }
+        switch ByteSize.parse(text) {
+        case .failure(let e):
+            error(path, e.message, node.mark)
+            return nil
+        case .success(let n):
+            guard range.contains(n) else {
+                error(path, "must be from \(ByteSize.format(range.lowerBound)) to \(ByteSize.format(range.upperBound)), got \(text)", node.mark)
+                return nil
+            }
+            return n
+        }
+    }
+
+    /// One of an enum's raw values, with a suggestion for near misses.
+    func choice<E: RawRepresentable & CaseIterable>(_ node: YAMLNode, _ path: ConfigPath, _ type: E.Type) -> E? where E.RawValue == String {
+        let names = E.allCases.map(\.rawValue)
+        let list = names.joined(separator: " | ")
+        guard case .scalar(let s) = node.kind, !node.isNull else {
+            error(path, "expected one of \(list), got \(node.kindDescription)", node.mark)
+            return nil
+        }
+        if let value = E(rawValue: s.text) { return value }
+        error(path, "expected one of \(list), got \(ConfigText.quoted(s.text))" + Suggestion.hint(s.text, among: names), node.mark)
+        return nil
+    }
+
+    /// A list's items; a non-list is an error.
+    func list(_ node: YAMLNode, _ path: ConfigPath, of what: String) -> [YAMLNode]? {
+        guard case .sequence(let items) = node.kind else {
+            error(path, "expected a list of \(what), got \(node.kindDescription)", node.mark)
+            return nil
+        }
+        return items
+    }
+
+    /// Reads `fields[key]` with `read` when present; `fallback` when absent or null.
+    func optional<T>(_ fields: Fields, _ key: String, default fallback: T, _ read: (YAMLNode, ConfigPath) -> T?) -> T? {
+        guard let node = fields.node(key) else { return fallback }
+        return read(node, fields.path.key(key))
+    }
+}
+
+extension ConfigValidator {
+    /// Validates the whole document; nil when any section failed (the errors say why).
+    func validate(_ rootNode: YAMLNode) -> GatewayConfiguration? {
+        guard let root = fields(rootNode, .root, .root, what: "a mapping with keys such as listen, upstreams and routes") else { return nil }
+        var marks = Marks()
+        let listen = listeners(root, marks: &marks)
+        var admin: SocketAddress?? = .some(nil)
+        if let node = root.node("admin") {
+            marks.admin = node.mark
+            admin = address(node, .root.key("admin")).map { .some($0) }
+        }
+        if let node = root.node("tls") {
+            error(.root.key("tls"), "TLS termination is not supported yet (the key is reserved for cert, key and ALPN h2): terminate TLS in front of the gateway for now", node.mark)
+        }
+        let store = store(root)
+        let apps = apps(root, marks: &marks)
+        let trust = trust(root)
+        let endpoints = endpoints(root)
+        let headers = headers(root)
+        let upstreams = upstreams(root, marks: &marks)
+        let routes = routes(root, headers: headers ?? HeadersConfiguration())
+        let limits = limits(root)
+        let timeouts = timeouts(root)
+        let log = log(root)
+        guard let listen, let admin, let store, let apps, let trust, let endpoints, let headers, let upstreams,
+              let routes, let limits, let timeouts, let log else { return nil }
+        let configuration = GatewayConfiguration(
+            listen: listen, admin: admin, store: store, apps: apps, trust: trust, endpoints: endpoints, headers: headers,
+            upstreams: upstreams, routes: routes.map(\.0), limits: limits, timeouts: timeouts, log: log)
+        crossCheck(configuration, routes: routes.map(\.1), marks: marks, storeWasWritten: root.has("store"))
+        return errors.isEmpty ? configuration : nil
+    }
+}

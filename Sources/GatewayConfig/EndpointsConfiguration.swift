@@ -1,0 +1,39 @@
+/// The gateway's own endpoints (`endpoints`, DESIGN.md section 1): `POST {prefix}/challenge` and
+/// `POST {prefix}/attest`.
+///
+/// Every request whose normalized path is `prefix` or under `prefix/` is served by the gateway itself,
+/// before routing: no route ever sees it (a route inside the prefix is refused; a catch-all route such
+/// as `/` simply never receives those paths).
+public struct EndpointsConfiguration: Sendable, Hashable {
+    /// Path prefix of the endpoints (default `/app-attest/v1`): an absolute path in normal form, not
+    /// `/`, without a trailing `/`.
+    public var prefix: String
+    /// Lifetime of an issued challenge (default 300s, 10s...1h).
+    public var challengeTTL: Duration
+    /// Random bytes per challenge (default 32, 16...64).
+    public var challengeBytes: Int
+
+    /// Defaults.
+    public static let defaultPrefix = "/app-attest/v1"
+    /// Default `challenge_ttl`.
+    public static let defaultChallengeTTL: Duration = .seconds(300)
+    /// Default `challenge_bytes`.
+    public static let defaultChallengeBytes = 32
+
+    /// Creates the endpoints configuration; every value defaults as documented.
+    public init(prefix: String = defaultPrefix, challengeTTL: Duration = defaultChallengeTTL, challengeBytes: Int = defaultChallengeBytes) {
+        self.prefix = prefix
+        self.challengeTTL = challengeTTL
+        self.challengeBytes = challengeBytes
+    }
+
+    /// `{prefix}/challenge`.
+    public var challengePath: String { prefix + "/challenge" }
+    /// `{prefix}/attest`.
+    public var attestPath: String { prefix + "/attest" }
+
+    /// Whether a normalized path belongs to the endpoints (equal to `prefix` or under `prefix/`).
+    public func owns(path: String) -> Bool {
+        path == prefix || path.hasPrefix(prefix + "/")
+    }
+}

@@ -1,1 +1,0 @@
-// GatewayConfig module: see ../shared/DESIGN.md section 6 for what it owns.

@@ -1,0 +1,133 @@
+import Foundation
+
+/// The validated gateway configuration: plain values that the `Gateway` module turns into listeners,
+/// a store, upstream pools and a route table. Section by section it mirrors the YAML keys documented
+/// in Config/REFERENCE.md (DESIGN.md sections 1, 2, 4 and 5).
+///
+/// Obtain one with `load(path:)` or `parse(yaml:baseDirectory:)`; both run the three layers
+/// (YAML -> raw tree -> validated configuration -> compiled `RouteTable`) and either return everything
+/// or throw a `ConfigError` listing every problem with its key path, line and column.
+public struct GatewayConfiguration: Sendable, Hashable {
+    /// Downstream listeners (`listen`: one address or a list; at least one).
+    public var listen: [SocketAddress]
+    /// Admin listener for `/healthz` and `/readyz` (`admin`; nil: none).
+    public var admin: SocketAddress?
+    /// State store (`store`; default memory).
+    public var store: StoreConfiguration
+    /// Apps whose keys may attest (`apps`; at least one, no duplicates).
+    public var apps: [AppConfiguration]
+    /// Extra trust anchors (`trust`).
+    public var trust: TrustConfiguration
+    /// The gateway's own endpoints (`endpoints`).
+    public var endpoints: EndpointsConfiguration
+    /// The gateway's header family (`headers`).
+    public var headers: HeadersConfiguration
+    /// Upstreams, in the order written (`upstreams`; at least one; names unique).
+    public var upstreams: [UpstreamConfiguration]
+    /// Routes in match order (`routes`; at least one).
+    public var routes: [RouteConfiguration]
+    /// Downstream protocol limits (`limits`).
+    public var limits: LimitsConfiguration
+    /// Downstream timeouts (`timeouts`).
+    public var timeouts: TimeoutsConfiguration
+    /// Logging (`log`).
+    public var log: LogConfiguration
+
+    /// Creates a configuration from parts (tests, tools). No validation happens here: configurations
+    /// from files come from `load(path:)` / `parse(yaml:baseDirectory:)`.
+    public init(listen: [SocketAddress], admin: SocketAddress? = nil, store: StoreConfiguration = .memory,
+                apps: [AppConfiguration], trust: TrustConfiguration = TrustConfiguration(),
+                endpoints: EndpointsConfiguration = EndpointsConfiguration(), headers: HeadersConfiguration = HeadersConfiguration(),
+                upstreams: [UpstreamConfiguration], routes: [RouteConfiguration], limits: LimitsConfiguration = LimitsConfiguration(),
+                timeouts: TimeoutsConfiguration = TimeoutsConfiguration(), log: LogConfiguration = LogConfiguration()) {
+        self.listen = listen
+        self.admin = admin
+        self.store = store
+        self.apps = apps
+        self.trust = trust
+        self.endpoints = endpoints
+        self.headers = headers
+        self.upstreams = upstreams
+        self.routes = routes
+        self.limits = limits
+        self.timeouts = timeouts
+        self.log = log
+    }
+
+    /// The upstream called `name`, or nil.
+    public func upstream(named name: String) -> UpstreamConfiguration? {
+        upstreams.first { $0.name == name }
+    }
+
+    /// The app entry for `appID`, or nil when the app is not configured.
+    public func app(_ appID: AppID) -> AppConfiguration? {
+        apps.first { $0.appID == appID }
+    }
+
+    /// Reads, validates and compiles the configuration file at `path`. Relative paths inside it
+    /// (extra roots, Unix sockets) resolve against the file's folder.
+    ///
+    /// - Throws: `ConfigError` with every problem found (file unreadable or larger than 1MiB, YAML
+    ///   errors, schema and consistency errors), each with key path, line and column.
+    public static func load(path: String) throws(ConfigError) -> LoadedConfiguration {
+        let absolute = NetworkSyntax.resolvePath(path, baseDirectory: FileManager.default.currentDirectoryPath)
+        let bytes: [UInt8]
+        do {
+            bytes = try readFile(absolute)
+        } catch {
+            throw ConfigError(issues: [ConfigIssue(severity: .error, path: "", message: error.message, mark: nil)])
+        }
+        let directory = (absolute as NSString).deletingLastPathComponent
+        var loaded = try parse(bytes: bytes, baseDirectory: directory.isEmpty ? "/" : directory)
+        loaded.sourcePath = absolute
+        return loaded
+    }
+
+    /// Validates and compiles configuration text. Relative paths inside it resolve against
+    /// `baseDirectory` (an absolute folder; a relative one is taken from the current directory).
+    ///
+    /// - Throws: `ConfigError` with every problem found.
+    public static func parse(yaml: String, baseDirectory: String) throws(ConfigError) -> LoadedConfiguration {
+        try parse(bytes: Array(yaml.utf8), baseDirectory: baseDirectory)
+    }
+
+    /// `parse(yaml:baseDirectory:)` on raw bytes, which must be UTF-8.
+    public static func parse(bytes: [UInt8], baseDirectory: String) throws(ConfigError) -> LoadedConfiguration {
+        let base = NetworkSyntax.resolvePath(baseDirectory, baseDirectory: FileManager.default.currentDirectoryPath)
+        let root: YAMLNode
+        switch YAMLReader.read(bytes) {
+        case .success(let node): root = node
+        case .failure(let error): throw error
+        }
+        let validator = ConfigValidator(baseDirectory: base)
+        let configuration = validator.validate(root)
+        guard validator.errors.isEmpty, let configuration else {
+            throw ConfigError(issues: validator.errors, warnings: validator.warnings)
+        }
+        return LoadedConfiguration(configuration: configuration, routeTable: RouteTable(routes: configuration.routes),
+                                   warnings: ConfigIssue.sortedByPosition(validator.warnings), sourcePath: nil)
+    }
+
+    /// The file's bytes, refusing anything larger than `YAMLReader.maximumBytes`.
+    private static func readFile(_ path: String) throws(ConfigSyntaxError) -> [UInt8] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ConfigSyntaxError("cannot read \(path): no such file")
+        }
+        if isDirectory.boolValue { throw ConfigSyntaxError("cannot read \(path): it is a folder") }
+        guard let handle = FileHandle(forReadingAtPath: path) else {
+            throw ConfigSyntaxError("cannot read \(path): permission denied")
+        }
+        defer { try? handle.close() }
+        let data: Data
+        do {
+            data = try handle.read(upToCount: YAMLReader.maximumBytes + 1) ?? Data()
+        } catch {
+            throw ConfigSyntaxError("cannot read \(path): \(error.localizedDescription)")
+        }
+        if data.count > YAMLReader.maximumBytes {
+            throw ConfigSyntaxError("\(path) is larger than \(YAMLReader.maximumBytes) bytes (1MiB)")
+        }
+        return [UInt8](data)
+    }
+}

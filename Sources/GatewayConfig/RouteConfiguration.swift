@@ -1,0 +1,97 @@
+/// One route (`routes[]`): which requests it takes and what the gateway does with them.
+///
+/// Routes are tried in the order written; the first whose path and method match wins
+/// (like Envoy's route list). See `RouteTable`.
+public struct RouteConfiguration: Sendable, Hashable {
+    /// How a route's path is matched against the normalized request path.
+    public enum PathMatch: Sendable, Hashable, CustomStringConvertible {
+        /// `path_prefix`: the path equals the prefix or continues it after a `/`
+        /// (`/v1/purchases` takes `/v1/purchases` and `/v1/purchases/x`, not `/v1/purchasesX`);
+        /// `/` takes every path.
+        case prefix(String)
+        /// `path`: the path equals this exactly (case-sensitive, byte for byte).
+        case exact(String)
+
+        /// The configured path text.
+        public var path: String {
+            switch self {
+            case .prefix(let p), .exact(let p): return p
+            }
+        }
+
+        /// `path_prefix /x` or `path /x`.
+        public var description: String {
+            switch self {
+            case .prefix(let p): return "path_prefix \(p)"
+            case .exact(let p): return "path \(p)"
+            }
+        }
+    }
+
+    /// What the gateway does with App Attest on this route (DESIGN.md section 5).
+    public enum Mode: String, Sendable, Hashable, CaseIterable {
+        /// Verify; refuse the request unless the assertion is valid (the default).
+        case enforce
+        /// Verify fully, record the verdict and send it upstream, forward the request anyway.
+        case monitor
+        /// No verification; forward with the gateway's headers stripped (verdict headers not set).
+        case off
+    }
+
+    /// What to do when the store cannot be reached (`on_store_error`, DESIGN.md section 4).
+    public enum StoreErrorPolicy: String, Sendable, Hashable, CaseIterable {
+        /// Answer `503 store_unavailable` with `Retry-After` (the default).
+        case failClosed = "fail_closed"
+        /// Forward with verdict `unverified`.
+        case failOpen = "fail_open"
+    }
+
+    /// Name used in logs and metrics (`name`; default `routes[N]`, its position).
+    public var name: String
+    /// Path match.
+    public var match: PathMatch
+    /// Methods taken, upper case as on the request line; empty means every method.
+    public var methods: [String]
+    /// Name of the upstream requests are forwarded to (exists in `GatewayConfiguration.upstreams`).
+    public var upstream: String
+    /// Enforcement mode (default enforce).
+    public var mode: Mode
+    /// Largest request body in decoded bytes (default 1MiB, 0...1GiB); larger answers 413.
+    public var maxBody: Int
+    /// Store failure policy (default fail_closed).
+    public var onStoreError: StoreErrorPolicy
+    /// Anti-replay window: 0 requires each assertion counter to be strictly greater than the stored one;
+    /// N > 0 also accepts a counter up to N below the highest seen, once (default 0, 0...64).
+    public var counterWindow: Int
+    /// Only keys attested in this environment are accepted (nil: whatever the app allows).
+    public var environment: AttestEnvironment?
+    /// Headers appended to the client data binding as further `name:value` fields, in this order
+    /// (names as configured; header lookup is case-insensitive).
+    public var bindHeaders: [String]
+    /// App IDs allowed on this route (nil: every configured app).
+    public var apps: [AppID]?
+
+    /// Default `max_body` (1MiB).
+    public static let defaultMaxBody = 1 << 20
+    /// Largest allowed `max_body` (1GiB).
+    public static let maximumMaxBody = 1 << 30
+    /// Largest allowed `counter_window`.
+    public static let maximumCounterWindow = 64
+
+    /// Creates a route; everything but the match and upstream defaults as documented.
+    public init(name: String, match: PathMatch, methods: [String] = [], upstream: String, mode: Mode = .enforce,
+                maxBody: Int = defaultMaxBody, onStoreError: StoreErrorPolicy = .failClosed, counterWindow: Int = 0,
+                environment: AttestEnvironment? = nil, bindHeaders: [String] = [], apps: [AppID]? = nil) {
+        self.name = name
+        self.match = match
+        self.methods = methods
+        self.upstream = upstream
+        self.mode = mode
+        self.maxBody = maxBody
+        self.onStoreError = onStoreError
+        self.counterWindow = counterWindow
+        self.environment = environment
+        self.bindHeaders = bindHeaders
+        self.apps = apps
+    }
+}

@@ -1,0 +1,44 @@
+/// The state store (`store`, DESIGN.md section 4): the in-process memory store or Redis.
+///
+/// YAML: `memory`, a Redis URL string (`redis://127.0.0.1:6379/0`, `unix:///run/redis.sock`), or a
+/// mapping `{url, command_timeout, connect_timeout}` whose `url` is one of those strings.
+/// Default when the key is absent: `memory` (with a check-config warning).
+public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
+    /// Which store.
+    public enum Kind: Sendable, Hashable {
+        /// In-process store: same semantics, state lost on restart and not shared between replicas.
+        case memory
+        /// Redis (standalone or a Cluster node; every key of one App Attest key shares a hash tag).
+        case redis(RedisEndpoint)
+    }
+
+    /// Which store.
+    public var kind: Kind
+    /// Longest wait for one Redis command (the per-request commit script included) before the store
+    /// counts as unavailable (default 500ms, 1ms...1m). Unused by the memory store.
+    public var commandTimeout: Duration
+    /// Longest wait for a Redis connection (default 1s, 1ms...1m). Unused by the memory store.
+    public var connectTimeout: Duration
+
+    /// Default `command_timeout`.
+    public static let defaultCommandTimeout: Duration = .milliseconds(500)
+    /// Default `connect_timeout`.
+    public static let defaultConnectTimeout: Duration = .seconds(1)
+    /// The default store: memory.
+    public static let memory = StoreConfiguration(kind: .memory)
+
+    /// Creates a store configuration; timeouts default as documented.
+    public init(kind: Kind, commandTimeout: Duration = defaultCommandTimeout, connectTimeout: Duration = defaultConnectTimeout) {
+        self.kind = kind
+        self.commandTimeout = commandTimeout
+        self.connectTimeout = connectTimeout
+    }
+
+    /// `memory` or the Redis URL without its password.
+    public var description: String {
+        switch kind {
+        case .memory: return "memory"
+        case .redis(let endpoint): return endpoint.description
+        }
+    }
+}

@@ -1,0 +1,19 @@
+/// Downstream timeouts (`timeouts`); upstream ones live on each upstream.
+public struct TimeoutsConfiguration: Sendable, Hashable {
+    /// Longest time to receive a complete request head (default 10s, 100ms...5m); then 408.
+    public var header: Duration
+    /// Longest time to receive a complete request body (default 30s, 100ms...1h); then 408.
+    public var body: Duration
+    /// Longest idle time of a keep-alive connection between requests (default 60s, 1s...1h).
+    public var idle: Duration
+    /// On SIGTERM: how long in-flight requests may finish after the listeners close (default 30s, 0...10m).
+    public var drain: Duration
+
+    /// Creates the timeouts; each defaults as documented.
+    public init(header: Duration = .seconds(10), body: Duration = .seconds(30), idle: Duration = .seconds(60), drain: Duration = .seconds(30)) {
+        self.header = header
+        self.body = body
+        self.idle = idle
+        self.drain = drain
+    }
+}

@@ -1,1 +1,0 @@
-// GatewayHTTP module: see ../shared/DESIGN.md section 6 for what it owns.

@@ -1,0 +1,84 @@
+// CRLF-terminated line scanning shared by the HTTP/1.1 parsers (RFC 9112 section 2.2).
+
+/// Finds CRLF-terminated lines in input that may arrive in arbitrary pieces.
+///
+/// A line that ends inside the current input is handed out in place (no copy); only a line split
+/// across inputs is accumulated in `partial`. The limit counts the line's bytes before the LF.
+/// Strictness (RFC 9112 section 2.2, request smuggling guard): `content(of:)` refuses a line not
+/// ending in CR (bare LF) and a CR anywhere else in the line (bare CR).
+struct HTTP1LineReader: Sendable {
+    var partial: [UInt8] = []
+
+    enum Scan: Equatable {
+        /// No LF yet: every input byte was taken into `partial`.
+        case incomplete
+        /// The line would exceed the limit.
+        case tooLong
+        /// A line ends at `end - 1` (the LF); `end` input bytes are consumed.
+        case complete(end: Int)
+    }
+
+    /// Looks for the end of the current line in `input`.
+    mutating func scan(_ input: UnsafeRawBufferPointer, limit: Int) -> Scan {
+        if let lf = HTTP1Syntax.indexOfLF(input, from: 0) {
+            if partial.count + lf > limit { return .tooLong }
+            if !partial.isEmpty { partial.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[0..<lf])) }
+            return .complete(end: lf + 1)
+        }
+        if partial.count + input.count > limit { return .tooLong }
+        partial.append(contentsOf: input)
+        return .incomplete
+    }
+
+    /// Calls `body` with the bytes of the completed line (without LF, with its CR), then forgets it.
+    mutating func withLine<R>(_ input: UnsafeRawBufferPointer, end: Int,
+                              _ body: (UnsafeRawBufferPointer) -> R) -> R {
+        if partial.isEmpty {
+            return body(UnsafeRawBufferPointer(rebasing: input[0..<(end - 1)]))
+        }
+        let r = partial.withUnsafeBytes(body)
+        partial.removeAll(keepingCapacity: true)
+        return r
+    }
+
+    /// The line content without its final CR.
+    /// - Returns: nil when the line does not end in CR (bare LF) or holds a CR elsewhere (bare CR).
+    @inline(__always)
+    static func content(of line: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard let last = line.last, last == HTTP1Syntax.cr else { return nil }
+        let content = UnsafeRawBufferPointer(rebasing: line[0..<(line.count - 1)])
+        if let base = content.baseAddress, !content.isEmpty, memchr(base, Int32(HTTP1Syntax.cr), content.count) != nil {
+            return nil
+        }
+        return content
+    }
+
+    /// Parses a field line (RFC 9112 section 5) and appends it to `fields`.
+    /// - Returns: nil on success, or `.obsoleteLineFolding` (leading whitespace) / `.badHeader`
+    ///   (name not a token, whitespace before the colon, no colon, control bytes in the value).
+    @inline(__always)
+    static func appendField(_ content: UnsafeRawBufferPointer, to fields: inout HTTPHeaders) -> HTTPError? {
+        guard let first = content.first else { return .badHeader }
+        if first == HTTP1Syntax.sp || first == HTTP1Syntax.htab { return .obsoleteLineFolding }
+        var colon = 0
+        while colon < content.count && HTTP1Syntax.isTchar(content[colon]) { colon += 1 }
+        guard colon > 0, colon < content.count, content[colon] == HTTP1Syntax.colon else { return .badHeader }
+        let valueRange = HTTP1Syntax.trimOWS(content, (colon + 1)..<content.count)
+        var i = valueRange.lowerBound
+        while i < valueRange.upperBound {
+            if !HTTP1Syntax.isFieldValueByte(content[i]) { return .badHeader }
+            i += 1
+        }
+        fields.appendUnchecked(name: UnsafeRawBufferPointer(rebasing: content[0..<colon]),
+                               value: UnsafeRawBufferPointer(rebasing: content[valueRange]))
+        return nil
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif

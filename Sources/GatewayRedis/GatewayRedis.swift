@@ -1,1 +1,0 @@
-// GatewayRedis module: see ../shared/DESIGN.md section 6 for what it owns.

@@ -1,0 +1,66 @@
+import CHiredis
+
+/// Incremental RESP reply parser: hiredis' `redisReader` (read.h) fed with the bytes read from the
+/// socket, handing out complete replies as `RedisReply` values.
+///
+/// Not thread-safe: owned by one `RedisConnection` and used only on its serial queue.
+final class RedisReplyParser {
+    private let reader: UnsafeMutablePointer<redisReader>
+
+    /// Errors of the parser: the byte stream is not RESP (the connection must be reset).
+    struct ProtocolError: Error { let detail: String }
+
+    /// - Returns: nil when hiredis cannot allocate a reader.
+    init?() {
+        guard let reader = redisReaderCreate() else { return nil }
+        self.reader = reader
+    }
+
+    deinit { redisReaderFree(reader) }
+
+    /// Appends bytes received from the server.
+    func feed(_ bytes: UnsafeRawBufferPointer) throws {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        guard redisReaderFeed(reader, base.assumingMemoryBound(to: CChar.self), bytes.count) == REDIS_OK else { throw error() }
+    }
+
+    /// The next complete reply, or nil when more bytes are needed.
+    func next() throws -> RedisReply? {
+        var raw: UnsafeMutableRawPointer?
+        guard redisReaderGetReply(reader, &raw) == REDIS_OK else { throw error() }
+        guard let raw else { return nil }
+        defer { freeReplyObject(raw) }
+        return RedisReplyParser.convert(raw.assumingMemoryBound(to: redisReply.self))
+    }
+
+    private func error() -> ProtocolError {
+        let detail = withUnsafeBytes(of: reader.pointee.errstr) { buffer in
+            String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        return ProtocolError(detail: detail.isEmpty ? "protocol error" : detail)
+    }
+
+    private static func bytes(_ reply: UnsafeMutablePointer<redisReply>) -> [UInt8] {
+        guard let str = reply.pointee.str, reply.pointee.len > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: str, count: reply.pointee.len))
+    }
+
+    private static func convert(_ reply: UnsafeMutablePointer<redisReply>) -> RedisReply {
+        switch reply.pointee.type {
+        case REDIS_REPLY_STATUS: return .status(bytes(reply))
+        case REDIS_REPLY_ERROR: return .error(bytes(reply))
+        case REDIS_REPLY_INTEGER: return .integer(reply.pointee.integer)
+        case REDIS_REPLY_STRING: return .bulk(bytes(reply))
+        case REDIS_REPLY_ARRAY:
+            var elements = [RedisReply]()
+            elements.reserveCapacity(reply.pointee.elements)
+            if let element = reply.pointee.element {
+                for i in 0..<reply.pointee.elements {
+                    if let child = element[i] { elements.append(convert(child)) } else { elements.append(.null) }
+                }
+            }
+            return .array(elements)
+        default: return .null
+        }
+    }
+}

@@ -1,0 +1,126 @@
+/// The Lua scripts of the Redis store: one script per state change, so each commit is atomic (Redis
+/// runs a script to completion with no other command interleaved) and touches only the keys it names,
+/// all carrying the same `{<keyId b64url>}` hash tag (one Redis Cluster slot).
+///
+/// Contract shared by the scripts:
+/// - every check happens before any write, and the first write is `HSET` (a command Redis refuses with
+///   `OOM`/`READONLY` before executing it), the `DEL` of the challenge comes last: a refused or failing
+///   script changes nothing;
+/// - times are unix milliseconds passed by the caller (injected `now`); Lua numbers are doubles, exact
+///   for times and 32-bit counters;
+/// - refusals are returned as the stable reason codes of `StoreRefusal`.
+///
+/// Scripts are sent with `SCRIPT LOAD` on every connect (the returned SHA-1 must equal `sha1`, otherwise
+/// the connection is refused as misconfigured) and run with `EVALSHA`, falling back to `EVAL` with the
+/// body when Redis answers `NOSCRIPT` (e.g. after `SCRIPT FLUSH` or a failover).
+struct RedisScript: Sendable {
+    /// The Lua source, byte for byte as loaded.
+    let body: [UInt8]
+    /// Lowercase hex SHA-1 of `body`, as `SCRIPT LOAD` returns it (checked by a test and at connect).
+    let sha1: [UInt8]
+
+    init(_ body: String, sha1: StaticString) {
+        self.body = Array(body.utf8)
+        self.sha1 = Array(UnsafeBufferPointer(start: sha1.utf8Start, count: sha1.utf8CodeUnitCount))
+    }
+
+    /// `issueChallenge`. KEYS[1] challenge hash. ARGV: purpose, expiresAt (ms), Redis TTL (ms, >= 1).
+    /// Returns 1. The TTL is the challenge lifetime plus the grace period, so an expired challenge is
+    /// still present (answers `challenge_expired`) for the grace period.
+    static let issue = RedisScript("""
+        redis.call('HSET', KEYS[1], 'p', ARGV[1], 'exp', ARGV[2])
+        redis.call('PEXPIRE', KEYS[1], ARGV[3])
+        return 1
+        """, sha1: "14301cfd33af6bbf254644542664bd6c4607fb6f")
+
+    /// `registerKey`. KEYS[1] key record hash, KEYS[2] challenge hash. ARGV[1] now (ms), ARGV[2...] the
+    /// record's field/value pairs. Returns `ok` or `challenge_unknown` | `challenge_expired` |
+    /// `challenge_wrong_purpose` | `key_exists`; on `ok` the record was written and the challenge deleted.
+    static let register = RedisScript("""
+        local c = redis.call('HMGET', KEYS[2], 'p', 'exp')
+        if not c[1] or not c[2] then return 'challenge_unknown' end
+        if tonumber(ARGV[1]) >= tonumber(c[2]) then return 'challenge_expired' end
+        if c[1] ~= 'attest' then return 'challenge_wrong_purpose' end
+        if redis.call('EXISTS', KEYS[1]) == 1 then return 'key_exists' end
+        redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+        redis.call('DEL', KEYS[2])
+        return 'ok'
+        """, sha1: "7b8dff1107d6953de6c22134339c76edef60353c")
+
+    /// `commitAssertion`. KEYS[1] key record hash, KEYS[2] challenge hash. ARGV: counter, window W
+    /// (0...128), now (ms). Returns `{code}` on refusal (`key_unknown`, `key_revoked`, `key_expired`,
+    /// `challenge_unknown`, `challenge_expired`, `challenge_wrong_purpose`, `counter_replay`) or
+    /// `{'ok', pk, env, app, status, tier, exp or '', highest}` after storing the new highest counter and
+    /// 16-byte window (layout of `ReplayWindow`) and deleting the challenge.
+    static let commit = RedisScript("""
+        local k = redis.call('HMGET', KEYS[1], 'pk', 'ctr', 'env', 'app', 'status', 'tier', 'exp', 'win')
+        if not k[1] then return {'key_unknown'} end
+        if k[5] ~= 'active' then return {'key_revoked'} end
+        local now = tonumber(ARGV[3])
+        if k[7] and now >= tonumber(k[7]) then return {'key_expired'} end
+        local c = redis.call('HMGET', KEYS[2], 'p', 'exp')
+        if not c[1] or not c[2] then return {'challenge_unknown'} end
+        if now >= tonumber(c[2]) then return {'challenge_expired'} end
+        if c[1] ~= 'assert' then return {'challenge_wrong_purpose'} end
+        local highest = tonumber(k[2])
+        local counter = tonumber(ARGV[1])
+        local size = tonumber(ARGV[2])
+        local w = k[8]
+        local b = {}
+        if w and #w == 16 then
+          for i = 1, 16 do b[i] = string.byte(w, i) end
+        elseif not w or #w == 0 then
+          for i = 1, 16 do b[i] = 0 end
+        else
+          return redis.error_reply('ERR corrupt replay window')
+        end
+        if counter > highest then
+          local n = counter - highest
+          if n >= 128 then
+            for i = 1, 16 do b[i] = 0 end
+          else
+            local q = math.floor(n / 8)
+            local s = n % 8
+            local nb = {}
+            for i = 1, 16 do
+              local src = i - q
+              local v = 0
+              if src >= 1 then v = bit.band(bit.lshift(b[src], s), 255) end
+              if s > 0 and src >= 2 then v = bit.bor(v, bit.rshift(b[src - 1], 8 - s)) end
+              nb[i] = v
+            end
+            b = nb
+          end
+          if n <= 128 then
+            local m = n - 1
+            local j = math.floor(m / 8) + 1
+            b[j] = bit.bor(b[j], bit.lshift(1, m % 8))
+          end
+          highest = counter
+        else
+          local d = highest - counter
+          if d < 1 or d > size then return {'counter_replay'} end
+          local m = d - 1
+          local j = math.floor(m / 8) + 1
+          local mask = bit.lshift(1, m % 8)
+          if bit.band(b[j], mask) ~= 0 then return {'counter_replay'} end
+          b[j] = bit.bor(b[j], mask)
+        end
+        for i = 1, 16 do b[i] = string.char(b[i]) end
+        local h = string.format('%d', highest)
+        redis.call('HSET', KEYS[1], 'ctr', h, 'win', table.concat(b))
+        redis.call('DEL', KEYS[2])
+        return {'ok', k[1], k[3], k[4], k[5], k[6], k[7] or '', h}
+        """, sha1: "87aeec67c1ef27934ac3afa39632045e301e0f0f")
+
+    /// `revokeKey`. KEYS[1] key record hash. Returns 1 after setting `status` to `revoked`, 0 when the key
+    /// does not exist (nothing is created).
+    static let revoke = RedisScript("""
+        if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+        redis.call('HSET', KEYS[1], 'status', 'revoked')
+        return 1
+        """, sha1: "4231cad463835ca11942efa3aaa9976e269cc2b0")
+
+    /// Every script, in the order they are loaded at connect.
+    static let all: [RedisScript] = [issue, register, commit, revoke]
+}

@@ -1,0 +1,84 @@
+/// Milliseconds since the Unix epoch: the unit of every time the store takes or returns.
+public typealias UnixMillis = Int64
+
+/// The gateway's state (DESIGN.md section 4): challenges and attested key records.
+///
+/// Implementations: `MemoryStore` (embedded default) and `GatewayRedis.RedisStore`; both pass the shared
+/// conformance suite (Tests/GatewayTestSupport/StoreConformance.swift), so they have the same semantics.
+///
+/// Calling convention (the gateway calls from its Dispatch event loop):
+/// - Every method returns at once and never blocks a thread on I/O.
+/// - `completion` is called exactly once, on an unspecified thread: possibly synchronously on the
+///   calling thread before the method returns (the memory store always does; the Redis store does
+///   when it fails fast), otherwise on the store's internal serial queue. It must not block and must
+///   not assume a particular queue; hop to your own queue if you need one.
+/// - `.failure(StoreUnavailable)` is an infrastructure failure (503, fail-closed); `.success(.refused)`
+///   is a verdict. Neither changes anything in the store.
+/// - Time decisions (challenge and registration expiry) use the caller's `now` (injected time), never
+///   the store's clock; only the purge of long-expired challenges uses the store's clock.
+public protocol AttestStore: AnyObject, Sendable {
+    /// Stores `challenge` under `keyId` for `purpose`, valid while `now < expiresAt`.
+    ///
+    /// The record is kept `challengeGrace` (store configuration) beyond `expiresAt` so that a late use
+    /// answers `challenge_expired` rather than `challenge_unknown`, then purged. Issuing the same value
+    /// again under the same keyId replaces its purpose and expiry.
+    /// - Parameters:
+    ///   - expiresAt: unix ms; the lifetime `expiresAt - now` is clamped to 0...86_400_000 (one day).
+    ///   - now: the caller's current time, unix ms.
+    func issueChallenge(_ challenge: Challenge, keyId: KeyID, purpose: ChallengePurpose, expiresAt: UnixMillis,
+                        now: UnixMillis, completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void)
+
+    /// Registers an attested key and consumes its attestation challenge, atomically (Apple attestation
+    /// flow, after the nine verification steps; DESIGN.md section 1 "attestation").
+    ///
+    /// Checks in order, refusing on the first failure with nothing changed: challenge exists under
+    /// `record.keyId` (`challenge_unknown`), `now < expiresAt` (`challenge_expired`), purpose `attest`
+    /// (`challenge_wrong_purpose`), no record for the keyId yet (`key_exists`: re-attesting an existing
+    /// key never resets its counter; the challenge stays pending). Then writes `record` and deletes the
+    /// challenge.
+    func registerKey(_ record: KeyRecord, challenge: Challenge, now: UnixMillis,
+                     completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void)
+
+    /// Reads the key record for `keyId`; `.success(nil)` when there is none.
+    func fetchKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<KeyRecord?, StoreUnavailable>) -> Void)
+
+    /// The per-request commit (DESIGN.md section 4), atomically, after the gateway verified the
+    /// assertion's signature.
+    ///
+    /// Checks in order, refusing on the first failure with nothing changed: key exists (`key_unknown`),
+    /// status active (`key_revoked`), registration not expired (`key_expired`), challenge exists under
+    /// `keyId` (`challenge_unknown`; a wrong challenge value never burns the pending one), `now <
+    /// expiresAt` (`challenge_expired`), purpose `assert` (`challenge_wrong_purpose`), `counter` admitted by
+    /// `ReplayWindow.admit` with route window `window` (`counter_replay`). Then consumes the challenge and
+    /// stores the new highest counter and window.
+    /// - Parameters:
+    ///   - counter: the assertion's authenticatorData counter.
+    ///   - window: the route's anti-replay window W, clamped to 0...`ReplayWindow.capacity`; 0 = strictly
+    ///     increasing.
+    /// - Returns (via completion): the stored key fields on acceptance.
+    func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
+                         completion: @escaping @Sendable (Result<StoreOutcome<CommittedAssertion>, StoreUnavailable>) -> Void)
+
+    /// Marks the key revoked (operator action). `.success(false)` when there is no such key.
+    func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void)
+
+    /// Deletes the key record (admin and tests); pending challenges of the key expire by themselves.
+    /// `.success(false)` when there was no such key.
+    func deleteKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void)
+
+    /// Readiness probe: succeeds when the store can serve commands now.
+    func ping(completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void)
+}
+
+/// Limits shared by the store implementations.
+public enum StoreLimits {
+    /// Longest challenge lifetime accepted by `issueChallenge` (one day, in ms); longer ones are clamped.
+    public static let maximumChallengeLifetime: UnixMillis = 86_400_000
+
+    /// `expiresAt - now` clamped to 0...maximumChallengeLifetime without overflow.
+    public static func challengeLifetime(expiresAt: UnixMillis, now: UnixMillis) -> UnixMillis {
+        let (difference, overflow) = expiresAt.subtractingReportingOverflow(now)
+        if overflow { return expiresAt > now ? maximumChallengeLifetime : 0 }
+        return min(max(difference, 0), maximumChallengeLifetime)
+    }
+}

@@ -1,0 +1,8 @@
+/// What a challenge may be spent on (DESIGN.md section 1: the `purpose` of `POST .../challenge`).
+/// The raw value is the stored and wire form.
+public enum ChallengePurpose: String, Sendable, CaseIterable {
+    /// Spent by `registerKey` (attestation flow).
+    case attest
+    /// Spent by `commitAssertion` (a protected request).
+    case assert
+}

@@ -1,0 +1,73 @@
+/// The stored registration of one attested key (DESIGN.md section 4), written once by `registerKey`
+/// and then only changed by `commitAssertion` (counter and anti-replay window) and `revokeKey` (status).
+///
+/// Times are unix milliseconds (`Int64`). Redis form: hash `aa:{<keyId b64url>}:key`, fields listed in
+/// `GatewayRedis.RedisKeySchema`.
+public struct KeyRecord: Equatable, Sendable {
+    /// The key's identifier (SHA-256 of `publicKey`).
+    public let keyId: KeyID
+    /// The 65-byte X9.63 uncompressed P-256 point (0x04 || X || Y) from the attestation's leaf
+    /// certificate (Apple attestation step 5).
+    public let publicKey: [UInt8]
+    /// The highest assertion counter accepted so far (the attestation's counter, 0, at registration).
+    public internal(set) var counter: UInt32
+    /// Anti-replay state below `counter` (see `ReplayWindow`); empty at registration.
+    public internal(set) var replayWindow: ReplayWindow
+    /// Environment from the aaguid.
+    public let environment: KeyEnvironment
+    /// The App ID the key was attested for (`<team id>.<bundle id>`), 1...255 printable ASCII bytes.
+    public let appId: String
+    /// When the key was registered, unix milliseconds.
+    public let createdAt: Int64
+    /// The App Attest receipt from the attestation statement (CMS, BER), if any.
+    public let receipt: [UInt8]?
+    /// The receipt's risk metric (refreshed receipts only), if known.
+    public let receiptRiskMetric: UInt32?
+    /// The receipt's expiry, unix milliseconds, if known.
+    public let receiptExpiresAt: Int64?
+    /// `active` or `revoked`.
+    public internal(set) var status: KeyStatus
+    /// How the key was established (`app_attest` today).
+    public let trustTier: TrustTier
+    /// When the registration stops being valid, unix milliseconds; nil = never. Once `now >= expiresAt`
+    /// `commitAssertion` refuses with `key_expired` (the client re-attests with a new key).
+    public let expiresAt: Int64?
+
+    /// Builds a record for `registerKey`.
+    /// - Parameters:
+    ///   - counter: the attestation's counter (0 for a real App Attest attestation).
+    /// - Throws: `StoreInputError.publicKey` unless `publicKey` is 65 bytes starting with 0x04;
+    ///   `StoreInputError.appId` unless `appId` is 1...255 bytes of printable ASCII (0x21...0x7e).
+    public init(keyId: KeyID, publicKey: [UInt8], counter: UInt32 = 0, environment: KeyEnvironment,
+                appId: String, createdAt: Int64, receipt: [UInt8]? = nil, receiptRiskMetric: UInt32? = nil,
+                receiptExpiresAt: Int64? = nil, status: KeyStatus = .active, trustTier: TrustTier = .appAttest,
+                expiresAt: Int64? = nil, replayWindow: ReplayWindow = ReplayWindow()) throws {
+        guard publicKey.count == 65, publicKey.first == 0x04 else { throw StoreInputError.publicKey(publicKey.count) }
+        guard KeyRecord.isValidAppId(appId) else { throw StoreInputError.appId }
+        self.keyId = keyId
+        self.publicKey = publicKey
+        self.counter = counter
+        self.replayWindow = replayWindow
+        self.environment = environment
+        self.appId = appId
+        self.createdAt = createdAt
+        self.receipt = receipt
+        self.receiptRiskMetric = receiptRiskMetric
+        self.receiptExpiresAt = receiptExpiresAt
+        self.status = status
+        self.trustTier = trustTier
+        self.expiresAt = expiresAt
+    }
+
+    /// Whether `appId` is 1...255 bytes of printable ASCII without spaces.
+    public static func isValidAppId(_ appId: String) -> Bool {
+        let utf8 = appId.utf8
+        return (1...255).contains(utf8.count) && utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7e }
+    }
+
+    /// The fields `commitAssertion` reports back on success.
+    public var committedFields: CommittedAssertion {
+        CommittedAssertion(publicKey: publicKey, environment: environment, appId: appId, status: status,
+                           trustTier: trustTier, expiresAt: expiresAt, counter: counter)
+    }
+}

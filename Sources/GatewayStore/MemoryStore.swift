@@ -1,0 +1,235 @@
+import Dispatch
+import Foundation
+
+/// The embedded in-process store (DESIGN.md section 4): the default for trying the gateway without
+/// Redis, with exactly the semantics of `RedisStore` (both pass the shared conformance suite).
+///
+/// State lives in two dictionaries behind one lock; every operation is one critical section, so each
+/// commit is atomic like the Redis Lua scripts. Completions are called synchronously on the calling
+/// thread, after the lock is released, before the method returns.
+///
+/// Challenge lifetime mirrors Redis TTLs: a challenge is purged `challengeGrace` after its lifetime
+/// (`expiresAt - now` at issue) measured on the store's own `clock`, lazily when touched and by a
+/// periodic bounded sweep; the expiry *decision* uses the caller's injected `now`. State is lost when
+/// the process exits (this store is not for production fleets).
+public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutable state guarded by `lock`
+    /// Tunables of the memory store.
+    public struct Configuration: Sendable {
+        /// How long a challenge is kept after its expiry so a late use answers `challenge_expired`, ms.
+        public var challengeGrace: UnixMillis = 60_000
+        /// Period of the background sweep of purgeable challenges, ms; 0 disables the timer
+        /// (purging then happens only on access and through `sweep()`).
+        public var sweepInterval: UnixMillis = 1_000
+        /// Most challenges purged per sweep (keeps each critical section short).
+        public var sweepBudget: Int = 10_000
+        /// Most challenges held at once; `issueChallenge` fails with `.overloaded` beyond it.
+        public var maximumChallenges: Int = 1_000_000
+        /// The store's own clock in ms (monotonic by default), used only for purging; inject for tests.
+        public var clock: @Sendable () -> UnixMillis = MemoryStore.monotonicMillis
+
+        /// Defaults: 60 s grace, 1 s sweep, 10 000 per sweep, 1 000 000 challenges, monotonic clock.
+        public init() {}
+    }
+
+    private struct Slot: Hashable {
+        let keyId: KeyID
+        let challenge: Challenge
+    }
+
+    private struct PendingChallenge {
+        let purpose: ChallengePurpose
+        let expiresAt: UnixMillis
+        /// On `configuration.clock`.
+        let purgeAt: UnixMillis
+    }
+
+    private let configuration: Configuration
+    private let lock = NSLock()
+    private var keys: [KeyID: KeyRecord] = [:]
+    private var challenges: [Slot: PendingChallenge] = [:]
+    /// Min-heap of (purgeAt, slot); may hold stale entries for consumed or re-issued challenges.
+    private var purgeHeap: [(purgeAt: UnixMillis, slot: Slot)] = []
+    private var timer: DispatchSourceTimer?
+
+    /// Creates an empty store and starts its sweep timer (unless `sweepInterval` is 0).
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+        if configuration.sweepInterval > 0 {
+            let timer = DispatchSource.makeTimerSource(queue: DispatchQueue.global(qos: .utility))
+            let interval = DispatchTimeInterval.milliseconds(Int(clamping: configuration.sweepInterval))
+            timer.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(100))
+            timer.setEventHandler { [weak self] in _ = self?.sweep() }
+            timer.resume()
+            self.timer = timer
+        }
+    }
+
+    deinit { timer?.cancel() }
+
+    /// Milliseconds of a monotonic clock (`DispatchTime.now()`), the default purge clock.
+    @Sendable public static func monotonicMillis() -> UnixMillis {
+        UnixMillis(clamping: DispatchTime.now().uptimeNanoseconds / 1_000_000)
+    }
+
+    /// Number of challenges held (expired-but-not-purged included); for tests and metrics.
+    public var challengeCount: Int { lock.withLock { challenges.count } }
+
+    /// Purges up to `sweepBudget` challenges whose purge time passed on the store's clock.
+    /// - Returns: how many were purged.
+    @discardableResult
+    public func sweep() -> Int {
+        lock.withLock { sweepLocked(clockNow: configuration.clock(), budget: configuration.sweepBudget) }
+    }
+
+    private func sweepLocked(clockNow: UnixMillis, budget: Int) -> Int {
+        var purged = 0
+        while purged < budget, let top = purgeHeap.first, top.purgeAt <= clockNow {
+            popHeap()
+            if let entry = challenges[top.slot], entry.purgeAt <= clockNow {
+                challenges[top.slot] = nil
+                purged += 1
+            }
+        }
+        return purged
+    }
+
+    // MARK: AttestStore
+
+    public func issueChallenge(_ challenge: Challenge, keyId: KeyID, purpose: ChallengePurpose,
+                               expiresAt: UnixMillis, now: UnixMillis,
+                               completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
+        let lifetime = StoreLimits.challengeLifetime(expiresAt: expiresAt, now: now)
+        let result: Result<Void, StoreUnavailable> = lock.withLock {
+            let clockNow = configuration.clock()
+            let slot = Slot(keyId: keyId, challenge: challenge)
+            if challenges.count >= configuration.maximumChallenges && challenges[slot] == nil {
+                _ = sweepLocked(clockNow: clockNow, budget: configuration.sweepBudget)
+                if challenges.count >= configuration.maximumChallenges {
+                    return .failure(StoreUnavailable(.overloaded, detail: "memory store holds \(challenges.count) challenges"))
+                }
+            }
+            let purgeAt = clockNow.addingClamped(lifetime).addingClamped(max(configuration.challengeGrace, 0))
+            challenges[slot] = PendingChallenge(purpose: purpose, expiresAt: expiresAt, purgeAt: purgeAt)
+            pushHeap(purgeAt: purgeAt, slot: slot)
+            if purgeHeap.count > 2 * max(challenges.count, 1024) { rebuildHeap() }
+            return .success(())
+        }
+        completion(result)
+    }
+
+    public func registerKey(_ record: KeyRecord, challenge: Challenge, now: UnixMillis,
+                            completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
+        let outcome: StoreOutcome<Void> = lock.withLock {
+            let slot = Slot(keyId: record.keyId, challenge: challenge)
+            if let refusal = checkChallenge(slot, purpose: .attest, now: now) { return .refused(refusal) }
+            if keys[record.keyId] != nil { return .refused(.keyExists) }
+            keys[record.keyId] = record
+            challenges[slot] = nil
+            return .accepted(())
+        }
+        completion(.success(outcome))
+    }
+
+    public func fetchKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<KeyRecord?, StoreUnavailable>) -> Void) {
+        let record = lock.withLock { keys[keyId] }
+        completion(.success(record))
+    }
+
+    public func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
+                                completion: @escaping @Sendable (Result<StoreOutcome<CommittedAssertion>, StoreUnavailable>) -> Void) {
+        let outcome: StoreOutcome<CommittedAssertion> = lock.withLock {
+            guard var record = keys[keyId] else { return .refused(.keyUnknown) }
+            guard record.status == .active else { return .refused(.keyRevoked) }
+            if let expiresAt = record.expiresAt, now >= expiresAt { return .refused(.keyExpired) }
+            let slot = Slot(keyId: keyId, challenge: challenge)
+            if let refusal = checkChallenge(slot, purpose: .assert, now: now) { return .refused(refusal) }
+            guard let admitted = record.replayWindow.admit(counter: counter, highest: record.counter, size: window) else {
+                return .refused(.counterReplay)
+            }
+            record.counter = admitted.highest
+            record.replayWindow = admitted.window
+            keys[keyId] = record
+            challenges[slot] = nil
+            return .accepted(record.committedFields)
+        }
+        completion(.success(outcome))
+    }
+
+    public func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
+        let found: Bool = lock.withLock {
+            guard keys[keyId] != nil else { return false }
+            keys[keyId]?.status = .revoked
+            return true
+        }
+        completion(.success(found))
+    }
+
+    public func deleteKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
+        let found = lock.withLock { keys.removeValue(forKey: keyId) != nil }
+        completion(.success(found))
+    }
+
+    public func ping(completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
+        completion(.success(()))
+    }
+
+    // MARK: Internals (called with `lock` held)
+
+    /// The challenge checks shared by register and commit; purges a challenge past its grace lazily.
+    private func checkChallenge(_ slot: Slot, purpose: ChallengePurpose, now: UnixMillis) -> StoreRefusal? {
+        guard let entry = challenges[slot] else { return .challengeUnknown }
+        if entry.purgeAt <= configuration.clock() {
+            challenges[slot] = nil
+            return .challengeUnknown
+        }
+        if now >= entry.expiresAt { return .challengeExpired }
+        if entry.purpose != purpose { return .challengeWrongPurpose }
+        return nil
+    }
+
+    private func pushHeap(purgeAt: UnixMillis, slot: Slot) {
+        purgeHeap.append((purgeAt, slot))
+        var child = purgeHeap.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard purgeHeap[child].purgeAt < purgeHeap[parent].purgeAt else { break }
+            purgeHeap.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    private func popHeap() {
+        guard !purgeHeap.isEmpty else { return }
+        purgeHeap.swapAt(0, purgeHeap.count - 1)
+        purgeHeap.removeLast()
+        siftDown(from: 0)
+    }
+
+    private func siftDown(from start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var smallest = parent
+            if left < purgeHeap.count && purgeHeap[left].purgeAt < purgeHeap[smallest].purgeAt { smallest = left }
+            if right < purgeHeap.count && purgeHeap[right].purgeAt < purgeHeap[smallest].purgeAt { smallest = right }
+            if smallest == parent { return }
+            purgeHeap.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+
+    /// Drops stale heap entries: rebuilds the heap from the live challenges.
+    private func rebuildHeap() {
+        purgeHeap = challenges.map { ($0.value.purgeAt, $0.key) }
+        var index = purgeHeap.count / 2
+        while index > 0 { index -= 1; siftDown(from: index) }
+    }
+}
+
+extension Int64 {
+    /// `self + other`, saturating at the bounds instead of trapping.
+    func addingClamped(_ other: Int64) -> Int64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other > 0 ? .max : .min) : sum
+    }
+}
