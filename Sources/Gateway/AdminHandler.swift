@@ -1,0 +1,75 @@
+import GatewayHTTP
+import GatewayStore
+import Synchronization
+
+/// The admin listener (issue 3 "Operations"): `GET /healthz` (the process serves requests: 200, or
+/// 503 while draining), `GET /readyz` (the store answers a ping: 200, else 503 with the reason; 503
+/// while draining so load balancers stop sending) and `GET /metrics` (Prometheus text).
+final class AdminHandler: HTTPHandler {
+    let store: any AttestStore
+    let metrics: GatewayMetrics
+    let keys: KeyCache
+    private let draining = Atomic<Bool>(false)
+
+    init(store: any AttestStore, metrics: GatewayMetrics, keys: KeyCache) {
+        self.store = store
+        self.metrics = metrics
+        self.keys = keys
+    }
+
+    /// Marks the gateway as draining (SIGTERM): health and readiness answer 503 from now on.
+    func beginDraining() { draining.store(true, ordering: .releasing) }
+
+    func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision {
+        guard head.method == .get || head.method == .head else {
+            return .respond(AdminHandler.json(405, "{\"error\":\"method_not_allowed\"}"))
+        }
+        return .accept(bodyLimit: 0)
+    }
+
+    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+        let isDraining = draining.load(ordering: .acquiring)
+        switch request.head.pathString {
+        case "/healthz":
+            responder.respond(isDraining ? AdminHandler.json(503, "{\"status\":\"draining\"}")
+                                         : AdminHandler.json(200, "{\"status\":\"ok\"}"))
+        case "/readyz":
+            if isDraining {
+                responder.respond(AdminHandler.json(503, "{\"status\":\"draining\"}"))
+                return
+            }
+            store.ping { result in
+                switch result {
+                case .success:
+                    responder.respond(AdminHandler.json(200, "{\"status\":\"ready\",\"store\":\"ok\"}"))
+                case .failure(let error):
+                    var json = JSONWriter()
+                    json.beginObject()
+                    json.field("status", "not_ready")
+                    json.field("store", "unavailable")
+                    json.field("detail", error.description)
+                    json.endObject()
+                    responder.respond(AdminHandler.json(503, json.bytes))
+                }
+            }
+        case "/metrics":
+            var headers = HTTPHeaders()
+            try? headers.add(name: "Content-Type", value: "text/plain; version=0.0.4")
+            let text = metrics.prometheusText(extra: [
+                ("attest_gateway_key_cache_entries", "Parsed public keys held in memory.", keys.count),
+            ])
+            responder.respond(HTTPResponse(status: 200, headers: headers, body: Array(text.utf8)))
+        default:
+            responder.respond(AdminHandler.json(404, "{\"error\":\"not_found\"}"))
+        }
+    }
+
+    private static func json(_ status: Int, _ body: String) -> HTTPResponse { json(status, Array(body.utf8)) }
+
+    private static func json(_ status: Int, _ body: [UInt8]) -> HTTPResponse {
+        var headers = HTTPHeaders()
+        try? headers.add(name: "Content-Type", value: "application/json")
+        try? headers.add(name: "Cache-Control", value: "no-store")
+        return HTTPResponse(status: status, headers: headers, body: body)
+    }
+}

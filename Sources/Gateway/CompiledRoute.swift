@@ -1,0 +1,26 @@
+import AppAttest
+import GatewayConfig
+import GatewayHTTP
+
+/// A route ready for requests: its configuration, the live upstream pool and the policy facts
+/// precomputed for the per-request path.
+struct CompiledRoute: Sendable {
+    /// The validated configuration (mode, limits, window, bindings...).
+    let config: RouteConfiguration
+    /// Where permitted requests go.
+    let upstream: UpstreamPool
+    /// App IDs allowed on the route (nil: every configured app).
+    let allowedApps: Set<String>?
+    /// Environment the route restricts keys to (nil: whatever the app allows).
+    let environment: AppAttestEnvironment?
+    /// Bound header names as configured (their spelling is what the client signs), as bytes.
+    let boundNames: [(name: String, bytes: [UInt8])]
+
+    init(config: RouteConfiguration, upstream: UpstreamPool) {
+        self.config = config
+        self.upstream = upstream
+        allowedApps = config.apps.map { Set($0.map { $0.description }) }
+        environment = config.environment.flatMap { AppAttestEnvironment(rawValue: $0.rawValue) }
+        boundNames = config.bindHeaders.map { ($0, Array($0.utf8)) }
+    }
+}

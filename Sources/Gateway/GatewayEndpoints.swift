@@ -1,0 +1,192 @@
+import AppAttest
+import AttestCrypto
+import Dispatch
+import GatewayHTTP
+import GatewayStore
+
+/// The gateway's own endpoints (DESIGN.md section 1): one-time challenges and attestations.
+///
+/// - `POST <prefix>/challenge` `{"keyId": b64, "purpose": "attest"|"assert"}` -> `201`
+///   `{"challenge": b64, "expiresAt": unix-seconds}`. An `assert` challenge is only issued for a key the
+///   gateway attested (`401 key_unknown` / `reattest` otherwise).
+/// - `POST <prefix>/attest` `{"keyId", "challenge", "attestation"}` (base64) -> Apple's nine server
+///   steps with clientDataHash = SHA-256(challenge bytes), then the key record is stored and the
+///   challenge consumed in one atomic store step -> `201` `{"keyId", "appId", "environment", "receipt"}`.
+/// Refusals follow DESIGN.md section 2; a challenge failure carries a fresh `attest` challenge.
+final class GatewayEndpoints: Sendable {
+    let store: any AttestStore
+    let keys: KeyCache
+    let apps: [String: AppEntry]
+    let issuer: ChallengeIssuer
+    let clock: GatewayClock
+    let verifier: AttestationVerifier
+    let errorHeader: String
+    /// Where attestation verification (chain building, about a millisecond) runs, off the event loops.
+    private let verifyQueue = DispatchQueue(label: "attest-gateway.attestation", attributes: .concurrent)
+
+    init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer, clock: GatewayClock,
+         verifier: AttestationVerifier, errorHeader: String) {
+        self.store = store
+        self.keys = keys
+        self.apps = apps
+        self.issuer = issuer
+        self.clock = clock
+        self.verifier = verifier
+        self.errorHeader = errorHeader
+    }
+
+    typealias Completion = @Sendable (HTTPResponse, RequestLogContext) -> Void
+
+    /// `POST <prefix>/challenge`.
+    func challenge(_ request: HTTPRequest, completion: @escaping Completion) {
+        let route = "endpoint:challenge"
+        let keyId: KeyID
+        let purpose: ChallengePurpose
+        do {
+            let body = try EndpointRequest(body: request.body)
+            guard let bytes = Base64.decode(try body.required("keyId")), let id = try? KeyID(bytes) else {
+                refuse(.keyIdInvalid, route: route, completion)
+                return
+            }
+            keyId = id
+            guard let parsed = ChallengePurpose(rawValue: try body.required("purpose")) else {
+                refuse(.jsonInvalid("\"purpose\" must be \"attest\" or \"assert\""), route: route, completion)
+                return
+            }
+            purpose = parsed
+        } catch {
+            refuse(.jsonInvalid(error.message), route: route, completion)
+            return
+        }
+        let issue: @Sendable () -> Void = { [self] in
+            issuer.issue(keyId: keyId, purpose: purpose) { [self] result in
+                switch result {
+                case .failure:
+                    refuse(.storeUnavailable, route: route, completion)
+                case .success(let issued):
+                    var json = JSONWriter()
+                    json.beginObject()
+                    json.field("challenge", Base64.encode(issued.bytes))
+                    json.field("expiresAt", issued.expiresAt)
+                    json.endObject()
+                    completion(created(json.bytes), RequestLogContext(route: route))
+                }
+            }
+        }
+        guard purpose == .assert, keys.get(keyId) == nil else {
+            issue()
+            return
+        }
+        store.fetchKey(keyId) { [self] result in
+            switch result {
+            case .failure: refuse(.storeUnavailable, route: route, completion)
+            case .success(nil): refuse(.store(.keyUnknown), route: route, completion)
+            case .success(let record?):
+                if record.status == .revoked { refuse(.store(.keyRevoked), route: route, completion) } else { issue() }
+            }
+        }
+    }
+
+    /// `POST <prefix>/attest`.
+    func attest(_ request: HTTPRequest, completion: @escaping Completion) {
+        let route = "endpoint:attest"
+        let keyId: KeyID
+        let challenge: Challenge
+        let attestation: [UInt8]
+        do {
+            let body = try EndpointRequest(body: request.body)
+            guard let keyBytes = Base64.decode(try body.required("keyId")), let id = try? KeyID(keyBytes) else {
+                refuse(.keyIdInvalid, route: route, completion)
+                return
+            }
+            keyId = id
+            guard let challengeBytes = Base64.decode(try body.required("challenge")) else {
+                refuse(.encodingInvalid("challenge"), route: route, completion)
+                return
+            }
+            guard let parsed = try? Challenge(challengeBytes) else {
+                refuse(.challengeInvalid, route: route, completion)
+                return
+            }
+            challenge = parsed
+            guard let object = Base64.decode(try body.required("attestation")) else {
+                refuse(.encodingInvalid("attestation"), route: route, completion)
+                return
+            }
+            attestation = object
+        } catch {
+            refuse(.jsonInvalid(error.message), route: route, completion)
+            return
+        }
+        verifyQueue.async { [self] in
+            let now = clock.now()
+            let clientDataHash = SHA256.hash(challenge.bytes)
+            let decision = verifier.verify(attestationObject: attestation, keyId: keyId.bytes,
+                                           clientDataHash: clientDataHash, now: now / 1000)
+            let key: AttestedKey
+            switch decision {
+            case .accepted(let accepted, _):
+                key = accepted
+            case .rejected(let reason, let detail, _):
+                refuse(.verification(reason, detail: detail), route: route, completion)
+                return
+            }
+            let receipt = key.receiptVerification?.receipt
+            guard let environment = KeyEnvironment(rawValue: key.environment.rawValue),
+                  let record = try? KeyRecord(
+                    keyId: keyId, publicKey: key.publicKeyPoint, environment: environment, appId: key.appId,
+                    createdAt: now, receipt: key.receipt,
+                    receiptRiskMetric: receipt?.riskMetric.flatMap { UInt32(exactly: $0) },
+                    receiptExpiresAt: receipt?.expirationTime.map { $0 * 1000 }) else {
+                refuse(.internalError("attested key could not be recorded"), route: route, completion)
+                return
+            }
+            store.registerKey(record, challenge: challenge, now: now) { [self] result in
+                switch result {
+                case .failure:
+                    refuse(.storeUnavailable, route: route, completion)
+                case .success(.refused(let refusal)):
+                    let answer = Refusal.store(refusal)
+                    guard refusal == .challengeUnknown || refusal == .challengeExpired || refusal == .challengeWrongPurpose else {
+                        refuse(answer, route: route, completion)
+                        return
+                    }
+                    issuer.issue(keyId: keyId, purpose: .attest) { [self] issued in
+                        var withChallenge = answer
+                        if case .success(let fresh) = issued { withChallenge.freshChallenge = (fresh.bytes, fresh.expiresAt) }
+                        refuse(withChallenge, route: route, completion)
+                    }
+                case .success(.accepted):
+                    keys.put(keyId, CachedKey(publicKey: key.publicKey, app: AppPolicy(appId: key.appId,
+                                              environment: apps[key.appId]?.policy.environment ?? .any),
+                                              environment: key.environment))
+                    var json = JSONWriter(capacity: 256)
+                    json.beginObject()
+                    json.field("keyId", Base64.encode(keyId.bytes))
+                    json.field("appId", key.appId)
+                    json.field("environment", key.environment.rawValue)
+                    if let verification = key.receiptVerification {
+                        json.beginObject("receipt")
+                        json.field("signatureValid", verification.isValid)
+                        if let type = verification.receipt?.type { json.field("type", type) }
+                        if let risk = verification.receipt?.riskMetric { json.field("riskMetric", risk) }
+                        json.endObject()
+                    }
+                    json.endObject()
+                    completion(created(json.bytes), RequestLogContext(route: route))
+                }
+            }
+        }
+    }
+
+    private func refuse(_ refusal: Refusal, route: String, _ completion: Completion) {
+        completion(refusal.response(errorHeader: errorHeader), RequestLogContext(route: route, verdict: nil, reason: refusal.code))
+    }
+
+    private func created(_ body: [UInt8]) -> HTTPResponse {
+        var headers = HTTPHeaders(reservingFields: 2, bytes: 64)
+        try? headers.add(name: "Content-Type", value: "application/json")
+        try? headers.add(name: "Cache-Control", value: "no-store")
+        return HTTPResponse(status: 201, headers: headers, body: body)
+    }
+}

@@ -1,0 +1,147 @@
+import AppAttest
+import GatewayConfig
+import GatewayHTTP
+import GatewayStore
+
+/// The gateway's request handling on the data listeners (DESIGN.md sections 1, 2 and 5), plugged
+/// into the protocol-agnostic proxy core (`GatewayHTTP.HTTPHandler`).
+///
+/// Per request: the gateway's endpoints first (`<prefix>/challenge`, `<prefix>/attest`), then the
+/// first matching route (`RouteTable`, on the normalized path the core validated). Every route and
+/// mode strips every header of the gateway's family from the request (any case, every copy); `off`
+/// routes then forward as they are; `enforce` and `monitor` routes run the `AssertionEnforcer` and
+/// forward with the verdict headers set by replacement - or, on `enforce`, answer the refusal.
+final class GatewayHandler: HTTPHandler {
+    let routeTable: RouteTable
+    let routes: [CompiledRoute]
+    let endpoints: GatewayEndpoints
+    let enforcer: AssertionEnforcer
+    let family: HeaderFamily
+    let endpointsPrefix: [UInt8]
+    let accessLog: AccessLog?
+    let metrics: GatewayMetrics
+    /// Largest body accepted by the gateway's own endpoints (attestation objects are about 5 KiB).
+    static let endpointBodyLimit = 64 * 1024
+
+    init(routeTable: RouteTable, routes: [CompiledRoute], endpoints: GatewayEndpoints, enforcer: AssertionEnforcer,
+         family: HeaderFamily, endpointsPrefix: String, accessLog: AccessLog?, metrics: GatewayMetrics) {
+        self.routeTable = routeTable
+        self.routes = routes
+        self.endpoints = endpoints
+        self.enforcer = enforcer
+        self.family = family
+        self.endpointsPrefix = Array(endpointsPrefix.utf8)
+        self.accessLog = accessLog
+        self.metrics = metrics
+    }
+
+    // MARK: - HTTPHandler
+
+    func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision {
+        switch classify(head) {
+        case .challengeEndpoint, .attestEndpoint:
+            guard head.method == .post else { return .respond(render(.methodNotAllowed)) }
+            return .accept(bodyLimit: GatewayHandler.endpointBodyLimit)
+        case .unknownEndpoint:
+            return .respond(render(.unknownEndpoint))
+        case .noRoute:
+            return .respond(render(.noRoute))
+        case .route(let index):
+            return .accept(bodyLimit: routes[index].config.maxBody)
+        }
+    }
+
+    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+        switch classify(request.head) {
+        case .challengeEndpoint:
+            endpoints.challenge(request) { response, context in responder.respond(response, annotation: context) }
+        case .attestEndpoint:
+            endpoints.attest(request) { response, context in responder.respond(response, annotation: context) }
+        case .unknownEndpoint:
+            responder.respond(render(.unknownEndpoint))
+        case .noRoute:
+            responder.respond(render(.noRoute))
+        case .route(let index):
+            forwardOnRoute(routes[index], request: request, responder: responder)
+        }
+    }
+
+    func errorResponse(for error: HTTPError, head: HTTPRequestHead?) -> HTTPResponse {
+        render(.http(error))
+    }
+
+    func requestCompleted(_ record: HTTPAccessRecord) {
+        let context = record.annotation as? RequestLogContext
+        metrics.record(record, context: context)
+        accessLog?.write(record, context: context)
+    }
+
+    // MARK: - Routing
+
+    private enum Destination {
+        case challengeEndpoint, attestEndpoint, unknownEndpoint, noRoute
+        case route(Int)
+    }
+
+    private static let challengeSuffix = Array("/challenge".utf8)
+    private static let attestSuffix = Array("/attest".utf8)
+
+    /// Where a request goes: the endpoints take precedence over routes (Config/REFERENCE.md).
+    private func classify(_ head: HTTPRequestHead) -> Destination {
+        let path = head.path
+        if path.starts(with: endpointsPrefix) {
+            let rest = path.dropFirst(endpointsPrefix.count)
+            if rest.isEmpty || rest.first == UInt8(ascii: "/") {
+                if rest.elementsEqual(GatewayHandler.challengeSuffix) { return .challengeEndpoint }
+                if rest.elementsEqual(GatewayHandler.attestSuffix) { return .attestEndpoint }
+                return .unknownEndpoint
+            }
+        }
+        let method = head.method.bytes
+        let index = method.withUnsafeBytes { methodBytes in
+            path.withUnsafeBytes { pathBytes in routeTable.match(method: methodBytes, path: pathBytes) }
+        }
+        guard let index else { return .noRoute }
+        return .route(index)
+    }
+
+    private func forwardOnRoute(_ route: CompiledRoute, request: HTTPRequest, responder: HTTPResponder) {
+        var forward = HTTPForward(request, to: route.upstream)
+        let mode = route.config.mode
+        guard mode != .off else {
+            family.strip(&forward.headers)
+            addForwardingHeaders(&forward, request: request)
+            responder.forward(forward, annotation: RequestLogContext(route: route.config.name))
+            return
+        }
+        let evidence = family.stripAndExtract(&forward.headers)
+        addForwardingHeaders(&forward, request: request)
+        let names = family.configuration.injected
+        enforcer.evaluate(evidence, request: request, route: route) { [self] decision in
+            let context = RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
+                                            reason: decision.report.reason)
+            if mode == .enforce, let refusal = decision.refusal {
+                responder.respond(render(refusal), annotation: context)
+                return
+            }
+            var permitted = forward
+            decision.report.apply(to: &permitted.headers, names: names)
+            responder.forward(permitted, annotation: context)
+        }
+    }
+
+    /// `X-Forwarded-For` (appended) and `X-Forwarded-Proto` (replaced), as reverse proxies do.
+    private func addForwardingHeaders(_ forward: inout HTTPForward, request: HTTPRequest) {
+        let client = request.connection.remoteAddress
+        if let existing = forward.headers.first("X-Forwarded-For"), !existing.isEmpty {
+            try? forward.headers.replaceOrAdd(name: "X-Forwarded-For", value: existing + ", " + client)
+        } else {
+            try? forward.headers.replaceOrAdd(name: "X-Forwarded-For", value: client)
+        }
+        try? forward.headers.replaceOrAdd(name: "X-Forwarded-Proto", value: request.connection.isSecure ? "https" : "http")
+    }
+
+    private func render(_ refusal: Refusal) -> HTTPResponse {
+        refusal.response(errorHeader: family.configuration.error)
+    }
+}

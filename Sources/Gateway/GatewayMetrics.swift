@@ -1,0 +1,90 @@
+import GatewayHTTP
+import Synchronization
+
+/// Request counters and latency histograms, exposed in the Prometheus text format on the admin
+/// listener's `/metrics`.
+///
+/// - `attest_gateway_requests_total{route, status, verdict}` (counter)
+/// - `attest_gateway_request_duration_seconds{route}` (histogram, seconds from first request byte to
+///   last response byte)
+/// Thread-safe: one `Mutex` around small dictionaries (one short critical section per request).
+final class GatewayMetrics: Sendable {
+    private struct CounterKey: Hashable {
+        let route: String
+        let status: Int
+        let verdict: String
+    }
+
+    private struct Histogram {
+        var buckets: [UInt64]
+        var count: UInt64 = 0
+        var sum: Double = 0
+    }
+
+    private struct State {
+        var requests: [CounterKey: UInt64] = [:]
+        var durations: [String: Histogram] = [:]
+    }
+
+    /// Upper bounds of the latency buckets, seconds.
+    static let bucketBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    private let state = Mutex(State())
+
+    /// Counts one finished request.
+    func record(_ record: HTTPAccessRecord, context: RequestLogContext?) {
+        let route = context?.route ?? "none"
+        let key = CounterKey(route: route, status: record.status, verdict: context?.verdict?.rawValue ?? "")
+        let seconds = Double(record.latencyNanoseconds) / 1e9
+        state.withLock { state in
+            state.requests[key, default: 0] += 1
+            var histogram = state.durations[route] ?? Histogram(buckets: Array(repeating: 0, count: GatewayMetrics.bucketBounds.count))
+            for (i, bound) in GatewayMetrics.bucketBounds.enumerated() where seconds <= bound { histogram.buckets[i] += 1 }
+            histogram.count += 1
+            histogram.sum += seconds
+            state.durations[route] = histogram
+        }
+    }
+
+    /// The number of requests counted for `route` with `status` (tests and tools).
+    func requests(route: String, status: Int) -> UInt64 {
+        state.withLock { $0.requests.filter { $0.key.route == route && $0.key.status == status }.values.reduce(0, +) }
+    }
+
+    /// Prometheus text exposition format 0.0.4.
+    func prometheusText(extra: [(name: String, help: String, value: Int)] = []) -> String {
+        let snapshot = state.withLock { $0 }
+        var out = "# HELP attest_gateway_requests_total Requests by route, final status and App Attest verdict.\n"
+        out += "# TYPE attest_gateway_requests_total counter\n"
+        for (key, count) in snapshot.requests.sorted(by: { ($0.key.route, $0.key.status, $0.key.verdict) < ($1.key.route, $1.key.status, $1.key.verdict) }) {
+            out += "attest_gateway_requests_total{route=\"\(GatewayMetrics.escape(key.route))\",status=\"\(key.status)\",verdict=\"\(key.verdict)\"} \(count)\n"
+        }
+        out += "# HELP attest_gateway_request_duration_seconds Time from the first request byte to the last response byte.\n"
+        out += "# TYPE attest_gateway_request_duration_seconds histogram\n"
+        for (route, histogram) in snapshot.durations.sorted(by: { $0.key < $1.key }) {
+            let label = GatewayMetrics.escape(route)
+            for (i, bound) in GatewayMetrics.bucketBounds.enumerated() {
+                out += "attest_gateway_request_duration_seconds_bucket{route=\"\(label)\",le=\"\(bound)\"} \(histogram.buckets[i])\n"
+            }
+            out += "attest_gateway_request_duration_seconds_bucket{route=\"\(label)\",le=\"+Inf\"} \(histogram.count)\n"
+            out += "attest_gateway_request_duration_seconds_sum{route=\"\(label)\"} \(histogram.sum)\n"
+            out += "attest_gateway_request_duration_seconds_count{route=\"\(label)\"} \(histogram.count)\n"
+        }
+        for item in extra {
+            out += "# HELP \(item.name) \(item.help)\n# TYPE \(item.name) gauge\n\(item.name) \(item.value)\n"
+        }
+        return out
+    }
+
+    private static func escape(_ text: String) -> String {
+        var out = ""
+        for ch in text {
+            switch ch {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(ch)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,70 @@
+import GatewayConfig
+import GatewayHTTP
+
+/// The gateway's own header family, precomputed from `HeadersConfiguration` for byte-level work on
+/// every request: the ingress strip (every field whose name starts with the prefix, any case, every
+/// copy) and the evidence fields read before stripping (DESIGN.md section 5).
+struct HeaderFamily: Sendable {
+    /// The configured names.
+    let configuration: HeadersConfiguration
+    private let prefixLower: [UInt8]
+    private let keyIdLower: [UInt8]
+    private let challengeLower: [UInt8]
+    private let assertionLower: [UInt8]
+    private let clientDataLower: [UInt8]
+
+    init(_ configuration: HeadersConfiguration) {
+        self.configuration = configuration
+        prefixLower = HeaderFamily.lower(configuration.prefix)
+        keyIdLower = HeaderFamily.lower(configuration.evidence.keyID)
+        challengeLower = HeaderFamily.lower(configuration.evidence.challenge)
+        assertionLower = HeaderFamily.lower(configuration.evidence.assertion)
+        clientDataLower = HeaderFamily.lower(configuration.evidence.clientData)
+    }
+
+    /// Removes every field of the family from `headers` and returns the evidence fields it held.
+    func stripAndExtract(_ headers: inout HTTPHeaders) -> Evidence {
+        var evidence = Evidence()
+        _ = headers.removeAll { field in
+            let name = field.nameBytes
+            guard HeaderFamily.hasPrefix(name, prefixLower) else { return false }
+            if HeaderFamily.equals(name, keyIdLower) {
+                evidence.set(\.keyId, Array(field.valueBytes), name: configuration.evidence.keyID)
+            } else if HeaderFamily.equals(name, challengeLower) {
+                evidence.set(\.challenge, Array(field.valueBytes), name: configuration.evidence.challenge)
+            } else if HeaderFamily.equals(name, assertionLower) {
+                evidence.set(\.assertion, Array(field.valueBytes), name: configuration.evidence.assertion)
+            } else if HeaderFamily.equals(name, clientDataLower) {
+                evidence.set(\.clientData, Array(field.valueBytes), name: configuration.evidence.clientData)
+            }
+            return true
+        }
+        return evidence
+    }
+
+    /// Removes every field of the family (used where no evidence is read: `off` routes, trailers).
+    func strip(_ headers: inout HTTPHeaders) {
+        _ = headers.removeAll { HeaderFamily.hasPrefix($0.nameBytes, prefixLower) }
+    }
+
+    static func lower(_ text: String) -> [UInt8] { text.utf8.map { asciiLower($0) } }
+
+    @inline(__always)
+    static func asciiLower(_ byte: UInt8) -> UInt8 { byte &- 0x41 < 26 ? byte | 0x20 : byte }
+
+    /// Whether `name` starts with `prefix` (already lower case), ASCII case-insensitively.
+    static func hasPrefix(_ name: ArraySlice<UInt8>, _ prefix: [UInt8]) -> Bool {
+        guard name.count >= prefix.count else { return false }
+        var i = name.startIndex
+        for byte in prefix {
+            if asciiLower(name[i]) != byte { return false }
+            i += 1
+        }
+        return true
+    }
+
+    /// Whether `name` equals `lower` (already lower case), ASCII case-insensitively.
+    static func equals(_ name: ArraySlice<UInt8>, _ lower: [UInt8]) -> Bool {
+        name.count == lower.count && hasPrefix(name, lower)
+    }
+}

@@ -1,0 +1,53 @@
+import AppAttest
+import GatewayConfig
+import GatewayHTTP
+import GatewayStore
+
+/// What the gateway learned about a request on an `enforce` or `monitor` route: the verdict, the
+/// reason and, when valid, the key's facts. Sent upstream as the gateway's own headers and written to
+/// the access log (never the challenge, the assertion or the body).
+struct VerdictReport: Sendable {
+    /// The verdict.
+    var verdict: Verdict
+    /// Stable reason code when the verdict is not `valid`.
+    var reason: String?
+    /// The keyId, once it decoded.
+    var keyId: KeyID?
+    /// The accepted counter (valid only).
+    var counter: UInt32?
+    /// The key's environment (valid only).
+    var environment: String?
+    /// iOS 27 authenticatorData signals of the assertion (valid only).
+    var signals: AuthenticatorSignals?
+
+    init(_ verdict: Verdict, reason: String? = nil, keyId: KeyID? = nil) {
+        self.verdict = verdict
+        self.reason = reason
+        self.keyId = keyId
+    }
+
+    /// Sets the injected headers by replacement (after the ingress strip removed every client copy).
+    /// Values that cannot be valid header values (an odd bundle version) are left out.
+    func apply(to headers: inout HTTPHeaders, names: HeadersConfiguration.Injected) {
+        try? headers.replaceOrAdd(name: names.verdict, value: verdict.rawValue)
+        if let reason { try? headers.replaceOrAdd(name: names.reason, value: reason) }
+        guard verdict == .valid else { return }
+        if let keyId { try? headers.replaceOrAdd(name: names.keyID, value: Base64.encode(keyId.bytes)) }
+        if let counter { try? headers.replaceOrAdd(name: names.counter, value: String(counter)) }
+        if let environment { try? headers.replaceOrAdd(name: names.environment, value: environment) }
+        if let category = signals?.validationCategory {
+            try? headers.replaceOrAdd(name: names.validationCategory, value: VerdictReport.hex(category))
+        }
+        if let version = signals?.bundleVersion {
+            try? headers.replaceOrAdd(name: names.bundleVersion, value: version)
+        }
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0xF)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
