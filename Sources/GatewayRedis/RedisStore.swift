@@ -9,7 +9,7 @@ import Synchronization
 ///   connect) and retried once as `EVAL` when Redis answers `NOSCRIPT`; a refusal changes nothing.
 /// - Connections: a small fixed pool (`connections`, default 1) of pipelined connections, commands
 ///   spread round-robin; each connection is a `RedisConnection` with its own serial queue. Completions
-///   run on that queue (or on it after a fail-fast decision), never on the caller's thread.
+///   run on that queue (fail-fast decisions included), never on the caller's thread.
 /// - Fail-closed: connection refused or lost, command timeout (outcome unknown), bounded queue full and
 ///   any Redis error reply (`OOM`, `READONLY`, `LOADING`, `NOAUTH`, `WRONGTYPE`...) complete with
 ///   `.failure(StoreUnavailable)`; only a script's own verdict is a `StoreRefusal`.
@@ -209,10 +209,11 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
 
     /// Sends a plain command; error replies are passed through as replies.
     private func send(_ command: RedisCommand, completion: @escaping RedisCompletion) {
+        let connection = connection()
         guard let bytes = command.encoded() else {
-            return completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command")))
+            return connection.queue.async { completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command"))) }
         }
-        connection().submit(bytes, completion: completion)
+        connection.submit(bytes, completion: completion)
     }
 
     /// Runs `script` with EVALSHA; on `NOSCRIPT` resends it once as EVAL on the same connection. Error
@@ -221,7 +222,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
                            completion: @escaping RedisCompletion) {
         let connection = connection()
         guard let evalsha = RedisStore.scriptCommand(script, useSHA: true, keys: keys, args: args) else {
-            return completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command")))
+            return connection.queue.async { completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command"))) }
         }
         connection.submit(evalsha) { result in
             if case .success(let reply) = result, reply.errorCode == "NOSCRIPT",
