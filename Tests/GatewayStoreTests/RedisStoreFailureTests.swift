@@ -320,3 +320,46 @@ final class RedisStoreFailureTests: XCTestCase {
               + "(\(Int(Double(outcomes.count) / max(elapsed, 0.000_001))) commits/s, debug build, 1 connection)")
     }
 }
+
+/// Store construction from a URL and the flood behaviour while Redis is down.
+final class RedisStoreConstructionTests: XCTestCase {
+    func testStoreFromURL() throws {
+        XCTAssertTrue(try AttestStores.make(url: "memory:") is MemoryStore)
+        let redis = try AttestStores.make(url: "redis://127.0.0.1:1/0")
+        XCTAssertTrue(redis is RedisStore)
+        (redis as? RedisStore)?.close()
+        XCTAssertThrowsError(try AttestStores.make(url: "mysql://x"))
+        var configuration = RedisStore.Configuration(url: try RedisURL(parsing: "redis://h"))
+        configuration.keyPrefix = "a{b"
+        XCTAssertThrowsError(try RedisStore(configuration: configuration))
+        configuration.keyPrefix = "aa"
+        configuration.connections = 0
+        XCTAssertThrowsError(try RedisStore(configuration: configuration))
+    }
+
+    /// Thousands of commands while Redis is down all complete as unavailable: nothing queues without
+    /// bound, nothing hangs.
+    func testFloodWhileDownFailsEveryCommand() throws {
+        var configuration = RedisStore.Configuration(url: try RedisURL(parsing: "redis://127.0.0.1:\(FreePort.allocate())/0"))
+        configuration.maximumPendingCommands = 64
+        configuration.commandTimeout = 300
+        let store = try RedisStore(configuration: configuration)
+        defer { store.close() }
+        let suite = StoreConformance(store: store)
+        let keyId = try suite.randomKeyId()
+        let challenge = try suite.randomChallenge()
+        let boxes = (0..<5_000).map { _ in CompletionBox<Result<StoreOutcome<CommittedAssertion>, StoreUnavailable>>() }
+        DispatchQueue.concurrentPerform(iterations: boxes.count) { i in
+            store.commitAssertion(keyId: keyId, challenge: challenge, counter: UInt32(i), window: 0, now: 0) { boxes[i].put($0) }
+        }
+        var reasons = [StoreUnavailable.Reason: Int]()
+        for box in boxes {
+            guard let result = box.take(timeout: 30) else { return XCTFail("a command never completed") }
+            guard case .failure(let error) = result else { return XCTFail("accepted or refused without Redis: \(result)") }
+            reasons[error.reason, default: 0] += 1
+        }
+        XCTAssertEqual(reasons.values.reduce(0, +), boxes.count)
+        XCTAssertTrue(Set(reasons.keys).isSubset(of: [.notConnected, .overloaded, .timeout]), "\(reasons)")
+        print("flood while down: \(reasons)")
+    }
+}
