@@ -200,6 +200,27 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// Reads Redis' `maxmemory-policy` for a startup check: key records must never be evicted, so anything
+    /// but `noeviction` deserves a loud warning. `.success(nil)` when `CONFIG GET` is not permitted
+    /// (managed Redis services often disable it).
+    public func evictionPolicy(completion: @escaping @Sendable (Result<String?, StoreUnavailable>) -> Void) {
+        var command = RedisCommand(capacity: 32)
+        command.append("CONFIG")
+        command.append("GET")
+        command.append("maxmemory-policy")
+        send(command) { result in
+            completion(result.flatMap { reply in
+                switch reply {
+                case .array(let items) where items.count == 2:
+                    guard case .bulk(let value) = items[1] else { return .failure(RedisStore.unexpected(reply)) }
+                    return .success(String(decoding: value, as: UTF8.self))
+                case .error: return .success(nil)
+                default: return .failure(RedisStore.unexpected(reply))
+                }
+            })
+        }
+    }
+
     // MARK: Commands
 
     private func connection() -> RedisConnection {

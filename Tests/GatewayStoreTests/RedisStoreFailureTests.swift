@@ -291,7 +291,11 @@ final class RedisStoreFailureTests: XCTestCase {
         XCTAssertTrue(ttl > 300_000 && ttl <= 360_000, "TTL = 300 s lifetime + 60 s grace, got \(ttl) ms")
         XCTAssertEqual(try server.cli("HGET", name, "p"), "assert")
         XCTAssertEqual(try server.cli("PTTL", "aa:{\(record.keyId)}:key"), "-1", "key records never expire")
-        XCTAssertEqual(try server.cli("CONFIG", "GET", "maxmemory-policy"), "maxmemory-policy\nnoeviction")
+        let policy = try suite.wait("evictionPolicy") { store.evictionPolicy(completion: $0) }
+        XCTAssertEqual(try policy.get(), "noeviction")
+        XCTAssertEqual(try server.cli("CONFIG", "SET", "maxmemory-policy", "allkeys-lru"), "OK")
+        XCTAssertEqual(try suite.wait("evictionPolicy") { store.evictionPolicy(completion: $0) }.get(), "allkeys-lru",
+                       "a misconfigured server is reported as such")
     }
 
     /// Many concurrent commands pipelined on one connection all complete, each with its own reply.
