@@ -47,6 +47,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     public enum ConfigurationError: Error, Equatable, CustomStringConvertible {
         /// A value out of range, named.
         case invalid(String)
+        /// Human-readable form for logs.
         public var description: String { if case .invalid(let what) = self { return "invalid Redis store configuration: \(what)" }; return "" }
     }
 
@@ -124,6 +125,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
 
     // MARK: AttestStore
 
+    /// See `AttestStore.issueChallenge` (one Lua script).
     public func issueChallenge(_ challenge: Challenge, keyId: KeyID, purpose: ChallengePurpose, expiresAt: UnixMillis,
                                now: UnixMillis, completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
         let ttl = StoreLimits.challengeLifetime(expiresAt: expiresAt, now: now) + challengeGrace
@@ -138,6 +140,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// See `AttestStore.registerKey` (one Lua script).
     public func registerKey(_ record: KeyRecord, challenge: Challenge, now: UnixMillis,
                             completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
         var args = RedisCommand(capacity: 256 + (record.receipt?.count ?? 0))
@@ -154,6 +157,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// See `AttestStore.fetchKey` (one HMGET).
     public func fetchKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<KeyRecord?, StoreUnavailable>) -> Void) {
         var command = RedisCommand(capacity: 128)
         command.append("HMGET")
@@ -167,6 +171,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// See `AttestStore.commitAssertion` (one Lua script, one round trip).
     public func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
                                 completion: @escaping @Sendable (Result<StoreOutcome<CommittedAssertion>, StoreUnavailable>) -> Void) {
         var args = RedisCommand(capacity: 48)
@@ -179,12 +184,14 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// See `AttestStore.revokeKey` (one Lua script).
     public func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         runScript(.revoke, keys: [schema.keyRecordName(keyId)], args: RedisCommand(capacity: 0)) { result in
             completion(result.flatMap(RedisStore.decodeFlag))
         }
     }
 
+    /// See `AttestStore.deleteKey` (DEL of the key record).
     public func deleteKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         var command = RedisCommand(capacity: 64)
         command.append("DEL")
@@ -192,6 +199,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         send(command) { result in completion(result.flatMap(RedisStore.decodeFlag)) }
     }
 
+    /// See `AttestStore.ping` (PING on one pooled connection).
     public func ping(completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
         var command = RedisCommand(capacity: 8)
         command.append("PING")

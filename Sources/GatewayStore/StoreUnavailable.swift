@@ -36,5 +36,6 @@ public struct StoreUnavailable: Error, Equatable, Sendable, CustomStringConverti
         self.detail = detail
     }
 
+    /// Human-readable form for logs.
     public var description: String { "store_unavailable(\(reason))\(detail.isEmpty ? "" : ": \(detail)")" }
 }

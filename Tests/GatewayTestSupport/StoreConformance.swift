@@ -11,6 +11,7 @@ public struct ConformanceFailure: Error, CustomStringConvertible {
     /// Line of the expectation.
     public let line: UInt
 
+    /// Human-readable form for logs.
     public var description: String { "\(file):\(line): \(message)" }
 }
 
