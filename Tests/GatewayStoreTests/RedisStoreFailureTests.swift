@@ -73,6 +73,56 @@ final class RedisStoreFailureTests: XCTestCase {
         try suite.expectCommit(record.keyId, pending, counter: 21, now: suite.baseNow, accepted: true)
     }
 
+    /// Redis stopped while commits are in flight: each completes as accepted or unavailable (never
+    /// hangs), and after the restart from the AOF every acknowledged counter is still there (replays).
+    func testStopWithCommitsInFlightLosesNoAcknowledgedCounter() throws {
+        let server = try RedisServer()
+        let store = try makeStore(server.url, commandTimeout: 2_000)
+        defer { store.close() }
+        let suite = StoreConformance(store: store)
+        let record = try suite.makeRecord()
+        try suite.registerExpectingAccepted(record)
+        // Batches of pipelined commits keep flowing while another thread stops Redis; stop at the first
+        // batch with a failure (the stop landed mid-flight) or after 20 batches.
+        let stopped = DispatchSemaphore(value: 0)
+        let stopper = Thread { server.stop(); stopped.signal() }
+        var acknowledged = [UInt32]()
+        var failures = 0
+        var next: UInt32 = 1
+        let issued = try (0..<20).map { _ in try (0..<300).map { _ in try suite.issueAssert(record.keyId) } }
+        for batch in 0..<20 {
+            if batch == 1 { stopper.start() }
+            let challenges = issued[batch]
+            let boxes = (0..<300).map { _ in CompletionBox<Result<StoreOutcome<CommittedAssertion>, StoreUnavailable>>() }
+            let first = next
+            for i in 0..<300 {
+                store.commitAssertion(keyId: record.keyId, challenge: challenges[i], counter: first + UInt32(i), window: 128,
+                                      now: suite.baseNow) { boxes[i].put($0) }
+            }
+            next += 300
+            for (i, box) in boxes.enumerated() {
+                guard let result = box.take(timeout: 30) else { return XCTFail("commit never completed") }
+                switch result {
+                case .success(.accepted): acknowledged.append(first + UInt32(i))
+                case .success(.refused(let reason)): XCTFail("commit refused: \(reason)")
+                case .failure: failures += 1
+                }
+            }
+            if failures > 0 { break }
+        }
+        stopped.wait()
+        try server.start()
+        try waitUntilReady(store)
+        print("stop during traffic: \(acknowledged.count) commits acknowledged, \(failures) unavailable")
+        XCTAssertGreaterThan(failures, 0, "the stop landed while commits were flowing")
+        let stored = try XCTUnwrap(try suite.fetch(record.keyId))
+        XCTAssertGreaterThanOrEqual(stored.counter, acknowledged.max() ?? 0)
+        for counter in acknowledged.suffix(300) {  // the most recent ones: the ones a lost write would drop
+            try suite.expectCommit(record.keyId, try suite.issueAssert(record.keyId), counter: counter, window: 128,
+                                   now: suite.baseNow, refused: .counterReplay)
+        }
+    }
+
     func testConnectionRefusedFailsFastAsUnavailable() throws {
         let store = try makeStore("redis://127.0.0.1:\(FreePort.allocate())/0", commandTimeout: 500)
         defer { store.close() }
