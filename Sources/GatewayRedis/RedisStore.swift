@@ -9,7 +9,7 @@ import Synchronization
 ///   connect) and retried once as `EVAL` when Redis answers `NOSCRIPT`; a refusal changes nothing.
 /// - Connections: a small fixed pool (`connections`, default 1) of pipelined connections, commands
 ///   spread round-robin; each connection is a `RedisConnection` with its own serial queue. Completions
-///   run on that queue (or on it after a fail-fast decision), never on the caller's thread.
+///   run on that queue (fail-fast decisions included), never on the caller's thread.
 /// - Fail-closed: connection refused or lost, command timeout (outcome unknown), bounded queue full and
 ///   any Redis error reply (`OOM`, `READONLY`, `LOADING`, `NOAUTH`, `WRONGTYPE`...) complete with
 ///   `.failure(StoreUnavailable)`; only a script's own verdict is a `StoreRefusal`.
@@ -47,6 +47,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     public enum ConfigurationError: Error, Equatable, CustomStringConvertible {
         /// A value out of range, named.
         case invalid(String)
+        /// Human-readable form for logs.
         public var description: String { if case .invalid(let what) = self { return "invalid Redis store configuration: \(what)" }; return "" }
     }
 
@@ -124,6 +125,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
 
     // MARK: AttestStore
 
+    /// See `AttestStore.issueChallenge` (one Lua script).
     public func issueChallenge(_ challenge: Challenge, keyId: KeyID, purpose: ChallengePurpose, expiresAt: UnixMillis,
                                now: UnixMillis, completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
         let ttl = StoreLimits.challengeLifetime(expiresAt: expiresAt, now: now) + challengeGrace
@@ -138,6 +140,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// See `AttestStore.registerKey` (one Lua script).
     public func registerKey(_ record: KeyRecord, challenge: Challenge, now: UnixMillis,
                             completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
         var args = RedisCommand(capacity: 256 + (record.receipt?.count ?? 0))
@@ -154,6 +157,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// See `AttestStore.fetchKey` (one HMGET).
     public func fetchKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<KeyRecord?, StoreUnavailable>) -> Void) {
         var command = RedisCommand(capacity: 128)
         command.append("HMGET")
@@ -167,6 +171,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// See `AttestStore.commitAssertion` (one Lua script, one round trip).
     public func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
                                 completion: @escaping @Sendable (Result<StoreOutcome<CommittedAssertion>, StoreUnavailable>) -> Void) {
         var args = RedisCommand(capacity: 48)
@@ -179,12 +184,14 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// See `AttestStore.revokeKey` (one Lua script).
     public func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         runScript(.revoke, keys: [schema.keyRecordName(keyId)], args: RedisCommand(capacity: 0)) { result in
             completion(result.flatMap(RedisStore.decodeFlag))
         }
     }
 
+    /// See `AttestStore.deleteKey` (DEL of the key record).
     public func deleteKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         var command = RedisCommand(capacity: 64)
         command.append("DEL")
@@ -192,11 +199,33 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         send(command) { result in completion(result.flatMap(RedisStore.decodeFlag)) }
     }
 
+    /// See `AttestStore.ping` (PING on one pooled connection).
     public func ping(completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
         var command = RedisCommand(capacity: 8)
         command.append("PING")
         send(command) { result in
             completion(result.flatMap { reply in reply.isText("PONG") ? .success(()) : .failure(RedisStore.unexpected(reply)) })
+        }
+    }
+
+    /// Reads Redis' `maxmemory-policy` for a startup check: key records must never be evicted, so anything
+    /// but `noeviction` deserves a loud warning. `.success(nil)` when `CONFIG GET` is not permitted
+    /// (managed Redis services often disable it).
+    public func evictionPolicy(completion: @escaping @Sendable (Result<String?, StoreUnavailable>) -> Void) {
+        var command = RedisCommand(capacity: 32)
+        command.append("CONFIG")
+        command.append("GET")
+        command.append("maxmemory-policy")
+        send(command) { result in
+            completion(result.flatMap { reply in
+                switch reply {
+                case .array(let items) where items.count == 2:
+                    guard case .bulk(let value) = items[1] else { return .failure(RedisStore.unexpected(reply)) }
+                    return .success(String(decoding: value, as: UTF8.self))
+                case .error: return .success(nil)
+                default: return .failure(RedisStore.unexpected(reply))
+                }
+            })
         }
     }
 
@@ -209,10 +238,11 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
 
     /// Sends a plain command; error replies are passed through as replies.
     private func send(_ command: RedisCommand, completion: @escaping RedisCompletion) {
+        let connection = connection()
         guard let bytes = command.encoded() else {
-            return completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command")))
+            return connection.queue.async { completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command"))) }
         }
-        connection().submit(bytes, completion: completion)
+        connection.submit(bytes, completion: completion)
     }
 
     /// Runs `script` with EVALSHA; on `NOSCRIPT` resends it once as EVAL on the same connection. Error
@@ -221,7 +251,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
                            completion: @escaping RedisCompletion) {
         let connection = connection()
         guard let evalsha = RedisStore.scriptCommand(script, useSHA: true, keys: keys, args: args) else {
-            return completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command")))
+            return connection.queue.async { completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command"))) }
         }
         connection.submit(evalsha) { result in
             if case .success(let reply) = result, reply.errorCode == "NOSCRIPT",

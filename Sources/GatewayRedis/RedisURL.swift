@@ -182,6 +182,7 @@ public enum RedisURLError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Any other syntax problem, described.
     case malformed(String)
 
+    /// Human-readable form for logs.
     public var description: String {
         switch self {
         case .unsupportedScheme(let scheme): return "unsupported Redis URL scheme \(scheme) (use redis:// or unix://)"

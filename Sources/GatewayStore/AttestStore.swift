@@ -8,10 +8,10 @@ public typealias UnixMillis = Int64
 ///
 /// Calling convention (the gateway calls from its Dispatch event loop):
 /// - Every method returns at once and never blocks a thread on I/O.
-/// - `completion` is called exactly once, on an unspecified thread: possibly synchronously on the
-///   calling thread before the method returns (the memory store always does; the Redis store does
-///   when it fails fast), otherwise on the store's internal serial queue. It must not block and must
-///   not assume a particular queue; hop to your own queue if you need one.
+/// - `completion` is called exactly once, on an unspecified thread: `MemoryStore` calls it synchronously
+///   on the calling thread before the method returns; `RedisStore` calls it on the serial queue of the
+///   connection that carried the command (also when it fails fast). It must not block and must not
+///   assume a particular queue; hop to your own queue if you need one.
 /// - `.failure(StoreUnavailable)` is an infrastructure failure (503, fail-closed); `.success(.refused)`
 ///   is a verdict. Neither changes anything in the store.
 /// - Time decisions (challenge and registration expiry) use the caller's `now` (injected time), never

@@ -24,6 +24,8 @@ public struct Challenge: Hashable, Sendable {
         self.base64URL = Base64URL.encode(self.bytes)
     }
 
+    /// Byte-wise equality of the decoded values (not constant-time: these are identifiers, not secrets).
     public static func == (lhs: Challenge, rhs: Challenge) -> Bool { lhs.bytes == rhs.bytes }
+    /// Hashes the raw bytes.
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 }

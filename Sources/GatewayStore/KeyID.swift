@@ -21,7 +21,9 @@ public struct KeyID: Hashable, Sendable, CustomStringConvertible {
         self.base64URL = Base64URL.encode(self.bytes)
     }
 
+    /// Byte-wise equality of the decoded values (not constant-time: these are identifiers, not secrets).
     public static func == (lhs: KeyID, rhs: KeyID) -> Bool { lhs.bytes == rhs.bytes }
+    /// Hashes the raw bytes.
     public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
 
     /// Unpadded base64url text (for logs and diagnostics only; not used on hot paths).

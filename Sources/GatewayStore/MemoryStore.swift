@@ -95,6 +95,7 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
 
     // MARK: AttestStore
 
+    /// See `AttestStore.issueChallenge`; fails with `.overloaded` at `maximumChallenges`.
     public func issueChallenge(_ challenge: Challenge, keyId: KeyID, purpose: ChallengePurpose,
                                expiresAt: UnixMillis, now: UnixMillis,
                                completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
@@ -117,6 +118,7 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
         completion(result)
     }
 
+    /// See `AttestStore.registerKey` (one critical section).
     public func registerKey(_ record: KeyRecord, challenge: Challenge, now: UnixMillis,
                             completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
         let outcome: StoreOutcome<Void> = lock.withLock {
@@ -130,11 +132,13 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
         completion(.success(outcome))
     }
 
+    /// See `AttestStore.fetchKey`.
     public func fetchKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<KeyRecord?, StoreUnavailable>) -> Void) {
         let record = lock.withLock { keys[keyId] }
         completion(.success(record))
     }
 
+    /// See `AttestStore.commitAssertion` (one critical section).
     public func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
                                 completion: @escaping @Sendable (Result<StoreOutcome<CommittedAssertion>, StoreUnavailable>) -> Void) {
         let outcome: StoreOutcome<CommittedAssertion> = lock.withLock {
@@ -155,6 +159,7 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
         completion(.success(outcome))
     }
 
+    /// See `AttestStore.revokeKey`.
     public func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         let found: Bool = lock.withLock {
             guard keys[keyId] != nil else { return false }
@@ -164,11 +169,13 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
         completion(.success(found))
     }
 
+    /// See `AttestStore.deleteKey`.
     public func deleteKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         let found = lock.withLock { keys.removeValue(forKey: keyId) != nil }
         completion(.success(found))
     }
 
+    /// Always succeeds (in-process).
     public func ping(completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
         completion(.success(()))
     }

@@ -13,6 +13,7 @@ public enum StoreInputError: Error, Equatable, Sendable, CustomStringConvertible
     /// A trust tier that is empty, longer than 64 bytes, or not made of `[a-z0-9_]`.
     case trustTier
 
+    /// Human-readable form for logs.
     public var description: String {
         switch self {
         case .keyIdLength(let n): return "keyId must be 32 bytes, got \(n)"

@@ -4,7 +4,7 @@
 /// outcome is unknown (e.g. timed out after it was sent) is reported as unavailable too.
 public struct StoreUnavailable: Error, Equatable, Sendable, CustomStringConvertible {
     /// What went wrong.
-    public enum Reason: Equatable, Sendable {
+    public enum Reason: Hashable, Sendable {
         /// Not connected (connection refused, reconnect backoff in progress): failed fast, nothing sent.
         case notConnected
         /// The connection broke while the command was pending: its outcome is unknown.
@@ -36,5 +36,6 @@ public struct StoreUnavailable: Error, Equatable, Sendable, CustomStringConverti
         self.detail = detail
     }
 
+    /// Human-readable form for logs.
     public var description: String { "store_unavailable(\(reason))\(detail.isEmpty ? "" : ": \(detail)")" }
 }

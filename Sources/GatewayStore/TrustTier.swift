@@ -19,5 +19,6 @@ public struct TrustTier: RawRepresentable, Hashable, Sendable, CustomStringConve
 
     private init(validated: String) { rawValue = validated }
 
+    /// Human-readable form for logs.
     public var description: String { rawValue }
 }

@@ -60,7 +60,9 @@ public final class ChildProcess: @unchecked Sendable {  // mutable state guarded
     public static func which(_ name: String) throws -> String {
         if name.contains("/") { return name }
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        for dir in path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin"] {  // String elements: a bare split here infers [[Character]]
+        // `map(String.init)`: without it `+` picks an overload that turns each entry into [Character]
+        // and interpolates it as "[\"/\", \"u\", ...]", so no executable was ever found.
+        for dir in path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin"] {
             let candidate = "\(dir)/\(name)"
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }

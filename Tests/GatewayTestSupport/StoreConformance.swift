@@ -11,6 +11,7 @@ public struct ConformanceFailure: Error, CustomStringConvertible {
     /// Line of the expectation.
     public let line: UInt
 
+    /// Human-readable form for logs.
     public var description: String { "\(file):\(line): \(message)" }
 }
 
@@ -313,7 +314,8 @@ public struct StoreConformance: Sendable {
         let sizes = [0, 1, 7, 8, 9, 31, 63, 64, 65, 100, 127, 128]
         for step in 0..<300 {
             let size = sizes[Int(rng.next() % UInt64(sizes.count))]
-            let delta = Int64(rng.next() % 200) - 150  // mostly below the highest, sometimes above
+            // Mostly below the highest; above it by up to 149 (slides of 1...63, 64...127, exactly 128, beyond).
+            let delta = step % 25 == 0 ? 128 : Int64(rng.next() % 400) - 250
             let candidate = Int64(highest) + (delta == 0 ? 1 : delta)
             let counter = UInt32(clamping: max(candidate, 0))
             let distance = Int64(highest) - Int64(counter)
