@@ -59,6 +59,7 @@ extension ConfigValidator {
             error(p, "set either path_prefix or path, not both", f.mark)
             ok = false
         case (nil, nil):
+            if f.misspelt["path_prefix"] != nil || f.misspelt["path"] != nil { ok = false; break }
             error(p.key("path_prefix"), "required key is missing: set path_prefix (a path and everything under it) or path (exactly one path)", f.mark)
             ok = false
         case (.some(let node), nil):
