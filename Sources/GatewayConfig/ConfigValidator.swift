@@ -212,12 +212,14 @@ extension ConfigValidator {
         let limits = limits(root)
         let timeouts = timeouts(root)
         let log = log(root)
+        crossCheck(Partial(listen: listen, admin: admin, store: store, apps: apps, endpoints: endpoints,
+                           upstreamsComplete: upstreams != nil, routes: routes.valid, routesComplete: routes.complete,
+                           storeWasWritten: root.has("store")), marks: marks)
         guard let listen, let admin, let store, let apps, let trust, let endpoints, let headers, let upstreams,
-              let routes, let limits, let timeouts, let log else { return nil }
+              routes.complete, let limits, let timeouts, let log else { return nil }
         let configuration = GatewayConfiguration(
             listen: listen, admin: admin, store: store, apps: apps, trust: trust, endpoints: endpoints, headers: headers,
-            upstreams: upstreams, routes: routes.map(\.0), limits: limits, timeouts: timeouts, log: log)
-        crossCheck(configuration, routes: routes.map(\.1), marks: marks, storeWasWritten: root.has("store"))
+            upstreams: upstreams, routes: routes.valid.map(\.0), limits: limits, timeouts: timeouts, log: log)
         return errors.isEmpty ? configuration : nil
     }
 }

@@ -246,7 +246,10 @@ final class ValidationTests: XCTestCase {
             "upstreams.app.max_idle_connections: must be from 0 to 4096, got 5000 (line 6, column 68)",
             "upstreams.app.pool: unknown key (known keys: url, connect_timeout, response_timeout, max_idle_connections) (line 6, column 74)",
         ])
-        XCTAssertEqual(lines("upstreams:\n  my.app: http://b:1"), ["upstreams.my.app: upstream names use letters, digits, _ and - (at most 64), got \"my.app\" (line 6, column 3)"])
+        XCTAssertEqual(lines("upstreams:\n  my.app: http://b:1"), [
+            "upstreams.my.app: upstream names use letters, digits, _ and - (at most 64), got \"my.app\" (line 6, column 3)",
+            "routes[0].upstream: unknown upstream \"app\" (upstreams: my.app) (line 9, column 15)",
+        ])
         XCTAssertEqual(lines("upstreams: {}"), ["upstreams: needs at least one upstream (line 5, column 12)"])
     }
 
