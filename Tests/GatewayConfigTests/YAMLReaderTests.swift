@@ -122,3 +122,16 @@ final class YAMLReaderTests: XCTestCase {
         XCTAssertEqual(lines, ["mapping keys must be plain strings, not a list (line 1, column 3)"])
     }
 }
+
+extension YAMLReaderTests {
+    func testUTF8ByteOrderMarkIsTolerated() throws {
+        let bytes: [UInt8] = [0xEF, 0xBB, 0xBF] + Array(ConfigTestHelpers.minimal().utf8)
+        XCTAssertNoThrow(try GatewayConfiguration.parse(bytes: bytes, baseDirectory: "/tmp"))
+    }
+
+    func testYAML11BooleansAreStringsAndQuotedValuesWork() throws {
+        // `mode: off` is the string off (YAML 1.2), and a quoted mode works the same.
+        let loaded = loadOK(ConfigTestHelpers.minimal(routes: "routes:\n  - {path_prefix: /a, upstream: app, mode: off}\n  - {path_prefix: /, upstream: \"app\", mode: 'monitor'}"))
+        XCTAssertEqual(loaded?.configuration.routes.map(\.mode), [.off, .monitor])
+    }
+}
