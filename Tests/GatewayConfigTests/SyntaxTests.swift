@@ -159,7 +159,7 @@ final class SyntaxTests: XCTestCase {
         XCTAssertNotNil(HTTPSyntax.normalFormProblem("/v1/.."))
         XCTAssertNotNil(HTTPSyntax.normalFormProblem("/v1/%4"))
         XCTAssertNotNil(HTTPSyntax.normalFormProblem("/v1/%41"))
-        XCTAssertNotNil(HTTPSyntax.normalFormProblem("/v1/é"))
+        XCTAssertEqual(HTTPSyntax.normalFormProblem("/v1/café"), "contains \"é\", which must be percent-encoded: %C3%A9")
         XCTAssertNotNil(HTTPSyntax.normalFormProblem("/v1#x"))
         XCTAssertNotNil(HTTPSyntax.normalFormProblem("//"))
     }
