@@ -157,3 +157,38 @@ final class RouteTableTests: XCTestCase {
         print("RouteTable.match: 31 routes, fall-through to the last: \(Double(elapsed) / Double(iterations)) ns per match (\(build))")
     }
 }
+
+extension RouteTableTests {
+    func testEndpointsOwnTheirPrefixOnSegmentBoundaries() {
+        let endpoints = EndpointsConfiguration()
+        func owns(_ path: String) -> Bool {
+            var p = path
+            let bytes = p.withUTF8 { endpoints.owns(path: UnsafeRawBufferPointer($0)) }
+            XCTAssertEqual(bytes, endpoints.owns(path: path.split(separator: "?").first.map(String.init) ?? path), path)
+            return bytes
+        }
+        XCTAssertTrue(owns("/app-attest/v1/challenge"))
+        XCTAssertTrue(owns("/app-attest/v1/attest?x"))
+        XCTAssertTrue(owns("/app-attest/v1"))
+        XCTAssertFalse(owns("/app-attest/v10"))
+        XCTAssertFalse(owns("/app-attest"))
+        XCTAssertFalse(owns("/"))
+    }
+
+    func testOwnHeaderFamilyIsCaseInsensitive() {
+        let headers = HeadersConfiguration()
+        func own(_ name: String) -> Bool {
+            var n = name
+            let bytes = n.withUTF8 { headers.isOwnHeader(name: UnsafeRawBufferPointer($0)) }
+            XCTAssertEqual(bytes, headers.isOwnHeader(name), name)
+            return bytes
+        }
+        XCTAssertTrue(own("App-Attest-Verdict"))
+        XCTAssertTrue(own("app-attest-verdict"))
+        XCTAssertTrue(own("APP-ATTEST-X"))
+        XCTAssertTrue(own("App-Attest-"))
+        XCTAssertFalse(own("App-Attest"))
+        XCTAssertFalse(own("X-App-Attest-Verdict"))
+        XCTAssertFalse(own("Authorization"))
+    }
+}
