@@ -10,16 +10,17 @@ extension ConfigValidator {
     /// Methods defined by RFC 9110 section 9 and RFC 5789 (PATCH), for typo hints.
     static let standardMethods = ["GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "TRACE", "PATCH"]
 
-    func routes(_ root: Fields, headers: HeadersConfiguration) -> [(RouteConfiguration, RouteSource)]? {
+    /// The routes that validated (with where they came from) and whether all of them did.
+    func routes(_ root: Fields, headers: HeadersConfiguration) -> (valid: [(RouteConfiguration, RouteSource)], complete: Bool) {
         let path = root.path.key("routes")
         guard let node = root.node("routes") else {
             missing(root, "routes", " (e.g. routes: [{path_prefix: /, upstream: NAME, mode: off}])")
-            return nil
+            return ([], false)
         }
-        guard let items = list(node, path, of: "routes") else { return nil }
+        guard let items = list(node, path, of: "routes") else { return ([], false) }
         if items.isEmpty {
             error(path, "needs at least one route", node.mark)
-            return nil
+            return ([], false)
         }
         var result: [(RouteConfiguration, RouteSource)] = []
         var ok = true
@@ -30,7 +31,7 @@ extension ConfigValidator {
             guard let route = route(f, index: i, headers: headers, names: &names) else { ok = false; continue }
             result.append((route, RouteSource(path: p, mark: item.mark, fields: f)))
         }
-        return ok ? result : nil
+        return (result, ok)
     }
 
     private func route(_ f: Fields, index: Int, headers: HeadersConfiguration, names: inout [String: ConfigPath]) -> RouteConfiguration? {
@@ -59,6 +60,7 @@ extension ConfigValidator {
             error(p, "set either path_prefix or path, not both", f.mark)
             ok = false
         case (nil, nil):
+            if f.misspelt["path_prefix"] != nil || f.misspelt["path"] != nil { ok = false; break }
             error(p.key("path_prefix"), "required key is missing: set path_prefix (a path and everything under it) or path (exactly one path)", f.mark)
             ok = false
         case (.some(let node), nil):
@@ -200,39 +202,54 @@ extension ConfigValidator {
 
     // MARK: cross-section checks
 
-    /// Checks that need several validated sections. Only called with every section valid.
-    func crossCheck(_ config: GatewayConfiguration, routes sources: [RouteSource], marks: Marks, storeWasWritten: Bool) {
-        let upstreamNames = config.upstreams.map(\.name)
-        let appIDs = config.apps.map(\.appID)
-        var usedUpstreams = Set<String>()
+    /// What validated, for the checks that span sections: each check runs when the parts it needs
+    /// validated, so one broken section does not hide the other problems.
+    struct Partial {
+        var listen: [SocketAddress]?
+        var admin: SocketAddress??
+        var store: StoreConfiguration?
+        var apps: [AppConfiguration]?
+        var endpoints: EndpointsConfiguration?
+        var upstreamsComplete: Bool
+        /// Valid routes with their sources; `routesComplete` tells whether every route validated.
+        var routes: [(RouteConfiguration, RouteSource)]
+        var routesComplete: Bool
+        var storeWasWritten: Bool
+    }
 
-        for (index, route) in config.routes.enumerated() {
-            let src = sources[index]
+    func crossCheck(_ v: Partial, marks: Marks) {
+        var usedUpstreams = Set<String>()
+        for (route, src) in v.routes {
             let p = src.path
-            // Upstream exists.
-            if config.upstream(named: route.upstream) == nil {
-                error(p.key("upstream"), "unknown upstream \(ConfigText.quoted(route.upstream))" + (Suggestion.closest(to: route.upstream, among: upstreamNames).map { "; did you mean \($0)?" } ?? " (upstreams: \(upstreamNames.joined(separator: ", ")))"), src.fields.mark("upstream"))
+            // Upstream exists (any name written under upstreams counts, valid or not).
+            if !marks.upstreamNames.isEmpty || v.upstreamsComplete, !marks.upstreamNames.contains(route.upstream) {
+                let names = marks.upstreamNames
+                error(p.key("upstream"), "unknown upstream \(ConfigText.quoted(route.upstream))" + (Suggestion.closest(to: route.upstream, among: names).map { "; did you mean \($0)?" } ?? " (upstreams: \(names.joined(separator: ", ")))"), src.fields.mark("upstream"))
             }
             usedUpstreams.insert(route.upstream)
 
             // Apps exist; environment satisfiable.
-            if let apps = route.apps {
-                for (i, id) in apps.enumerated() where !appIDs.contains(id) {
-                    let itemMark = itemMarks(src.fields, "apps")[safe: i] ?? src.fields.mark("apps")
-                    error(p.key("apps").index(i), "\(id) is not in apps" + Suggestion.hint(id.description, among: appIDs.map(\.description)), itemMark)
+            if let configuredApps = v.apps {
+                let appIDs = configuredApps.map(\.appID)
+                if let apps = route.apps {
+                    for (i, id) in apps.enumerated() where !appIDs.contains(id) {
+                        let itemMark = itemMarks(src.fields, "apps")[safe: i] ?? src.fields.mark("apps")
+                        error(p.key("apps").index(i), "\(id) is not in apps" + Suggestion.hint(id.description, among: appIDs.map(\.description)), itemMark)
+                    }
                 }
-            }
-            if let env = route.environment {
-                let allowed = config.apps.filter { route.apps?.contains($0.appID) ?? true }
-                if !allowed.isEmpty && !allowed.contains(where: { $0.environment.allows(env) }) {
-                    error(p.key("environment"), "no app allowed on this route accepts \(env.rawValue) keys (\(allowed.map { "\($0.appID): \($0.environment.rawValue)" }.joined(separator: ", "))): the route would refuse every request", src.fields.mark("environment"))
+                if let env = route.environment {
+                    let allowed = configuredApps.filter { route.apps?.contains($0.appID) ?? true }
+                    if !allowed.isEmpty && !allowed.contains(where: { $0.environment.allows(env) }) {
+                        error(p.key("environment"), "no app allowed on this route accepts \(env.rawValue) keys (\(allowed.map { "\($0.appID): \($0.environment.rawValue)" }.joined(separator: ", "))): the route would refuse every request", src.fields.mark("environment"))
+                    }
                 }
             }
 
             // Gateway endpoints are served before routing.
-            if config.endpoints.owns(path: route.match.path) {
-                let key = route.match.path == src.fields.node("path_prefix").flatMap({ if case .scalar(let s) = $0.kind { return s.text } else { return nil } }) ? "path_prefix" : "path"
-                error(p.key(key), "\(route.match.path) is inside endpoints.prefix (\(config.endpoints.prefix)), which the gateway serves itself before routing: this route can never match", src.fields.mark(key))
+            if let endpoints = v.endpoints, endpoints.owns(path: route.match.path) {
+                var key = "path"
+                if case .prefix = route.match { key = "path_prefix" }
+                error(p.key(key), "\(route.match.path) is inside endpoints.prefix (\(endpoints.prefix)), which the gateway serves itself before routing: this route can never match", src.fields.mark(key))
             }
 
             // Settings that only matter when verifying.
@@ -246,43 +263,29 @@ extension ConfigValidator {
             }
         }
 
-        // Shadowed routes.
-        let table = RouteTable(routes: config.routes)
-        for s in table.shadowedRoutes() {
-            let byNames = s.by.map { "routes[\($0)]" }.joined(separator: " and ")
-            warn(sources[s.route].path, "this route can never match: every request it takes is taken first by \(byNames) (routes match in order, first match wins)", sources[s.route].mark)
-        }
-
-        // HEAD falling through from a protected GET route to a weaker one.
-        let shadowed = Set(table.shadowedRoutes().map(\.route))
-        for (index, route) in config.routes.enumerated() where route.mode != .off && !shadowed.contains(index)
-            && route.methods.contains("GET") && !route.methods.contains("HEAD") {
-            if let next = table.match(method: "HEAD", path: route.match.path), config.routes[next].mode == .off {
-                warn(sources[index].path.key("methods"), "takes GET but not HEAD: HEAD \(route.match.path) falls through to routes[\(next)] (mode off); add HEAD if the upstream answers HEAD like GET", sources[index].fields.mark("methods"))
+        if v.routesComplete {
+            routeOrderChecks(v.routes)
+            for upstream in marks.validUpstreams where !usedUpstreams.contains(upstream.name) {
+                warn(.root.key("upstreams").key(upstream.name), "no route uses this upstream", marks.upstreams[upstream.name])
             }
         }
 
-        if !config.routes.contains(where: { $0.mode != .off }) {
-            warn(.root.key("routes"), "no route has mode enforce or monitor: the gateway verifies nothing", sources.first?.mark)
-        }
-
-        // Upstreams.
-        for upstream in config.upstreams {
-            let mark = marks.upstreams[upstream.name]
-            for (i, listener) in config.listen.enumerated() where Self.reaches(upstream.endpoint, listener) {
-                error(.root.key("upstreams").key(upstream.name), "\(upstream.endpoint) is the gateway's own listener listen[\(i)] (\(listener)): requests would loop", mark)
-            }
-            if let admin = config.admin, Self.reaches(upstream.endpoint, admin) {
-                error(.root.key("upstreams").key(upstream.name), "\(upstream.endpoint) is the gateway's admin listener", mark)
-            }
-            if !usedUpstreams.contains(upstream.name) {
-                warn(.root.key("upstreams").key(upstream.name), "no route uses this upstream", mark)
+        // Upstreams looping back into the gateway.
+        if let listen = v.listen {
+            for upstream in marks.validUpstreams {
+                let mark = marks.upstreams[upstream.name]
+                for (i, listener) in listen.enumerated() where Self.reaches(upstream.endpoint, listener) {
+                    error(.root.key("upstreams").key(upstream.name), "\(upstream.endpoint) is the gateway's own listener listen[\(i)] (\(listener)): requests would loop", mark)
+                }
+                if case .some(.some(let admin)) = v.admin, Self.reaches(upstream.endpoint, admin) {
+                    error(.root.key("upstreams").key(upstream.name), "\(upstream.endpoint) is the gateway's admin listener", mark)
+                }
             }
         }
 
         // Admin listener.
-        if let admin = config.admin {
-            for (i, listener) in config.listen.enumerated() where listener.conflicts(with: admin) {
+        if case .some(.some(let admin)) = v.admin {
+            for (i, listener) in (v.listen ?? []).enumerated() where listener.conflicts(with: admin) {
                 error(.root.key("admin"), "\(admin) overlaps listen[\(i)] (\(listener)): the admin endpoints need their own address", marks.admin)
             }
             if !admin.isLocal {
@@ -291,9 +294,34 @@ extension ConfigValidator {
         }
 
         // Store.
-        if case .memory = config.store.kind {
-            let text = storeWasWritten ? "" : "store is not set, so "
+        if let store = v.store, case .memory = store.kind {
+            let text = v.storeWasWritten ? "" : "store is not set, so "
             warn(.root.key("store"), "\(text)the memory store keeps challenges and keys in this process only: lost on restart and not shared between replicas; use redis:// in production", nil)
+        }
+    }
+
+    /// Checks on the order of a complete route list: shadowed routes, HEAD falling through from a
+    /// protected GET route, nothing protected at all.
+    private func routeOrderChecks(_ list: [(RouteConfiguration, RouteSource)]) {
+        let routes = list.map(\.0), sources = list.map(\.1)
+        // Shadowed routes.
+        let table = RouteTable(routes: routes)
+        for s in table.shadowedRoutes() {
+            let byNames = s.by.map { "routes[\($0)]" }.joined(separator: " and ")
+            warn(sources[s.route].path, "this route can never match: every request it takes is taken first by \(byNames) (routes match in order, first match wins)", sources[s.route].mark)
+        }
+
+        // HEAD falling through from a protected GET route to a weaker one.
+        let shadowed = Set(table.shadowedRoutes().map(\.route))
+        for (index, route) in routes.enumerated() where route.mode != .off && !shadowed.contains(index)
+            && route.methods.contains("GET") && !route.methods.contains("HEAD") {
+            if let next = table.match(method: "HEAD", path: route.match.path), routes[next].mode == .off {
+                warn(sources[index].path.key("methods"), "takes GET but not HEAD: HEAD \(route.match.path) falls through to routes[\(next)] (mode off); add HEAD if the upstream answers HEAD like GET", sources[index].fields.mark("methods"))
+            }
+        }
+
+        if !routes.contains(where: { $0.mode != .off }) {
+            warn(.root.key("routes"), "no route has mode enforce or monitor: the gateway verifies nothing", sources.first?.mark)
         }
     }
 

@@ -8,6 +8,11 @@ extension ConfigValidator {
         var listen: [SourceMark] = []
         var admin: SourceMark?
         var upstreams: [String: SourceMark] = [:]
+        /// Every name written under `upstreams`, valid or not (so a route naming a broken upstream
+        /// is not also told that the upstream does not exist).
+        var upstreamNames: [String] = []
+        /// Upstreams that validated, even when others did not.
+        var validUpstreams: [UpstreamConfiguration] = []
         var apps: [AppID: ConfigPath] = [:]
     }
 
@@ -337,6 +342,7 @@ extension ConfigValidator {
         var ok = true
         let connectRange: ClosedRange<Duration> = .milliseconds(1) ... .seconds(60)
         let responseRange: ClosedRange<Duration> = .milliseconds(1) ... .seconds(3600)
+        marks.upstreamNames = entries.map(\.key)
         for entry in entries {
             let name = entry.key
             let p = path.key(name)
@@ -363,6 +369,7 @@ extension ConfigValidator {
             }
             guard let upstream else { ok = false; continue }
             result.append(upstream)
+            marks.validUpstreams.append(upstream)
             marks.upstreams[name] = entry.value.mark
         }
         return ok ? result : nil

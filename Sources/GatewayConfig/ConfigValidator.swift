@@ -29,6 +29,8 @@ final class ConfigValidator {
         let path: ConfigPath
         let mark: SourceMark
         let entries: [YAMLNode.Entry]
+        /// Known keys that an unknown key was probably meant to be (suggestion -> key as written).
+        var misspelt: [String: String] = [:]
 
         /// The value of `key`, or nil when absent or explicitly null.
         func node(_ key: String) -> YAMLNode? {
@@ -53,10 +55,12 @@ final class ConfigValidator {
             return nil
         }
         let known = ConfigSchema.keys(section)
+        var misspelt: [String: String] = [:]
         for entry in entries where !known.contains(entry.key) {
             var message = "unknown key"
             if let suggestion = Suggestion.closest(to: entry.key, among: known) {
                 message += "; did you mean \(suggestion)?"
+                misspelt[suggestion] = entry.key
             } else {
                 let elsewhere = ConfigSchema.sections(containing: entry.key, except: section)
                 if !elsewhere.isEmpty {
@@ -67,11 +71,14 @@ final class ConfigValidator {
             }
             error(path.key(entry.key), message, entry.keyMark)
         }
-        return Fields(path: path, mark: node.mark, entries: entries)
+        return Fields(path: path, mark: node.mark, entries: entries, misspelt: misspelt)
     }
 
     /// Reports `key` missing from `fields`.
+    /// Not reported when an unknown key in the same mapping was already reported as a likely
+    /// misspelling of `key` (one mistake, one message).
     func missing(_ fields: Fields, _ key: String, _ hint: String = "") {
+        if fields.misspelt[key] != nil { return }
         error(fields.path.key(key), "required key is missing" + hint, fields.mark)
     }
 
@@ -205,12 +212,14 @@ extension ConfigValidator {
         let limits = limits(root)
         let timeouts = timeouts(root)
         let log = log(root)
+        crossCheck(Partial(listen: listen, admin: admin, store: store, apps: apps, endpoints: endpoints,
+                           upstreamsComplete: upstreams != nil, routes: routes.valid, routesComplete: routes.complete,
+                           storeWasWritten: root.has("store")), marks: marks)
         guard let listen, let admin, let store, let apps, let trust, let endpoints, let headers, let upstreams,
-              let routes, let limits, let timeouts, let log else { return nil }
+              routes.complete, let limits, let timeouts, let log else { return nil }
         let configuration = GatewayConfiguration(
             listen: listen, admin: admin, store: store, apps: apps, trust: trust, endpoints: endpoints, headers: headers,
-            upstreams: upstreams, routes: routes.map(\.0), limits: limits, timeouts: timeouts, log: log)
-        crossCheck(configuration, routes: routes.map(\.1), marks: marks, storeWasWritten: root.has("store"))
+            upstreams: upstreams, routes: routes.valid.map(\.0), limits: limits, timeouts: timeouts, log: log)
         return errors.isEmpty ? configuration : nil
     }
 }

@@ -36,4 +36,17 @@ public struct EndpointsConfiguration: Sendable, Hashable {
     public func owns(path: String) -> Bool {
         path == prefix || path.hasPrefix(prefix + "/")
     }
+
+    /// `owns(path:)` on the bytes of a normalized path, without allocating (per request). Matching
+    /// stops at a `?`, so a full origin-form target also works.
+    public func owns(path: UnsafeRawBufferPointer) -> Bool {
+        var count = path.count
+        if let q = path.firstIndex(of: UInt8(ascii: "?")) { count = q }
+        var prefix = self.prefix
+        return prefix.withUTF8 { p in
+            guard count >= p.count else { return false }
+            for i in 0..<p.count where path[i] != p[i] { return false }
+            return count == p.count || path[p.count] == UInt8(ascii: "/")
+        }
+    }
 }

@@ -60,6 +60,10 @@ enum HTTPSyntax {
                     return "must not contain . or .. segments"
                 }
             default:
+                if c >= 0x80, let ch = path.first(where: { !$0.isASCII }) {
+                    let encoded = String(ch).utf8.map { "%" + String($0, radix: 16, uppercase: true) }.joined()
+                    return "contains \(ConfigText.quoted(String(ch))), which must be percent-encoded: \(encoded)"
+                }
                 if !(isUnreserved(c) || "!$&'()*+,;=:@".utf8.contains(c)) {
                     return "contains \(ConfigText.quoted(String(decoding: [c], as: UTF8.self))), which must be percent-encoded"
                 }

@@ -95,4 +95,20 @@ public struct HeadersConfiguration: Sendable, Hashable {
     public func isOwnHeader(_ name: String) -> Bool {
         name.lowercased().hasPrefix(prefix.lowercased())
     }
+
+    /// `isOwnHeader` on the bytes of a header name (ASCII case-insensitive), without allocating
+    /// (per header field of every request and trailer).
+    public func isOwnHeader(name: UnsafeRawBufferPointer) -> Bool {
+        var prefix = self.prefix
+        return prefix.withUTF8 { p in
+            guard name.count >= p.count else { return false }
+            for i in 0..<p.count {
+                var a = name[i], b = p[i]
+                if a >= UInt8(ascii: "A") && a <= UInt8(ascii: "Z") { a |= 0x20 }
+                if b >= UInt8(ascii: "A") && b <= UInt8(ascii: "Z") { b |= 0x20 }
+                if a != b { return false }
+            }
+            return true
+        }
+    }
 }

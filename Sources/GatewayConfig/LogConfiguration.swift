@@ -8,7 +8,14 @@ public struct LogConfiguration: Sendable, Hashable {
 
     /// Least severe level written.
     public enum Level: String, Sendable, Hashable, CaseIterable, Comparable {
-        case debug, info, warning, error
+        /// Everything, including per-request verification traces.
+        case debug
+        /// Startup, reloads, access lines (the default).
+        case info
+        /// Degraded operation: store errors, fail-open forwards, upstream failures.
+        case warning
+        /// Failures that need an operator.
+        case error
 
         private var rank: Int {
             switch self {

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Layer 3: the compiled route list, matched once per request.
 ///
 /// Order is significant: `match` returns the **first** route, in configuration order, whose path match
@@ -118,12 +124,9 @@ public struct RouteTable: Sendable {
 
     @inline(__always)
     private static func equal(_ store: UnsafeBufferPointer<UInt8>, _ span: Span, _ other: UnsafeRawBufferPointer) -> Bool {
-        var i = 0
-        while i < span.count {
-            if store[span.start + i] != other[i] { return false }
-            i += 1
-        }
-        return true
+        guard span.count > 0 else { return true }
+        guard let a = store.baseAddress, let b = other.baseAddress else { return false }
+        return memcmp(a + span.start, b, span.count) == 0  // span.count <= other.count, checked by the caller
     }
 
     /// Routes that can never match: every (method, path) they take is taken by earlier routes, whose

@@ -63,8 +63,8 @@ public enum SocketAddress: Sendable, Hashable, CustomStringConvertible {
             return .failure(ConfigSyntaxError("\(ConfigText.quoted(text)) has no host: write 127.0.0.1:\(text) (this machine only) or 0.0.0.0:\(text) (every interface)"))
         }
         guard let (hostText, portText, bracketed) = NetworkSyntax.splitHostPort(Substring(text)) else {
-            if text.filter({ $0 == ":" }).count > 1 {
-                return .failure(ConfigSyntaxError("IPv6 addresses need brackets: [\(text.split(separator: ":").dropLast().joined(separator: ":"))]:port, got \(ConfigText.quoted(text))"))
+            if text.filter({ $0 == ":" }).count > 1, let lastColon = text.lastIndex(of: ":") {
+                return .failure(ConfigSyntaxError("IPv6 addresses need brackets: [\(text[..<lastColon])]:port, got \(ConfigText.quoted(text))"))
             }
             return .failure(ConfigSyntaxError("expected an address like \(example), got \(ConfigText.quoted(text))"))
         }

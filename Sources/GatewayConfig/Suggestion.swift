@@ -6,6 +6,14 @@ enum Suggestion {
     static func closest(to word: String, among candidates: [String]) -> String? {
         let folded = fold(word)
         if let same = candidates.first(where: { fold($0) == folded }) { return same }
+        // A word cut short, run on or with another ending (upstream -> upstreams, enforcing -> enforce,
+        // prod -> production): a shared start of at least 4 characters, missing at most one of the shorter.
+        let lowered = Array(word.lowercased())
+        if lowered.count >= 4, let stem = candidates.first(where: {
+            let c = Array($0.lowercased())
+            let shared = zip(c, lowered).prefix { $0 == $1 }.count
+            return shared >= 4 && shared >= min(c.count, lowered.count) - 1
+        }) { return stem }
         let length = word.count
         let limit = length <= 4 ? 1 : (length <= 9 ? 2 : 3)
         var best: (String, Int)?

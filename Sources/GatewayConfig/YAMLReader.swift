@@ -21,7 +21,10 @@ enum YAMLReader {
     private static let tagPrefix = "tag:yaml.org,2002:"
 
     /// The root node, or every problem found.
-    static func read(_ bytes: [UInt8]) -> Result<YAMLNode, ConfigError> {
+    static func read(_ input: [UInt8]) -> Result<YAMLNode, ConfigError> {
+        // A UTF-8 byte order mark is invisible in editors: drop it so columns on line 1 stay right
+        // (libyaml, told the encoding, would read it as content).
+        let bytes = input.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(input.dropFirst(3)) : input
         if bytes.count > maximumBytes {
             return .failure(ConfigError(issues: [issue("", "the configuration is \(bytes.count) bytes; the limit is \(maximumBytes) bytes (1MiB)", nil)]))
         }

@@ -1,0 +1,77 @@
+import Foundation
+import XCTest
+@testable import GatewayConfig
+
+/// What check-config prints and its exit status.
+final class ConfigCheckReportTests: XCTestCase {
+    func testValidFilePrintsSummaryAndExitsZero() throws {
+        let report = ConfigCheckReport.check(path: ConfigTestHelpers.configFolder.appendingPathComponent("gateway.yaml").path)
+        XCTAssertEqual(report.exitCode, 0)
+        XCTAssertEqual(report.standardError, "")
+        XCTAssertTrue(report.standardOutput.hasSuffix("""
+        Config/gateway.yaml: OK
+        listen     127.0.0.1:8080
+        admin      127.0.0.1:9901
+        store      redis://127.0.0.1:6379/0
+        apps       ABCDE12345.com.example.app (production)
+        endpoints  /app-attest/v1/challenge, /app-attest/v1/attest (served before routes; challenge ttl 5m, 32 bytes)
+        upstreams  legacy = http://127.0.0.1:8081
+        routes (first match wins):
+          [0] routes[0]: POST path_prefix /v1/purchases -> legacy, enforce, max_body 1MiB, fail_closed
+          [1] routes[1]: * path_prefix / -> legacy, off, max_body 1MiB
+
+        """), report.standardOutput)
+    }
+
+    func testWarningsGoToStandardErrorWithExitZero() throws {
+        let folder = try ConfigTestHelpers.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("gw.yaml")
+        try ConfigTestHelpers.minimal(routes: "routes:\n  - path_prefix: /\n    upstream: app\n  - path: /x\n    upstream: app").write(to: file, atomically: true, encoding: .utf8)
+        let report = ConfigCheckReport.check(path: file.path)
+        XCTAssertEqual(report.exitCode, 0)
+        XCTAssertEqual(report.standardError, """
+        warning: store: the memory store keeps challenges and keys in this process only: lost on restart and not shared between replicas; use redis:// in production
+        warning: routes[1]: this route can never match: every request it takes is taken first by routes[0] (routes match in order, first match wins) (line 10, column 5)
+
+        """)
+        XCTAssertTrue(report.standardOutput.contains("OK (2 warnings)"))
+        XCTAssertTrue(report.standardOutput.contains("[1] routes[1]: * path /x -> app, enforce, max_body 1MiB, fail_closed  (NEVER MATCHES)"), report.standardOutput)
+    }
+
+    func testErrorsExitOneWithOneLinePerIssue() throws {
+        let folder = try ConfigTestHelpers.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("bad.yaml")
+        try "listen: 127.0.0.1:8080\nstore: memory\napps: []\nupstreams: {app: 'http://127.0.0.1:9'}\nroutes:\n  - path_prefix: /\n    upstream: nope\n".write(to: file, atomically: true, encoding: .utf8)
+        let report = ConfigCheckReport.check(path: file.path)
+        XCTAssertEqual(report.exitCode, 1)
+        XCTAssertEqual(report.standardOutput, "")
+        XCTAssertEqual(report.standardError, """
+        error: apps: needs at least one app: routes in mode enforce or monitor accept keys of the apps listed here only (line 3, column 7)
+        error: routes[0].upstream: unknown upstream "nope" (upstreams: app) (line 7, column 15)
+        warning: store: the memory store keeps challenges and keys in this process only: lost on restart and not shared between replicas; use redis:// in production
+        warning: upstreams.app: no route uses this upstream (line 4, column 18)
+        \(file.path): invalid (2 errors)
+
+        """)
+    }
+
+    func testUnreadableFile() {
+        let report = ConfigCheckReport.check(path: "/nonexistent/gw.yaml")
+        XCTAssertEqual(report.exitCode, 1)
+        XCTAssertEqual(report.standardError, "error: cannot read /nonexistent/gw.yaml: no such file\n/nonexistent/gw.yaml: invalid (1 error)\n")
+        XCTAssertThrowsError(try GatewayConfiguration.load(path: "/"))
+    }
+
+    func testRelativeLoadPathResolvesAgainstCurrentDirectory() throws {
+        let folder = try ConfigTestHelpers.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try ConfigTestHelpers.minimal().write(to: folder.appendingPathComponent("gw.yaml"), atomically: true, encoding: .utf8)
+        let previous = FileManager.default.currentDirectoryPath
+        XCTAssertTrue(FileManager.default.changeCurrentDirectoryPath(folder.path))
+        defer { FileManager.default.changeCurrentDirectoryPath(previous) }
+        let loaded = try GatewayConfiguration.load(path: "gw.yaml")
+        XCTAssertEqual(loaded.sourcePath, folder.appendingPathComponent("gw.yaml").path)
+    }
+}
