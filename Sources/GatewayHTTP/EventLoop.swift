@@ -1,0 +1,105 @@
+// One event loop: a serial DispatchQueue that owns connections, their buffers and timers.
+
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Something living on an event loop (a connection) that is told about time passing.
+protocol EventLoopResident: AnyObject {
+    /// Called on the loop's queue every timer tick with the monotonic time in nanoseconds.
+    func tick(now: UInt64)
+}
+
+/// A serial Dispatch queue that runs the I/O of the connections assigned to it.
+///
+/// All state of a connection (parser, buffers, Dispatch sources, timers) is confined to its loop's
+/// queue, so none of it needs locks. Timeouts are checked by one repeating timer per loop that
+/// visits every resident (resolution `EventLoopGroup.timerResolution`), instead of arming a Dispatch
+/// timer per request.
+public final class EventLoop: @unchecked Sendable {  // mutable state confined to `queue`
+    /// Position of this loop in its group (0-based).
+    public let index: Int
+    /// The serial queue every event of this loop runs on.
+    public let queue: DispatchQueue
+    /// Identity of the owning group (upstream pools are per group).
+    let groupID: ObjectIdentifier
+
+    /// Receive buffer shared by every connection of this loop (the loop is serial, so one read at a time).
+    let readBuffer: UnsafeMutableRawBufferPointer
+    private var residents: [ObjectIdentifier: any EventLoopResident] = [:]
+    private var timer: DispatchSourceTimer?
+    private var cachedDateSecond = 0
+    private var cachedDate: [UInt8] = []
+    private let key = DispatchSpecificKey<ObjectIdentifier>()
+
+    init(index: Int, groupID: ObjectIdentifier, timerResolution: Double, readBufferSize: Int) {
+        self.index = index
+        self.groupID = groupID
+        queue = DispatchQueue(label: "attest-gateway.loop.\(index)", qos: .userInitiated)
+        readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: readBufferSize, alignment: 16)
+        queue.setSpecific(key: key, value: ObjectIdentifier(self))
+        let t = DispatchSource.makeTimerSource(queue: queue)
+        let interval = DispatchTimeInterval.nanoseconds(Int(max(0.001, timerResolution) * 1e9))
+        t.schedule(deadline: .now() + interval, repeating: interval, leeway: .milliseconds(1))
+        t.setEventHandler { [weak self] in self?.tickAll() }
+        timer = t
+        t.resume()
+    }
+
+    deinit {
+        timer?.cancel()
+        readBuffer.deallocate()
+    }
+
+    func stopTimer() {
+        timer?.cancel()
+        timer = nil
+    }
+
+    /// Runs `work` on this loop's queue, asynchronously.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        queue.async(execute: work)
+    }
+
+    /// Whether the caller runs on this loop's queue.
+    public var inEventLoop: Bool { DispatchQueue.getSpecific(key: key) == ObjectIdentifier(self) }
+
+    /// Monotonic time in nanoseconds.
+    @inline(__always) static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+    func register(_ resident: any EventLoopResident) {
+        residents[ObjectIdentifier(resident)] = resident
+    }
+
+    func unregister(_ resident: any EventLoopResident) {
+        residents.removeValue(forKey: ObjectIdentifier(resident))
+    }
+
+    /// Every resident (a snapshot), for shutdown.
+    var allResidents: [any EventLoopResident] { Array(residents.values) }
+
+    private func tickAll() {
+        let now = EventLoop.now()
+        for resident in residents.values { resident.tick(now: now) }
+    }
+
+    /// The bytes `Date: <IMF-fixdate>\r\n` (RFC 9110 section 6.6.1), cached per second.
+    func dateHeaderLine() -> [UInt8] {
+        var t = time(nil)
+        let second = Int(t)
+        if second == cachedDateSecond && !cachedDate.isEmpty { return cachedDate }
+        var tmv = tm()
+        gmtime_r(&t, &tmv)
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let text = "Date: \(days[Int(tmv.tm_wday) % 7]), \(two(tmv.tm_mday)) \(months[Int(tmv.tm_mon) % 12]) "
+            + "\(tmv.tm_year + 1900) \(two(tmv.tm_hour)):\(two(tmv.tm_min)):\(two(tmv.tm_sec)) GMT\r\n"
+        cachedDate = Array(text.utf8)
+        cachedDateSecond = second
+        return cachedDate
+    }
+}

@@ -1,0 +1,276 @@
+// HTTP/1.1 response parser for the upstream side (RFC 9112 sections 4, 6.3, 7), value-type state machine.
+
+/// Parses the responses of an upstream HTTP/1.1 connection, as strictly as `HTTP1RequestParser`.
+///
+/// Before each response call `expectResponse(to:)` with the request method (a response to HEAD has
+/// no body). Then feed bytes with `parse(_:)` exactly like the request parser: `.head`, `.body`
+/// ranges, `.end`. Interim 1xx responses (100, 102, 103) are consumed silently; 101 is an error
+/// (the proxy never asks the upstream to switch protocols). At end of input call `finish()`: it ends a
+/// close-delimited body, and is an error anywhere else.
+///
+/// Framing (RFC 9112 section 6.3): no body for HEAD, 1xx, 204 and 304; Transfer-Encoding with
+/// `chunked` last is chunked, any other Transfer-Encoding is close-delimited; Transfer-Encoding with
+/// Content-Length, Transfer-Encoding on HTTP/1.0, several Content-Length fields or a bad value are
+/// refused (strict); else Content-Length; else close-delimited.
+///
+/// Every failure is reported as `.upstreamBadResponse` (or `.upstreamReset` from `finish()`);
+/// `failureDetail` keeps the underlying syntax error for logs.
+public struct HTTP1ResponseParser: Sendable {
+    /// One parse result.
+    public enum Event: Sendable {
+        /// All input was consumed without completing anything; feed more.
+        case needMoreData
+        /// A complete final (non-1xx) response head.
+        case head(HTTPResponseHead)
+        /// Decoded body bytes: this range of the input passed to the call.
+        case body(Range<Int>)
+        /// The response is complete (trailers of a chunked body are dropped).
+        case end
+        /// The response is malformed or cut short; the connection must be closed.
+        case error(HTTPError)
+    }
+
+    /// What one call consumed and produced.
+    public struct Step: Sendable {
+        /// Input bytes consumed.
+        public var consumed: Int
+        /// The event.
+        public var event: Event
+    }
+
+    private enum State: Sendable {
+        case idle
+        case head
+        case body
+        case failed(HTTPError)
+    }
+
+    /// Limits applied to every response head.
+    public let limits: HTTP1ParserLimits
+    /// The syntax error behind the last `.upstreamBadResponse`, for logs.
+    public private(set) var failureDetail: HTTPError?
+
+    private var state: State = .idle
+    private var requestWasHEAD = false
+    private var lines = HTTP1LineReader()
+    private var headBytes = 0
+    private var sawStatusLine = false
+    private var status = 0
+    private var reason: [UInt8] = []
+    private var version = HTTPVersion.http1_1
+    private var headers = HTTPHeaders()
+    private var body = HTTP1BodyDecoder(framing: .none, limits: HTTP1ParserLimits())
+    /// Whether any byte of the current response has been received.
+    public private(set) var receivedAnyByte = false
+
+    /// A parser for a fresh upstream connection.
+    public init(limits: HTTP1ParserLimits = HTTP1ParserLimits(maxHeaderBytes: 65536, maxHeaderCount: 200)) {
+        self.limits = limits
+    }
+
+    /// Prepares for the response to a request with `method` (HEAD responses have no body).
+    public mutating func expectResponse(to method: HTTPMethod) {
+        requestWasHEAD = method == .head
+        state = .head
+        headBytes = 0
+        sawStatusLine = false
+        receivedAnyByte = false
+        headers = HTTPHeaders()
+    }
+
+    /// Whether the body in progress ends only when the upstream closes.
+    public var isCloseDelimited: Bool {
+        if case .body = state { return body.isCloseDelimited }
+        return false
+    }
+
+    /// Consumes bytes from `input` and returns the next event.
+    public mutating func parse(_ input: UnsafeRawBufferPointer) -> Step {
+        if !input.isEmpty { receivedAnyByte = true }
+        switch state {
+        case .failed(let e):
+            return Step(consumed: 0, event: .error(e))
+        case .idle:
+            if input.isEmpty { return Step(consumed: 0, event: .needMoreData) }
+            return fail(.upstreamBadResponse, detail: .upstreamBadResponse, consumed: 0)
+        case .body:
+            let (consumed, event) = body.decode(input)
+            switch event {
+            case .needMoreData: return Step(consumed: consumed, event: .needMoreData)
+            case .data(let r): return Step(consumed: consumed, event: .body(r))
+            case .end:
+                state = .idle
+                return Step(consumed: consumed, event: .end)
+            case .error(let e):
+                return fail(.upstreamBadResponse, detail: e, consumed: consumed)
+            }
+        case .head:
+            return parseHead(input)
+        }
+    }
+
+    /// The upstream closed its side: ends a close-delimited body (`.end`), or reports `.upstreamReset`
+    /// when a response was expected or incomplete. Idle (no response expected): `.needMoreData`.
+    public mutating func finish() -> Event {
+        switch state {
+        case .idle: return .needMoreData
+        case .failed(let e): return .error(e)
+        case .body where body.isCloseDelimited:
+            state = .idle
+            return .end
+        default:
+            state = .failed(.upstreamReset)
+            return .error(.upstreamReset)
+        }
+    }
+
+    private mutating func fail(_ e: HTTPError, detail: HTTPError, consumed: Int) -> Step {
+        state = .failed(e)
+        failureDetail = detail
+        return Step(consumed: consumed, event: .error(e))
+    }
+
+    private mutating func parseHead(_ input: UnsafeRawBufferPointer) -> Step {
+        var i = 0
+        while true {
+            let rest = UnsafeRawBufferPointer(rebasing: input[i...])
+            let budget = limits.maxHeaderBytes - headBytes - 1
+            let lineLimit = sawStatusLine ? budget : min(budget, limits.maxStartLineBytes + 1)
+            switch lines.scan(rest, limit: max(0, lineLimit)) {
+            case .incomplete:
+                return Step(consumed: input.count, event: .needMoreData)
+            case .tooLong:
+                return fail(.upstreamBadResponse, detail: .headerTooLarge, consumed: i)
+            case .complete(let end):
+                var lineLength = 0
+                var reader = lines
+                lines = HTTP1LineReader()
+                let outcome: LineOutcome = reader.withLine(rest, end: end) { line in
+                    lineLength = line.count + 1
+                    return self.processLine(line)
+                }
+                lines = reader
+                i += end
+                headBytes += lineLength
+                switch outcome {
+                case .more: continue
+                case .failed(let e): return fail(.upstreamBadResponse, detail: e, consumed: i)
+                case .interim:
+                    headBytes = 0
+                    sawStatusLine = false
+                    headers = HTTPHeaders()
+                    continue
+                case .complete(let head):
+                    return Step(consumed: i, event: .head(head))
+                }
+            }
+        }
+    }
+
+    private enum LineOutcome {
+        case more
+        case failed(HTTPError)
+        case interim
+        case complete(HTTPResponseHead)
+    }
+
+    private mutating func processLine(_ line: UnsafeRawBufferPointer) -> LineOutcome {
+        guard let content = HTTP1LineReader.content(of: line) else { return .failed(.bareLineEnding) }
+        if !sawStatusLine {
+            if let e = parseStatusLine(content) { return .failed(e) }
+            sawStatusLine = true
+            return .more
+        }
+        if content.isEmpty { return finishHead() }
+        if headers.count >= limits.maxHeaderCount { return .failed(.tooManyHeaders) }
+        if let e = HTTP1LineReader.appendField(content, to: &headers) { return .failed(e) }
+        return .more
+    }
+
+    /// `HTTP-version SP 3DIGIT SP [reason-phrase]` (RFC 9112 section 4); a missing final SP is tolerated.
+    private mutating func parseStatusLine(_ line: UnsafeRawBufferPointer) -> HTTPError? {
+        guard line.count >= 12, line[8] == HTTP1Syntax.sp,
+              let v = HTTP1RequestParser.parseVersion(UnsafeRawBufferPointer(rebasing: line[0..<8])),
+              v.major == 1, v.minor <= 1 else { return .badRequestLine }
+        var code = 0
+        for k in 9..<12 {
+            let d = line[k]
+            guard d >= 0x30 && d <= 0x39 else { return .badRequestLine }
+            code = code * 10 + Int(d - 0x30)
+        }
+        guard code >= 100 else { return .badRequestLine }
+        if line.count > 12 {
+            guard line[12] == HTTP1Syntax.sp else { return .badRequestLine }
+            for k in 13..<line.count where !HTTP1Syntax.isFieldValueByte(line[k]) { return .badRequestLine }
+            reason = Array(line[13...])
+        } else {
+            reason = []
+        }
+        status = code
+        version = v
+        headers = HTTPHeaders(reservingFields: 16, bytes: 512)
+        return nil
+    }
+
+    private mutating func finishHead() -> LineOutcome {
+        if status == 101 { return .failed(.badRequestLine) }
+        if status < 200 { return .interim }
+
+        var contentLengthCount = 0
+        var contentLength: Int?
+        var contentLengthIsList = false
+        var transferEncodingSeen = false
+        var chunkedLast = false
+        var connectionClose = false
+        var connectionKeepAlive = false
+        headers.storage.withUnsafeBytes { s in
+            for slot in headers.slots {
+                let name = HTTPHeaders.nameBuffer(s, slot)
+                let value = HTTPHeaders.valueBuffer(s, slot)
+                switch name.count {
+                case 14 where HTTP1Syntax.equalsLowercaseLiteral(name, "content-length"):
+                    contentLengthCount += 1
+                    if value.contains(0x2C) { contentLengthIsList = true }
+                    contentLength = HTTP1Syntax.parseDecimal(value)
+                case 17 where HTTP1Syntax.equalsLowercaseLiteral(name, "transfer-encoding"):
+                    transferEncodingSeen = true
+                    HTTP1Syntax.forEachListElement(value) { coding in
+                        if !coding.isEmpty { chunkedLast = HTTP1Syntax.equalsLowercaseLiteral(coding, "chunked") }
+                        return true
+                    }
+                case 10 where HTTP1Syntax.equalsLowercaseLiteral(name, "connection"):
+                    HTTP1Syntax.forEachListElement(value) { token in
+                        if HTTP1Syntax.equalsLowercaseLiteral(token, "close") { connectionClose = true }
+                        if HTTP1Syntax.equalsLowercaseLiteral(token, "keep-alive") { connectionKeepAlive = true }
+                        return true
+                    }
+                default:
+                    break
+                }
+            }
+        }
+
+        let noBody = requestWasHEAD || status == 204 || status == 304
+        var framing: HTTPBodyFraming
+        if transferEncodingSeen && contentLengthCount > 0 { return .failed(.contentLengthWithTransferEncoding) }
+        if transferEncodingSeen && version.minor == 0 { return .failed(.badTransferEncoding) }
+        if contentLengthCount > 1 || contentLengthIsList { return .failed(.duplicateContentLength) }
+        if contentLengthCount == 1 && contentLength == nil { return .failed(.badContentLength) }
+        if noBody {
+            framing = .none
+        } else if transferEncodingSeen {
+            framing = chunkedLast ? .chunked : .untilClose
+        } else if let contentLength {
+            framing = contentLength == 0 ? .none : .contentLength(contentLength)
+        } else {
+            framing = .untilClose
+        }
+        if framing == .contentLength(0) { framing = .none }
+        let persistent = version.minor == 1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
+        let head = HTTPResponseHead(status: status, reason: reason, version: version, headers: headers,
+                                    framing: framing, keepAlive: persistent && framing != .untilClose)
+        body = HTTP1BodyDecoder(framing: framing, limits: limits)
+        state = .body
+        return .complete(head)
+    }
+}

@@ -1,0 +1,169 @@
+// Writing HTTP/1.1 heads: handler responses, proxied responses, upstream requests (RFC 9112).
+
+/// How a response body goes out downstream.
+enum DownstreamBody: Equatable {
+    /// No body; `passLength` keeps the upstream's Content-Length (HEAD, 304).
+    case none(passLength: Bool)
+    /// `Content-Length: n` then n bytes.
+    case length(Int)
+    /// `Transfer-Encoding: chunked`, re-chunked here (RFC 9112 section 7.1).
+    case chunked
+    /// Delimited by closing the connection (HTTP/1.0 clients when the length is unknown).
+    case untilClose
+}
+
+/// Serializes message heads straight into output bytes (no intermediate Strings).
+enum HTTP1Serializer {
+    @inline(__always) static func put(_ s: StaticString, _ out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+
+    /// `HTTP/1.1 NNN reason\r\n`; `reason` defaults to the standard phrase.
+    static func appendStatusLine(_ status: Int, reason: [UInt8]? = nil, into out: inout [UInt8]) {
+        put("HTTP/1.1 ", &out)
+        let s = (100...999).contains(status) ? status : 500
+        out.append(UInt8(truncatingIfNeeded: s / 100) &+ 0x30)
+        out.append(UInt8(truncatingIfNeeded: (s / 10) % 10) &+ 0x30)
+        out.append(UInt8(truncatingIfNeeded: s % 10) &+ 0x30)
+        out.append(HTTP1Syntax.sp)
+        if let reason, !reason.isEmpty {
+            out.append(contentsOf: reason)
+        } else {
+            put(HTTPResponse.reasonPhrase(s), &out)
+        }
+        put("\r\n", &out)
+    }
+
+    /// A handler's complete response; returns whether the handler asked to close (`Connection: close`).
+    @discardableResult
+    static func appendResponse(_ response: HTTPResponse, requestMethod: HTTPMethod?, keepAlive: Bool,
+                               clientIsHTTP10: Bool, dateLine: [UInt8], into out: inout [UInt8]) -> Bool {
+        let status = (200...999).contains(response.status) ? response.status : 500
+        appendStatusLine(status, into: &out)
+        var handlerAskedClose = false
+        var hasDate = false
+        response.headers.storage.withUnsafeBytes { s in
+            for slot in response.headers.slots {
+                let name = HTTPHeaders.nameBuffer(s, slot)
+                if HopByHop.isResponseHopByHop(name) {
+                    if name.count == 10 && HTTP1Syntax.equalsLowercaseLiteral(name, "connection") {
+                        HTTP1Syntax.forEachListElement(HTTPHeaders.valueBuffer(s, slot)) { t in
+                            if HTTP1Syntax.equalsLowercaseLiteral(t, "close") { handlerAskedClose = true }
+                            return true
+                        }
+                    }
+                    continue
+                }
+                if name.count == 4 && HTTP1Syntax.equalsLowercaseLiteral(name, "date") { hasDate = true }
+                out.append(contentsOf: name)
+                put(": ", &out)
+                out.append(contentsOf: HTTPHeaders.valueBuffer(s, slot))
+                put("\r\n", &out)
+            }
+        }
+        if !hasDate { out.append(contentsOf: dateLine) }
+        let bodyAllowed = status != 204 && status != 304
+        if bodyAllowed {
+            put("Content-Length: ", &out)
+            HTTP1Syntax.appendDecimal(response.body.count, to: &out)
+            put("\r\n", &out)
+        }
+        appendConnection(keepAlive: keepAlive && !handlerAskedClose, clientIsHTTP10: clientIsHTTP10, into: &out)
+        put("\r\n", &out)
+        if bodyAllowed && requestMethod != .head { out.append(contentsOf: response.body) }
+        return handlerAskedClose
+    }
+
+    @inline(__always) static func appendConnection(keepAlive: Bool, clientIsHTTP10: Bool, into out: inout [UInt8]) {
+        if !keepAlive {
+            put("Connection: close\r\n", &out)
+        } else if clientIsHTTP10 {
+            put("Connection: keep-alive\r\n", &out)
+        }
+    }
+
+    /// The head of a proxied response: upstream status and fields minus hop-by-hop, with our framing.
+    static func appendProxiedHead(_ head: HTTPResponseHead, body: DownstreamBody, keepAlive: Bool,
+                                  clientIsHTTP10: Bool, into out: inout [UInt8]) {
+        appendStatusLine(head.status, reason: head.reason, into: &out)
+        var tokens: [[UInt8]] = []
+        HopByHop.connectionTokens(head.headers, into: &tokens)
+        let passLength = body == .none(passLength: true)
+        head.headers.storage.withUnsafeBytes { s in
+            for slot in head.headers.slots {
+                let name = HTTPHeaders.nameBuffer(s, slot)
+                if HopByHop.isResponseHopByHop(name) {
+                    if !(passLength && name.count == 14 && HTTP1Syntax.equalsLowercaseLiteral(name, "content-length")) {
+                        continue
+                    }
+                } else if !tokens.isEmpty && HopByHop.isNamed(name, in: tokens) {
+                    continue
+                }
+                out.append(contentsOf: name)
+                put(": ", &out)
+                out.append(contentsOf: HTTPHeaders.valueBuffer(s, slot))
+                put("\r\n", &out)
+            }
+        }
+        switch body {
+        case .length(let n):
+            put("Content-Length: ", &out)
+            HTTP1Syntax.appendDecimal(n, to: &out)
+            put("\r\n", &out)
+        case .chunked:
+            put("Transfer-Encoding: chunked\r\n", &out)
+        case .none, .untilClose:
+            break
+        }
+        appendConnection(keepAlive: keepAlive, clientIsHTTP10: clientIsHTTP10, into: &out)
+        put("\r\n", &out)
+    }
+
+    /// The upstream request for `forward`: request line, fields minus hop-by-hop (including every
+    /// field named by `Connection` in `forward.headers` or in `original`), `Host` when absent, one
+    /// `Content-Length`, then the body.
+    static func appendUpstreamRequest(_ forward: HTTPForward, original: HTTPHeaders?, hostHeader: [UInt8],
+                                      into out: inout [UInt8]) {
+        forward.method.append(to: &out)
+        out.append(HTTP1Syntax.sp)
+        out.append(contentsOf: forward.target)
+        put(" HTTP/1.1\r\n", &out)
+        var tokens: [[UInt8]] = []
+        HopByHop.connectionTokens(forward.headers, into: &tokens)
+        if let original { HopByHop.connectionTokens(original, into: &tokens) }
+        var hasHost = false
+        forward.headers.storage.withUnsafeBytes { s in
+            for slot in forward.headers.slots {
+                let name = HTTPHeaders.nameBuffer(s, slot)
+                if HopByHop.isRequestHopByHop(name) { continue }
+                if !tokens.isEmpty && HopByHop.isNamed(name, in: tokens) { continue }
+                if name.count == 4 && HTTP1Syntax.equalsLowercaseLiteral(name, "host") {
+                    if hasHost { continue }  // never forward two Host fields
+                    hasHost = true
+                }
+                out.append(contentsOf: name)
+                put(": ", &out)
+                out.append(contentsOf: HTTPHeaders.valueBuffer(s, slot))
+                put("\r\n", &out)
+            }
+        }
+        if !hasHost {
+            put("Host: ", &out)
+            out.append(contentsOf: hostHeader)
+            put("\r\n", &out)
+        }
+        if !forward.body.isEmpty || forward.method.sendsZeroContentLength {
+            put("Content-Length: ", &out)
+            HTTP1Syntax.appendDecimal(forward.body.count, to: &out)
+            put("\r\n", &out)
+        }
+        put("\r\n", &out)
+        out.append(contentsOf: forward.body)
+    }
+
+    /// `<hex size>\r\n` before a chunk of `count` bytes.
+    @inline(__always) static func appendChunkHeader(_ count: Int, into out: inout [UInt8]) {
+        HTTP1Syntax.appendHex(count, to: &out)
+        put("\r\n", &out)
+    }
+}

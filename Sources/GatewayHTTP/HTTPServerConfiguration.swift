@@ -1,0 +1,40 @@
+// Server configuration.
+
+/// Everything an `HTTPServer` needs besides its handler and event loops.
+public struct HTTPServerConfiguration: Sendable {
+    /// Addresses to listen on (at least one).
+    public var listeners: [HTTPListenAddress]
+    /// listen(2) backlog (default 4096; the kernel caps it at `net.core.somaxconn`).
+    public var backlog: Int
+    /// Most connections accepted per readiness event (default 64).
+    public var acceptBatch: Int
+    /// Parser limits for request heads, chunk lines and trailers.
+    public var limits: HTTP1ParserLimits
+    /// Normal-form rules for request-targets.
+    public var targetPolicy: HTTPTargetPolicy
+    /// Downstream timeouts.
+    public var timeouts: HTTPServerTimeouts
+    /// Requests served on one connection before it is closed (0 = unlimited, the default).
+    public var maxRequestsPerConnection: Int
+    /// Queued downstream bytes above which the proxy stops reading the upstream response (and stops
+    /// answering pipelined requests) until the client catches up (default 256 KiB).
+    public var writeHighWatermark: Int
+    /// Permission bits for Unix socket listeners, e.g. `0o660` (nil = leave the umask default).
+    public var unixSocketPermissions: UInt16?
+
+    /// A configuration with defaults suitable for a public-facing reverse proxy.
+    public init(listeners: [HTTPListenAddress], backlog: Int = 4096, acceptBatch: Int = 64,
+                limits: HTTP1ParserLimits = HTTP1ParserLimits(), targetPolicy: HTTPTargetPolicy = HTTPTargetPolicy(),
+                timeouts: HTTPServerTimeouts = HTTPServerTimeouts(), maxRequestsPerConnection: Int = 0,
+                writeHighWatermark: Int = 256 * 1024, unixSocketPermissions: UInt16? = nil) {
+        self.listeners = listeners
+        self.backlog = backlog
+        self.acceptBatch = acceptBatch
+        self.limits = limits
+        self.targetPolicy = targetPolicy
+        self.timeouts = timeouts
+        self.maxRequestsPerConnection = maxRequestsPerConnection
+        self.writeHighWatermark = writeHighWatermark
+        self.unixSocketPermissions = unixSocketPermissions
+    }
+}

@@ -1,0 +1,82 @@
+// Reusable outgoing byte buffer with partial-write tracking.
+
+/// Bytes waiting to be written to a non-blocking socket, in order.
+///
+/// Appends go to one `[UInt8]` whose capacity is kept between flushes (no allocation per response);
+/// a buffer that grew past `shrinkAbove` is released once empty.
+struct OutputBuffer {
+    private(set) var bytes: [UInt8] = []
+    private var start = 0
+    static let shrinkAbove = 1 << 20
+
+    /// Bytes not yet written.
+    var count: Int { bytes.count - start }
+    var isEmpty: Bool { start == bytes.count }
+
+    enum Flush {
+        case done
+        case wouldBlock
+        case failed(Int32)
+    }
+
+    @inline(__always) mutating func append(_ byte: UInt8) { bytes.append(byte) }
+    @inline(__always) mutating func append(_ data: UnsafeRawBufferPointer) { bytes.append(contentsOf: data) }
+    @inline(__always) mutating func append(_ data: [UInt8]) { bytes.append(contentsOf: data) }
+    @inline(__always) mutating func append(_ literal: StaticString) {
+        bytes.append(contentsOf: UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
+    }
+    /// Gives direct access for serializers.
+    @inline(__always) mutating func withBytes<R>(_ body: (inout [UInt8]) -> R) -> R { body(&bytes) }
+
+    /// Writes as much as the socket takes.
+    mutating func flush(to fd: Int32) -> (result: Flush, written: Int) {
+        var written = 0
+        while start < bytes.count {
+            let r = bytes.withUnsafeBytes { Socket.write(fd, UnsafeRawBufferPointer(rebasing: $0[start...])) }
+            switch r {
+            case .success(0):
+                compactIfLarge()
+                return (.wouldBlock, written)
+            case .success(let n):
+                start += n
+                written += n
+            case .failure(let f):
+                return (.failed(f.errno), written)
+            }
+        }
+        reset()
+        return (.done, written)
+    }
+
+    /// Writes `data` straight to the socket when nothing is queued; queues whatever the socket did not take.
+    mutating func writeOrQueue(_ data: UnsafeRawBufferPointer, to fd: Int32) -> (result: Flush, written: Int) {
+        guard isEmpty else {
+            append(data)
+            return flush(to: fd)
+        }
+        switch Socket.write(fd, data) {
+        case .success(let n):
+            if n == data.count { return (.done, n) }
+            append(UnsafeRawBufferPointer(rebasing: data[n...]))
+            return (.wouldBlock, n)
+        case .failure(let f):
+            return (.failed(f.errno), 0)
+        }
+    }
+
+    mutating func reset() {
+        if bytes.capacity > OutputBuffer.shrinkAbove {
+            bytes = []
+        } else {
+            bytes.removeAll(keepingCapacity: true)
+        }
+        start = 0
+    }
+
+    private mutating func compactIfLarge() {
+        if start > 65536 && start * 2 > bytes.count {
+            bytes.removeSubrange(0..<start)
+            start = 0
+        }
+    }
+}

@@ -1,0 +1,153 @@
+// Thin, non-blocking POSIX socket calls used by listeners, downstream and upstream connections.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// Non-blocking socket system calls (Linux). Internal; every function returns errno-style results
+/// instead of throwing on the hot path.
+enum Socket {
+    /// Result of a read.
+    enum ReadResult {
+        case bytes(Int)
+        case wouldBlock
+        case endOfFile
+        case failed(Int32)
+    }
+
+    /// A system call failed while setting up a socket.
+    struct Failure: Error, CustomStringConvertible {
+        let call: String
+        let errno: Int32
+        var description: String { "\(call): \(String(cString: strerror(errno)))" }
+    }
+
+    /// A new non-blocking, close-on-exec stream socket.
+    static func makeStream(family: Int32) throws -> Int32 {
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw Failure(call: "socket", errno: errno) }
+        return fd
+    }
+
+    static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) {
+        var v = value
+        _ = setsockopt(fd, level, name, &v, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// Disables Nagle (TCP_NODELAY).
+    static func setNoDelay(_ fd: Int32) {
+        setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
+    }
+
+    /// Marks an accepted descriptor non-blocking and close-on-exec.
+    static func makeNonBlocking(_ fd: Int32) -> Bool {
+        let flags = fcntl(fd, F_GETFL)
+        guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else { return false }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        return true
+    }
+
+    /// Creates, binds and listens; returns the descriptor.
+    static func listen(on address: SocketAddress, backlog: Int32) throws -> Int32 {
+        let fd = try makeStream(family: address.family)
+        if !address.isUnix {
+            setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+            if address.family == AF_INET6 { setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1) }
+        }
+        let bound = address.withSockAddr { bind(fd, $0, $1) }
+        guard bound == 0 else {
+            let e = errno
+            close(fd)
+            throw Failure(call: "bind \(address.description)", errno: e)
+        }
+        guard Glibc.listen(fd, backlog) == 0 else {
+            let e = errno
+            close(fd)
+            throw Failure(call: "listen", errno: e)
+        }
+        return fd
+    }
+
+    /// The local address a descriptor is bound to.
+    static func localAddress(_ fd: Int32) -> SocketAddress {
+        var address = SocketAddress()
+        address.length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutableBytes(of: &address.storage) { raw in
+            getsockname(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &address.length)
+        }
+        return address
+    }
+
+    /// Accepts one connection: (fd, peer address), nil when none is pending, or an errno.
+    static func accept(_ listener: Int32) -> Result<(Int32, SocketAddress)?, Failure> {
+        var peer = SocketAddress()
+        peer.length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        while true {
+            let fd = withUnsafeMutableBytes(of: &peer.storage) { raw in
+                Glibc.accept(listener, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &peer.length)
+            }
+            if fd >= 0 {
+                guard makeNonBlocking(fd) else {
+                    close(fd)
+                    continue
+                }
+                return .success((fd, peer))
+            }
+            let e = errno
+            switch e {
+            case EAGAIN, EWOULDBLOCK: return .success(nil)
+            case EINTR, ECONNABORTED, EPROTO: continue
+            default: return .failure(Failure(call: "accept", errno: e))
+            }
+        }
+    }
+
+    /// Starts a non-blocking connect: true when connected at once, false when in progress.
+    static func connect(_ fd: Int32, to address: SocketAddress) -> Result<Bool, Failure> {
+        while true {
+            let rc = address.withSockAddr { Glibc.connect(fd, $0, $1) }
+            if rc == 0 { return .success(true) }
+            let e = errno
+            if e == EINTR { continue }
+            if e == EINPROGRESS { return .success(false) }
+            return .failure(Failure(call: "connect", errno: e))
+        }
+    }
+
+    /// The pending error of a socket (SO_ERROR), 0 when none.
+    static func pendingError(_ fd: Int32) -> Int32 {
+        var value: Int32 = 0
+        var len = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &len) == 0 else { return errno }
+        return value
+    }
+
+    /// Reads into `buffer`.
+    @inline(__always)
+    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+        while true {
+            let n = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if n > 0 { return .bytes(n) }
+            if n == 0 { return .endOfFile }
+            let e = errno
+            if e == EINTR { continue }
+            if e == EAGAIN || e == EWOULDBLOCK { return .wouldBlock }
+            return .failed(e)
+        }
+    }
+
+    /// Writes from `bytes` (never raises SIGPIPE): bytes written (0 when it would block) or an errno.
+    @inline(__always)
+    static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Int, Failure> {
+        while true {
+            let n = send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+            if n >= 0 { return .success(n) }
+            let e = errno
+            if e == EINTR { continue }
+            if e == EAGAIN || e == EWOULDBLOCK { return .success(0) }
+            return .failure(Failure(call: "send", errno: e))
+        }
+    }
+}

@@ -1,0 +1,252 @@
+// One HTTP/1.1 connection to an upstream, on one event loop.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+
+/// A non-blocking connection to the upstream: connects, writes a request, parses the response with
+/// `HTTP1ResponseParser` and relays it to its `UpstreamExchange`; between exchanges it waits idle in
+/// its `UpstreamLoopPool`.
+final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.queue`
+    private enum State { case connecting, active, idle, closed }
+    private enum Deadline { case none, connect, response, idle }
+
+    private let pool: UpstreamLoopPool
+    private var channel: SocketChannel!
+    private var state: State
+    private var parser: HTTP1ResponseParser
+    private var out = OutputBuffer()
+    private var exchange: UpstreamExchange?
+    private var exchangesServed = 0
+    private var requestBytesWritten = 0
+    private var requestComplete = false
+    private var responseKeepAlive = false
+    private var paused = false
+    private var deadline: UInt64 = 0
+    private var deadlineKind = Deadline.none
+
+    private init(pool: UpstreamLoopPool, fd: Int32, connected: Bool) {
+        self.pool = pool
+        state = connected ? .active : .connecting
+        parser = HTTP1ResponseParser(limits: pool.settings.limits)
+        channel = SocketChannel(fd: fd, loop: pool.loop,
+                                onReadable: { [unowned self] in self.readable() },
+                                onWritable: { [unowned self] in self.writable() })
+        pool.loop.register(self)
+    }
+
+    /// Opens a connection (connect in progress or done).
+    static func open(pool: UpstreamLoopPool) -> Result<UpstreamConnection, HTTPError> {
+        let address = pool.settings.address
+        let fd: Int32
+        do { fd = try Socket.makeStream(family: address.family) } catch { return .failure(.upstreamUnavailable) }
+        switch Socket.connect(fd, to: address) {
+        case .failure:
+            _ = Glibc.close(fd)
+            return .failure(.upstreamUnavailable)
+        case .success(let connected):
+            if !address.isUnix { Socket.setNoDelay(fd) }
+            let c = UpstreamConnection(pool: pool, fd: fd, connected: connected)
+            if connected {
+                c.channel.startReading()
+            } else {
+                c.setDeadline(.connect, pool.settings.connectTimeout)
+                c.channel.armWrite()
+            }
+            return .success(c)
+        }
+    }
+
+    private func setDeadline(_ kind: Deadline, _ duration: UInt64) {
+        deadlineKind = duration == 0 ? .none : kind
+        deadline = duration == 0 ? 0 : EventLoop.now() &+ duration
+    }
+
+    // MARK: exchange
+
+    /// Starts sending `exchange.request`.
+    func begin(_ exchange: UpstreamExchange) {
+        self.exchange = exchange
+        parser.expectResponse(to: exchange.method)
+        requestBytesWritten = 0
+        requestComplete = false
+        responseKeepAlive = false
+        paused = false
+        out.append(exchange.request)
+        if state == .idle { state = .active }
+        if state == .active {
+            setDeadline(.response, pool.settings.responseTimeout)
+            flush()
+        }
+    }
+
+    func becameIdle() {
+        state = .idle
+        exchange = nil
+        setDeadline(.idle, pool.settings.idleTimeout)
+    }
+
+    func resumeReading() {
+        guard paused, state == .active else { return }
+        paused = false
+        channel.resumeReading()
+        setDeadline(.response, pool.settings.responseTimeout)
+    }
+
+    /// The downstream gave up: close without telling the exchange.
+    func abandon() {
+        exchange = nil
+        close()
+    }
+
+    func close() {
+        guard state != .closed else { return }
+        let wasIdle = state == .idle
+        state = .closed
+        deadlineKind = .none
+        channel.close()
+        pool.loop.unregister(self)
+        if wasIdle { pool.remove(self) }
+    }
+
+    // MARK: I/O
+
+    private func flush() {
+        let (result, written) = out.flush(to: channel.fd)
+        requestBytesWritten += written
+        switch result {
+        case .done:
+            requestComplete = true
+            channel.disarmWrite()
+        case .wouldBlock:
+            channel.armWrite()
+        case .failed:
+            fail(.upstreamReset)
+        }
+    }
+
+    private func writable() {
+        switch state {
+        case .connecting:
+            let error = Socket.pendingError(channel.fd)
+            guard error == 0 else {
+                fail(.upstreamUnavailable)
+                return
+            }
+            state = .active
+            channel.disarmWrite()
+            channel.startReading()
+            setDeadline(.response, pool.settings.responseTimeout)
+            flush()
+        case .active:
+            flush()
+        case .idle, .closed:
+            channel.disarmWrite()
+        }
+    }
+
+    private func readable() {
+        switch state {
+        case .idle:
+            // An idle connection has nothing to read: data or end of file means it is unusable.
+            close()
+        case .active:
+            let buffer = pool.loop.readBuffer
+            switch Socket.read(channel.fd, into: buffer) {
+            case .bytes(let n):
+                if deadlineKind == .response { setDeadline(.response, pool.settings.responseTimeout) }
+                process(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n))
+            case .endOfFile:
+                endOfFile()
+            case .wouldBlock:
+                break
+            case .failed:
+                fail(.upstreamReset)
+            }
+        case .connecting, .closed:
+            break
+        }
+    }
+
+    private func process(_ input: UnsafeRawBufferPointer) {
+        var offset = 0
+        var wantsPause = false
+        while state == .active, let ex = exchange {
+            let step = parser.parse(UnsafeRawBufferPointer(rebasing: input[offset...]))
+            let base = offset
+            offset += step.consumed
+            switch step.event {
+            case .needMoreData:
+                if wantsPause && state == .active && exchange === ex { pause() }
+                return
+            case .head(let head):
+                responseKeepAlive = head.keepAlive
+                ex.receivedHead(head)
+            case .body(let r):
+                let bytes = UnsafeRawBufferPointer(rebasing: input[(base + r.lowerBound)..<(base + r.upperBound)])
+                if !ex.receivedBody(bytes) { wantsPause = true }
+            case .end:
+                complete(leftover: offset < input.count)
+                return
+            case .error(let e):
+                fail(e)
+                return
+            }
+        }
+    }
+
+    private func pause() {
+        paused = true
+        channel.pauseReading()
+        deadlineKind = .none
+    }
+
+    private func endOfFile() {
+        switch parser.finish() {
+        case .end:
+            responseKeepAlive = false
+            complete(leftover: false)
+        case .error(let e):
+            fail(e)
+        default:
+            close()
+        }
+    }
+
+    /// The response is complete: back to the pool when reusable, then tell the exchange.
+    private func complete(leftover: Bool) {
+        let ex = exchange
+        exchange = nil
+        exchangesServed += 1
+        let reusable = responseKeepAlive && requestComplete && !leftover && out.isEmpty && state == .active
+        if reusable {
+            pool.release(self)
+        } else {
+            close()
+        }
+        ex?.receivedEnd()
+    }
+
+    private func fail(_ error: HTTPError) {
+        let ex = exchange
+        exchange = nil
+        let reused = exchangesServed > 0
+        let nothingSent = requestBytesWritten == 0
+        let retryable = error == .upstreamReset && reused && !parser.receivedAnyByte
+            && (nothingSent || (ex?.method.isIdempotent ?? false))
+        close()
+        ex?.failed(error, retryable: retryable)
+    }
+
+    func tick(now: UInt64) {
+        guard deadlineKind != .none, now >= deadline else { return }
+        switch deadlineKind {
+        case .connect: fail(.upstreamConnectTimeout)
+        case .response: fail(.upstreamTimeout)
+        case .idle: close()
+        case .none: break
+        }
+    }
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Raw-socket HTTP client for tests: sends exact bytes (smuggling attempts, slow headers, pipelining).
+
+Reads a JSON list of steps on stdin: {"send": "<base64>"}, {"sleep": ms}, {"shutdown": true}.
+Reads concurrently until the server closes or --timeout seconds pass after the last step.
+Prints JSON: {"response": "<base64 of everything received>", "closed": true|false, "sendError": str|null}.
+"""
+import argparse
+import base64
+import json
+import socket
+import sys
+import threading
+import time
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--unix")
+    parser.add_argument("--timeout", type=float, default=5.0)
+    args = parser.parse_args()
+    steps = json.load(sys.stdin)
+    if args.unix:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(args.unix)
+    else:
+        sock = socket.create_connection(("127.0.0.1", args.port))
+    received = bytearray()
+    state = {"closed": False}
+    done = threading.Event()
+
+    def reader():
+        try:
+            while True:
+                data = sock.recv(65536)
+                if not data:
+                    state["closed"] = True
+                    break
+                received.extend(data)
+        except OSError:
+            state["closed"] = True
+        done.set()
+
+    t = threading.Thread(target=reader, daemon=True)
+    t.start()
+    send_error = None
+    for step in steps:
+        try:
+            if "send" in step:
+                sock.sendall(base64.b64decode(step["send"]))
+            elif "sleep" in step:
+                time.sleep(step["sleep"] / 1000)
+            elif "shutdown" in step:
+                sock.shutdown(socket.SHUT_WR)
+        except OSError as e:
+            send_error = str(e)
+            break
+    done.wait(args.timeout)
+    print(json.dumps({"response": base64.b64encode(bytes(received)).decode(), "closed": state["closed"],
+                      "sendError": send_error}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+import Foundation
+import GatewayHTTP
+import GatewayTestSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A listening TCP socket that never accepts, with its accept queue filled: connects to it hang
+/// (the kernel drops further SYNs), which makes upstream connect timeouts happen for real.
+final class BlackholeListener {
+    let port: UInt16
+    private var fds: [Int32] = []
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        listen(fd, 0)
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        port = UInt16(bigEndian: addr.sin_port)
+        fds.append(fd)
+        // Fill the accept queue (backlog 0 holds one); later SYNs are dropped.
+        for _ in 0..<3 {
+            let c = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(c, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+            fds.append(c)
+        }
+        usleep(100_000)
+    }
+
+    deinit { for fd in fds { close(fd) } }
+}
+
+/// Server + handler + real upstream processes, on loopback port 0.
+final class ProxyHarness {
+    let group: EventLoopGroup
+    let upstream: TestUpstream
+    let unixUpstream: TestUpstream?
+    let pool: UpstreamPool
+    let unixPool: UpstreamPool?
+    let slowPool: UpstreamPool
+    let deadPool: UpstreamPool
+    let blackholePool: UpstreamPool
+    let blackhole: BlackholeListener
+    let handler: ProxyTestHandler
+    let server: HTTPServer
+    let port: UInt16
+    let tempDir: URL
+
+    static let testTimeouts = HTTPServerTimeouts(headerRead: 0.3, bodyRead: 0.3, idle: 2, write: 5, linger: 0.5)
+
+    init(timeouts: HTTPServerTimeouts = ProxyHarness.testTimeouts, limits: HTTP1ParserLimits = HTTP1ParserLimits(),
+         withUnixUpstream: Bool = false, extraListeners: [HTTPListenAddress] = [], maxRequestsPerConnection: Int = 0) throws {
+        tempDir = FileManager.default.temporaryDirectory.appendingPathComponent("gwhttp-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: tempDir, withIntermediateDirectories: true)
+        group = EventLoopGroup(loopCount: 2, timerResolution: 0.02)
+        upstream = try TestUpstream()
+        let upstreamPort = upstream.port ?? 0
+        pool = try UpstreamPool(UpstreamConfiguration(name: "main", address: .tcp(host: "127.0.0.1", port: upstreamPort),
+                                                      responseTimeout: 10), group: group)
+        if withUnixUpstream {
+            let path = tempDir.appendingPathComponent("up.sock").path
+            let u = try TestUpstream(unixPath: path)
+            unixUpstream = u
+            unixPool = try UpstreamPool(UpstreamConfiguration(name: "unix", address: .unix(path: path)), group: group)
+        } else {
+            unixUpstream = nil
+            unixPool = nil
+        }
+        slowPool = try UpstreamPool(UpstreamConfiguration(name: "slow", address: .tcp(host: "127.0.0.1", port: upstreamPort),
+                                                          responseTimeout: 0.3), group: group)
+        deadPool = try UpstreamPool(UpstreamConfiguration(name: "dead", address: .tcp(host: "127.0.0.1", port: FreePort.allocate())),
+                                    group: group)
+        blackhole = try BlackholeListener()
+        blackholePool = try UpstreamPool(UpstreamConfiguration(name: "blackhole", address: .tcp(host: "127.0.0.1", port: blackhole.port),
+                                                               connectTimeout: 0.3), group: group)
+        handler = ProxyTestHandler(upstream: pool, unixUpstream: unixPool, deadUpstream: deadPool, slowUpstream: slowPool,
+                                   blackholeUpstream: blackholePool)
+        let configuration = HTTPServerConfiguration(listeners: [.tcp(host: "127.0.0.1", port: 0)] + extraListeners,
+                                                    limits: limits, timeouts: timeouts,
+                                                    maxRequestsPerConnection: maxRequestsPerConnection)
+        server = HTTPServer(configuration: configuration, group: group, handler: handler)
+        let bound = try server.start()
+        guard let p = bound.first?.port, p != 0 else { throw ChildProcessError.notReady("no bound port") }
+        port = p
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+
+    /// Shuts the server down and waits for the completion.
+    func stop() {
+        let done = DispatchSemaphore(value: 0)
+        server.shutdown(gracePeriod: 1) { done.signal() }
+        _ = done.wait(timeout: .now() + 5)
+        for p in [pool, slowPool, deadPool, blackholePool] + (unixPool.map { [$0] } ?? []) { p.shutdown() }
+        try? FileManager.default.removeItem(at: tempDir)
+    }
+
+    deinit { group.shutdown() }
+}
