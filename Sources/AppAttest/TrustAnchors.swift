@@ -12,10 +12,15 @@ public struct TrustAnchors: Sendable {
     /// Anchors of receipt signer chains.
     public let receiptStore: X509TrustStore
 
-    /// Anchors as given. `strict` sets X509_V_FLAG_X509_STRICT (Apple's real chains pass it).
-    public init(appAttestRoots: [X509Certificate], receiptRoots: [X509Certificate], strict: Bool = true) throws {
-        appAttestStore = try X509TrustStore(anchors: appAttestRoots, strict: strict)
-        receiptStore = try X509TrustStore(anchors: receiptRoots, strict: strict)
+    /// Anchors as given.
+    ///
+    /// X509_V_FLAG_X509_STRICT is set where Apple's real certificates pass it: on receipt signer
+    /// chains (Apple Root CA - G3) always. Real App Attest credential certificates have no Authority
+    /// Key Identifier, which strict mode refuses ("Missing Authority Key Identifier"), so attestation
+    /// chains are verified without it unless `strictAppAttestChains` is true (e.g. for a test CA).
+    public init(appAttestRoots: [X509Certificate], receiptRoots: [X509Certificate], strictAppAttestChains: Bool = false) throws {
+        appAttestStore = try X509TrustStore(anchors: appAttestRoots, strict: strictAppAttestChains)
+        receiptStore = try X509TrustStore(anchors: receiptRoots, strict: true)
     }
 
     /// Apple's production anchors (embedded App Attestation Root CA and Apple Root CA - G3).
@@ -34,11 +39,11 @@ public struct TrustAnchors: Sendable {
 
     /// These anchors plus extra App Attest roots (e.g. a test CA's root).
     public func adding(appAttestRoots extra: [X509Certificate]) throws -> TrustAnchors {
-        try TrustAnchors(appAttestRoots: appAttestRoots + extra, receiptRoots: receiptRoots, strict: appAttestStore.strict)
+        try TrustAnchors(appAttestRoots: appAttestRoots + extra, receiptRoots: receiptRoots, strictAppAttestChains: appAttestStore.strict)
     }
 
     /// Anchors with `appAttestRoots` replacing Apple's App Attest root (receipt roots kept).
     public func replacing(appAttestRoots: [X509Certificate]) throws -> TrustAnchors {
-        try TrustAnchors(appAttestRoots: appAttestRoots, receiptRoots: receiptRoots, strict: appAttestStore.strict)
+        try TrustAnchors(appAttestRoots: appAttestRoots, receiptRoots: receiptRoots, strictAppAttestChains: appAttestStore.strict)
     }
 }

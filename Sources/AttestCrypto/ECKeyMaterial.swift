@@ -10,21 +10,32 @@ enum ECKeyMaterial {
             throw CryptoError.invalidKey("expected a \(1 + 2 * curve.coordinateByteCount)-byte uncompressed point (04 || X || Y)")
         }
         let builder = try OpenSSLHandle(OSSL_PARAM_BLD_new(), "OSSL_PARAM_BLD_new") { OSSL_PARAM_BLD_free($0) }
-        let params: OpenSSLHandle = try builder.withPointer { bld in
-            guard OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, curve.groupName, 0) == 1,
-                  x963.withUnsafeBytes({ OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, $0.baseAddress, $0.count) }) == 1
-            else { throw CryptoError.openSSLFailure("OSSL_PARAM_BLD_push") }
-            return try OpenSSLHandle(OpaquePointer(OSSL_PARAM_BLD_to_param(bld)), "OSSL_PARAM_BLD_to_param") {
-                OSSL_PARAM_free(UnsafeMutablePointer<OSSL_PARAM>($0))
-            }
-        }
-        let ctx = try OpenSSLHandle(EVP_PKEY_CTX_new_from_name(nil, "EC", nil), "EVP_PKEY_CTX_new_from_name") { EVP_PKEY_CTX_free($0) }
+        let ctx = try OpenSSLHandle(EVP_PKEY_CTX_new_from_name(nil, StaticCString.pointer(StaticCString.ec), nil), "EVP_PKEY_CTX_new_from_name") { EVP_PKEY_CTX_free($0) }
         var pkey: OpaquePointer? = nil
-        try ctx.withPointer { c in
-            try params.withPointer { p in
-                guard EVP_PKEY_fromdata_init(c) == 1,
-                      EVP_PKEY_fromdata(c, &pkey, cshim_EVP_PKEY_PUBLIC_KEY(), UnsafeMutablePointer<OSSL_PARAM>(p)) == 1
-                else { ERR_clear_error(); throw CryptoError.invalidKey("point rejected by OpenSSL (not on \(curve.groupName)?)") }
+        // OSSL_PARAM_BLD keeps references to the pushed buffers until OSSL_PARAM_BLD_to_param, and the
+        // resulting OSSL_PARAM array still points at the key names: everything below runs while all
+        // of those C strings and buffers are pinned.
+        try builder.withPointer { bld in
+            try OSSL_PKEY_PARAM_GROUP_NAME.withCString { groupKey in
+                try OSSL_PKEY_PARAM_PUB_KEY.withCString { pubKey in
+                    try curve.groupName.withCString { group in
+                        try x963.withUnsafeBytes { point in
+                            guard OSSL_PARAM_BLD_push_utf8_string(bld, groupKey, group, 0) == 1,
+                                  OSSL_PARAM_BLD_push_octet_string(bld, pubKey, point.baseAddress, point.count) == 1
+                            else { throw CryptoError.openSSLFailure("OSSL_PARAM_BLD_push") }
+                            let params = try OpenSSLHandle(OpaquePointer(OSSL_PARAM_BLD_to_param(bld)), "OSSL_PARAM_BLD_to_param") {
+                                OSSL_PARAM_free(UnsafeMutablePointer<OSSL_PARAM>($0))
+                            }
+                            try ctx.withPointer { c in
+                                try params.withPointer { p in
+                                    guard EVP_PKEY_fromdata_init(c) == 1,
+                                          EVP_PKEY_fromdata(c, &pkey, cshim_EVP_PKEY_PUBLIC_KEY(), UnsafeMutablePointer<OSSL_PARAM>(p)) == 1
+                                    else { ERR_clear_error(); throw CryptoError.invalidKey("point rejected by OpenSSL (not on \(curve.groupName))") }
+                                }
+                            }
+                        }
+                    }
+                }
             }
         }
         let owned = try OpenSSLHandle(pkey, "EVP_PKEY_fromdata") { EVP_PKEY_free($0) }

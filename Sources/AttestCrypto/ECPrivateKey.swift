@@ -14,7 +14,7 @@ public final class ECPrivateKey: @unchecked Sendable {  // immutable; OpenSSL 3 
 
     /// Generates a fresh key on `curve` from OpenSSL's DRBG.
     public convenience init(generatingOn curve: ECCurve) throws {
-        let ctx = try OpenSSLHandle(EVP_PKEY_CTX_new_from_name(nil, "EC", nil), "EVP_PKEY_CTX_new_from_name") { EVP_PKEY_CTX_free($0) }
+        let ctx = try OpenSSLHandle(EVP_PKEY_CTX_new_from_name(nil, StaticCString.pointer(StaticCString.ec), nil), "EVP_PKEY_CTX_new_from_name") { EVP_PKEY_CTX_free($0) }
         var key: OpaquePointer? = nil
         try ctx.withPointer { c in
             guard EVP_PKEY_keygen_init(c) == 1, EVP_PKEY_CTX_set_group_name(c, curve.groupName) == 1,
