@@ -14,7 +14,7 @@ import Glibc
 /// Lines are appended to an in-memory buffer under a `Mutex` and written with one `write(2)` when
 /// the buffer passes 32 KiB or at the latest every 200 ms, so request handling never waits on the
 /// terminal or a pipe.
-final class AccessLog: Sendable {
+final class AccessLog: @unchecked Sendable {  // `buffer` is a Mutex; `timer` is set once in init and only cancelled in deinit (DispatchSource is thread-safe)
     private let buffer = Mutex<[UInt8]>([])
     private let fd: Int32
     private let clock: GatewayClock

@@ -116,6 +116,7 @@ final class GatewayHandler: HTTPHandler {
         }
         let evidence = family.stripAndExtract(&forward.headers)
         addForwardingHeaders(&forward, request: request)
+        let prepared = forward
         let names = family.configuration.injected
         enforcer.evaluate(evidence, request: request, route: route) { [self] decision in
             let context = RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
@@ -124,7 +125,7 @@ final class GatewayHandler: HTTPHandler {
                 responder.respond(render(refusal), annotation: context)
                 return
             }
-            var permitted = forward
+            var permitted = prepared
             decision.report.apply(to: &permitted.headers, names: names)
             responder.forward(permitted, annotation: context)
         }
@@ -132,13 +133,21 @@ final class GatewayHandler: HTTPHandler {
 
     /// `X-Forwarded-For` (appended) and `X-Forwarded-Proto` (replaced), as reverse proxies do.
     private func addForwardingHeaders(_ forward: inout HTTPForward, request: HTTPRequest) {
-        let client = request.connection.remoteAddress
-        if let existing = forward.headers.first("X-Forwarded-For"), !existing.isEmpty {
-            try? forward.headers.replaceOrAdd(name: "X-Forwarded-For", value: existing + ", " + client)
-        } else {
-            try? forward.headers.replaceOrAdd(name: "X-Forwarded-For", value: client)
-        }
+        let client = GatewayHandler.host(of: request.connection.remoteAddress)
+        let existing = forward.headers.values("X-Forwarded-For").filter { !$0.isEmpty }
+        try? forward.headers.replaceOrAdd(name: "X-Forwarded-For", value: (existing + [client]).joined(separator: ", "))
         try? forward.headers.replaceOrAdd(name: "X-Forwarded-Proto", value: request.connection.isSecure ? "https" : "http")
+    }
+
+    /// The host part of `host:port`, `[v6]:port` or a Unix socket description.
+    static func host(of address: String) -> String {
+        if address.hasPrefix("[") , let end = address.firstIndex(of: "]") {
+            return String(address[address.index(after: address.startIndex)..<end])
+        }
+        if let colon = address.lastIndex(of: ":"), address.firstIndex(of: ":") == colon {
+            return String(address[..<colon])
+        }
+        return address
     }
 
     private func render(_ refusal: Refusal) -> HTTPResponse {

@@ -1,3 +1,5 @@
+import AppAttest
+
 /// A refusal the gateway answers instead of forwarding (DESIGN.md section 2, "Answers").
 ///
 /// Rendered as JSON `{"error": code, "action": action, "detail": text}` plus the header

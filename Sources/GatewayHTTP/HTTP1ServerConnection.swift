@@ -40,6 +40,8 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
     private var requestStart: UInt64 = 0
     private var exchange: UpstreamExchange?
     private var upstreamName: String?
+    /// What the handler attached to its answer, reported in the access record.
+    private var annotation: (any Sendable)?
     private var responseHeadFilter: (@Sendable (inout HTTPResponseHead) -> Void)?
     private var proxiedBody = DownstreamBody.none(passLength: false)
     private var responseStarted = false
@@ -226,9 +228,10 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
     }
 
     /// From `HTTPResponder`, any thread.
-    func deliver(_ answer: HTTPResponder.Answer, sequence: UInt64) {
+    func deliver(_ answer: HTTPResponder.Answer, annotation: (any Sendable)?, sequence: UInt64) {
         loop.execute { [self] in
             guard sequence == self.sequence, phase == .handling else { return }
+            self.annotation = annotation
             switch answer {
             case .response(let r): sendResponse(r, error: nil)
             case .error(let e): sendResponse(context.handler.errorResponse(for: e, head: head), error: e)
@@ -269,7 +272,8 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
             connection: info, method: head?.method, target: head?.target,
             status: responseStarted || responseStatus != 0 ? responseStatus : 499, error: error,
             requestBodyBytes: head == nil ? 0 : max(requestBodyBytes, body.count), responseBodyBytes: responseBodyBytes,
-            latencyNanoseconds: now &- requestStart, upstream: upstreamName, aborted: aborted)
+            latencyNanoseconds: now &- requestStart, upstream: upstreamName, aborted: aborted, annotation: annotation)
+        annotation = nil
         head = nil
         body = []
         requestBodyBytes = 0

@@ -24,6 +24,8 @@ public struct HTTPAccessRecord: Sendable {
     /// Whether the exchange ended early (client gone, upstream failed mid-response).
     public var aborted: Bool
 
+    /// The value the handler attached to its answer (`HTTPResponder.respond(_:annotation:)`), if any.
+    public var annotation: (any Sendable)?
     /// The target as a String, or nil.
     public var targetString: String? { target.map { String(decoding: $0, as: UTF8.self) } }
 }

@@ -5,7 +5,7 @@ import Synchronization
 /// How a responder's answer reaches the connection (HTTP/1.1 now, HTTP/2 streams later).
 protocol HTTPResponseSink: AnyObject, Sendable {
     /// Delivers the answer for request `sequence` (called from any thread, once).
-    func deliver(_ answer: HTTPResponder.Answer, sequence: UInt64)
+    func deliver(_ answer: HTTPResponder.Answer, annotation: (any Sendable)?, sequence: UInt64)
 }
 
 /// Answers one request, exactly once, from any thread.
@@ -34,33 +34,46 @@ public final class HTTPResponder: Sendable {
     /// - Returns: false when this responder had already answered.
     @discardableResult
     public func respond(_ response: HTTPResponse) -> Bool {
-        answer(.response(response))
+        answer(.response(response), annotation: nil)
+    }
+
+    /// `respond(_:)` with an opaque value the handler gets back in `HTTPAccessRecord.annotation`
+    /// (e.g. the route and verdict for its access log).
+    @discardableResult
+    public func respond(_ response: HTTPResponse, annotation: some Sendable) -> Bool {
+        answer(.response(response), annotation: annotation)
     }
 
     /// Sends the request upstream and streams the upstream response back (see `HTTPForward`).
     /// - Returns: false when this responder had already answered.
     @discardableResult
     public func forward(_ forward: HTTPForward) -> Bool {
-        answer(.forward(forward))
+        answer(.forward(forward), annotation: nil)
+    }
+
+    /// `forward(_:)` with an opaque value the handler gets back in `HTTPAccessRecord.annotation`.
+    @discardableResult
+    public func forward(_ forward: HTTPForward, annotation: some Sendable) -> Bool {
+        answer(.forward(forward), annotation: annotation)
     }
 
     /// Answers with the server's own error rendering for `error` (e.g. `.upstreamUnavailable`).
     /// - Returns: false when this responder had already answered.
     @discardableResult
     public func fail(_ error: HTTPError) -> Bool {
-        answer(.error(error))
+        answer(.error(error), annotation: nil)
     }
 
-    private func answer(_ a: Answer) -> Bool {
+    private func answer(_ a: Answer, annotation: (any Sendable)?) -> Bool {
         guard answered.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return false }
-        sink.deliver(a, sequence: sequence)
+        sink.deliver(a, annotation: annotation, sequence: sequence)
         return true
     }
 
     deinit {
         if !answered.load(ordering: .acquiring) {
-            sink.deliver(.error(.handlerDidNotRespond), sequence: sequence)
+            sink.deliver(.error(.handlerDidNotRespond), annotation: nil, sequence: sequence)
         }
     }
 }

@@ -1,1 +1,114 @@
+// attest-gateway: the App Attest enforcing reverse proxy (thin executable over the Gateway module).
+import Dispatch
+import Foundation
 import Gateway
+import GatewayConfig
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let usage = """
+    usage: attest-gateway --config FILE        run the gateway
+           attest-gateway check-config FILE    validate FILE: every problem with its YAML path; exit 0 if it loads
+           attest-gateway --version
+
+    Signals: SIGTERM / SIGINT drain in-flight requests (timeouts.drain), then exit 0; a second one exits at once.
+    Logs: one JSON line per request on standard output; start-up and lifecycle lines on standard error.
+
+    """
+
+func fail(_ message: String, code: Int32 = 2) -> Never {
+    FileHandle.standardError.write(Data((message + "\n").utf8))
+    exit(code)
+}
+
+/// One JSON line on standard error (lifecycle events, not access lines).
+func event(_ name: String, _ fields: [(String, String)] = []) {
+    var line = "{\"type\":\"\(name)\""
+    for (key, value) in fields {
+        let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        line += ",\"\(key)\":\"\(escaped)\""
+    }
+    FileHandle.standardError.write(Data((line + "}\n").utf8))
+}
+
+var arguments = Array(CommandLine.arguments.dropFirst())
+guard let first = arguments.first else { fail(usage) }
+
+switch first {
+case "--version", "version":
+    print("attest-gateway 0.1.0")
+    exit(0)
+case "--help", "-h", "help":
+    print(usage, terminator: "")
+    exit(0)
+case "check-config":
+    guard arguments.count == 2 else { fail(usage) }
+    let report = ConfigCheckReport.check(path: arguments[1])
+    print(report.standardOutput, terminator: "")
+    FileHandle.standardError.write(Data(report.standardError.utf8))
+    exit(report.exitCode)
+case "--config", "-c":
+    guard arguments.count == 2 else { fail(usage) }
+default:
+    if first.hasPrefix("--config=") {
+        arguments = ["--config", String(first.dropFirst("--config=".count))]
+    } else {
+        fail("unknown argument \(first)\n" + usage)
+    }
+}
+
+let path = arguments[1]
+let loaded: LoadedConfiguration
+do {
+    loaded = try GatewayConfiguration.load(path: path)
+} catch {
+    let report = ConfigCheckReport(error: error, source: path)
+    FileHandle.standardError.write(Data(report.standardError.utf8))
+    fail("attest-gateway: \(path) does not load; nothing started", code: 1)
+}
+for warning in loaded.warnings { event("config_warning", [("detail", warning.description)]) }
+
+let runtime: GatewayRuntime
+let listeners: GatewayRuntime.Listeners
+do {
+    runtime = try GatewayRuntime(loaded: loaded)
+    listeners = try runtime.start()
+} catch {
+    fail("attest-gateway: cannot start: \(error)", code: 1)
+}
+
+let config = loaded.configuration
+event("started", [
+    ("listen", listeners.data.map(\.address).joined(separator: ",")),
+    ("admin", listeners.admin?.address ?? "none"),
+    ("store", config.store.description),
+    ("routes", String(config.routes.count)),
+    ("pid", String(getpid())),
+])
+
+// Signals: drain on the first SIGTERM/SIGINT, exit at once on the second.
+signal(SIGTERM, SIG_IGN)
+signal(SIGINT, SIG_IGN)
+signal(SIGPIPE, SIG_IGN)
+let signalQueue = DispatchQueue(label: "attest-gateway.signals")
+nonisolated(unsafe) var draining = false  // only touched on signalQueue
+var sources: [DispatchSourceSignal] = []
+for sig in [SIGTERM, SIGINT] {
+    let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
+    source.setEventHandler {
+        if draining {
+            event("stopped", [("reason", "second signal")])
+            exit(1)
+        }
+        draining = true
+        event("draining", [("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT")])
+        runtime.shutdown {
+            event("stopped", [("reason", "drained")])
+            exit(0)
+        }
+    }
+    source.resume()
+    sources.append(source)
+}
+dispatchMain()

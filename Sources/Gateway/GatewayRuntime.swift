@@ -1,0 +1,225 @@
+import AppAttest
+import AttestCrypto
+import Foundation
+import GatewayConfig
+import GatewayHTTP
+import GatewayRedis
+import GatewayStore
+
+/// A running gateway built from a validated configuration: the store, the verifier with its pinned
+/// trust anchors, one upstream pool per upstream, the data listeners and the admin listener
+/// (DESIGN.md section 6, `Gateway`: composition).
+///
+///     let runtime = try GatewayRuntime(loaded: try GatewayConfiguration.load(path: "gateway.yaml"))
+///     let bound = try runtime.start()
+///     ...
+///     runtime.shutdown { exit(0) }     // SIGTERM: drain in-flight requests, then stop
+public final class GatewayRuntime: Sendable {
+    /// The configuration it runs.
+    public let loaded: LoadedConfiguration
+    /// The store (memory or Redis).
+    public let store: any AttestStore
+    private let group: EventLoopGroup
+    private let server: HTTPServer
+    private let adminServer: HTTPServer?
+    private let adminHandler: AdminHandler
+    private let pools: [UpstreamPool]
+    private let accessLog: AccessLog?
+    let metrics: GatewayMetrics
+    let keys: KeyCache
+
+    /// Builds everything; nothing listens until `start()`.
+    /// - Parameters:
+    ///   - clock: wall-clock source (tests inject one to move time).
+    ///   - loopCount: event loops (default: one per core).
+    ///   - store: a store to use instead of the configured one (tests).
+    /// - Throws: `GatewayStartupError` when an extra root cannot be read, a store URL cannot be used,
+    ///   or an upstream pool cannot be created.
+    public init(loaded: LoadedConfiguration, clock: GatewayClock = .system, loopCount: Int? = nil,
+                store injectedStore: (any AttestStore)? = nil) throws {
+        self.loaded = loaded
+        let config = loaded.configuration
+
+        // Trust: Apple's pinned roots plus, for test devices only, the configured extra roots.
+        var extraRoots: [X509Certificate] = []
+        for path in config.trust.extraRoots {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw GatewayStartupError("trust.extra_roots: cannot read \(path)")
+            }
+            do {
+                extraRoots += try X509Certificate.parseAll(pem: text)
+            } catch {
+                throw GatewayStartupError("trust.extra_roots: \(path) holds no usable PEM certificate (\(error))")
+            }
+        }
+        let anchors = extraRoots.isEmpty ? TrustAnchors.apple : try TrustAnchors.apple.adding(appAttestRoots: extraRoots)
+
+        // Store.
+        if let injectedStore {
+            store = injectedStore
+        } else {
+            store = try GatewayRuntime.makeStore(config.store)
+        }
+
+        let appEntries = Dictionary(config.apps.map { ($0.appID.description, AppEntry($0)) }, uniquingKeysWith: { a, _ in a })
+        let verifier = AttestationVerifier(trust: anchors, apps: config.apps.map { AppEntry($0).policy })
+        let family = HeaderFamily(config.headers)
+        keys = KeyCache()
+        metrics = GatewayMetrics()
+        let issuer = ChallengeIssuer(store: store, byteCount: config.endpoints.challengeBytes,
+                                     ttlMillis: GatewayRuntime.millis(config.endpoints.challengeTTL), clock: clock)
+
+        group = EventLoopGroup(loopCount: loopCount)
+        var poolsByName: [String: UpstreamPool] = [:]
+        var pools: [UpstreamPool] = []
+        for upstream in config.upstreams {
+            let address: UpstreamAddress
+            switch upstream.endpoint {
+            case .http(let host, let port): address = .tcp(host: host, port: port)
+            case .unix(let path): address = .unix(path: path)
+            }
+            let pool = try UpstreamPool(GatewayHTTP.UpstreamConfiguration(
+                name: upstream.name, address: address,
+                connectTimeout: GatewayRuntime.seconds(upstream.connectTimeout),
+                responseTimeout: GatewayRuntime.seconds(upstream.responseTimeout),
+                maxIdlePerLoop: max(1, upstream.maxIdleConnections / max(1, group.loops.count))), group: group)
+            poolsByName[upstream.name] = pool
+            pools.append(pool)
+        }
+        self.pools = pools
+        var routes: [CompiledRoute] = []
+        for route in config.routes {
+            guard let pool = poolsByName[route.upstream] else {
+                throw GatewayStartupError("route \(route.name): unknown upstream \(route.upstream)")
+            }
+            routes.append(CompiledRoute(config: route, upstream: pool))
+        }
+
+        accessLog = config.log.access ? AccessLog(clock: clock) : nil
+        let endpoints = GatewayEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
+                                         verifier: verifier, errorHeader: config.headers.error)
+        let enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
+                                         family: family)
+        let handler = GatewayHandler(routeTable: loaded.routeTable, routes: routes, endpoints: endpoints,
+                                     enforcer: enforcer, family: family, endpointsPrefix: config.endpoints.prefix,
+                                     accessLog: accessLog, metrics: metrics)
+
+        let limits = HTTP1ParserLimits(maxHeaderBytes: config.limits.maxHeaderBytes, maxHeaderCount: config.limits.maxHeaders)
+        let timeouts = HTTPServerTimeouts(headerRead: GatewayRuntime.seconds(config.timeouts.header),
+                                          bodyRead: GatewayRuntime.seconds(config.timeouts.body),
+                                          idle: GatewayRuntime.seconds(config.timeouts.idle))
+        server = HTTPServer(configuration: HTTPServerConfiguration(
+            listeners: config.listen.map(GatewayRuntime.listenAddress), limits: limits, timeouts: timeouts),
+            group: group, handler: handler)
+        adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys)
+        if let admin = config.admin {
+            adminServer = HTTPServer(configuration: HTTPServerConfiguration(listeners: [GatewayRuntime.listenAddress(admin)]),
+                                     group: group, handler: adminHandler)
+        } else {
+            adminServer = nil
+        }
+    }
+
+    /// The listeners once started: data listeners in configuration order, then the admin listener.
+    public struct Listeners: Sendable {
+        /// Bound data listeners (real ports when 0 was configured).
+        public let data: [HTTPBoundListener]
+        /// Bound admin listener, if configured.
+        public let admin: HTTPBoundListener?
+    }
+
+    /// Binds the listeners and starts serving.
+    /// - Throws: when a listener cannot be bound (nothing stays bound then).
+    @discardableResult
+    public func start() throws -> Listeners {
+        let data = try server.start()
+        var admin: HTTPBoundListener?
+        if let adminServer {
+            do {
+                admin = try adminServer.start().first
+            } catch {
+                server.shutdown(gracePeriod: 0) {}
+                throw error
+            }
+        }
+        return Listeners(data: data, admin: admin)
+    }
+
+    /// Graceful stop (SIGTERM): health and readiness turn 503, listeners stop accepting, requests in
+    /// flight finish within `timeouts.drain`, then pools, store and loops are released and
+    /// `completion` runs (once, on an arbitrary queue).
+    public func shutdown(completion: @escaping @Sendable () -> Void) {
+        adminHandler.beginDraining()
+        let grace = GatewayRuntime.seconds(loaded.configuration.timeouts.drain)
+        let pools = self.pools
+        let adminServer = self.adminServer
+        let store = self.store
+        let accessLog = self.accessLog
+        let group = self.group
+        server.shutdown(gracePeriod: grace) {
+            let finish: @Sendable () -> Void = {
+                for pool in pools { pool.shutdown() }
+                (store as? RedisStore)?.close()
+                accessLog?.flush()
+                group.shutdown()
+                completion()
+            }
+            if let adminServer { adminServer.shutdown(gracePeriod: 0, completion: finish) } else { finish() }
+        }
+    }
+
+    /// Writes buffered access-log lines now.
+    public func flushLogs() { accessLog?.flush() }
+
+    /// The Prometheus text of `/metrics`.
+    public var metricsText: String { metrics.prometheusText() }
+
+    // MARK: - Conversions
+
+    static func makeStore(_ configuration: StoreConfiguration) throws -> any AttestStore {
+        switch configuration.kind {
+        case .memory:
+            return MemoryStore()
+        case .redis(let endpoint):
+            let address: RedisURL.Endpoint
+            switch endpoint.address {
+            case .tcp(let host, let port): address = .tcp(host: host, port: port)
+            case .unix(let path): address = .unix(path: path)
+            }
+            var redis = RedisStore.Configuration(url: RedisURL(endpoint: address, username: endpoint.username,
+                                                               password: endpoint.password, database: endpoint.database))
+            redis.commandTimeout = Int(millis(configuration.commandTimeout))
+            redis.connectTimeout = Int(millis(configuration.connectTimeout))
+            do {
+                return try RedisStore(configuration: redis)
+            } catch {
+                throw GatewayStartupError("store: \(error)")
+            }
+        }
+    }
+
+    static func listenAddress(_ address: GatewayConfig.SocketAddress) -> HTTPListenAddress {
+        switch address {
+        case .ip(let host, let port): return .tcp(host: host, port: port)
+        case .unix(let path): return .unix(path: path)
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        let c = duration.components
+        return Double(c.seconds) + Double(c.attoseconds) / 1e18
+    }
+
+    static func millis(_ duration: Duration) -> Int64 {
+        let c = duration.components
+        return c.seconds * 1000 + c.attoseconds / 1_000_000_000_000_000
+    }
+}
+
+/// A gateway could not be built from its configuration (beyond what validation catches: unreadable
+/// files, unusable store settings).
+public struct GatewayStartupError: Error, CustomStringConvertible {
+    /// What went wrong, naming the configuration key.
+    public let description: String
+    init(_ description: String) { self.description = description }
+}
