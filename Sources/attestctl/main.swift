@@ -9,6 +9,7 @@ commands:
   verify [--root PEM] [--now] FILE|DIR...   verify test vectors (shared/vectors JSON schema); one JSON line each
   inspect BASE64|FILE                       decode an attestation or assertion (base64, raw CBOR or vector JSON)
   bench [--seconds N]                       assertion and attestation verifications per second vs openssl speed
+  demo-upstream [--listen HOST:PORT]        a small backend that echoes what reached it (quickstart)
 """
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -22,6 +23,7 @@ switch command {
 case "verify": status = VerifyCommand.run(rest)
 case "inspect": status = InspectCommand.run(rest)
 case "bench": status = BenchCommand.run(rest)
+case "demo-upstream": status = DemoUpstreamCommand.run(rest)
 case "-h", "--help", "help":
     print(usage)
     status = 0
