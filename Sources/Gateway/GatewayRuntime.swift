@@ -168,6 +168,27 @@ public final class GatewayRuntime: Sendable {
         }
     }
 
+    /// Start-up checks of the store that deserve an operator's attention (not failures): a Redis whose
+    /// `maxmemory-policy` is not `noeviction` may evict key records (DESIGN.md section 4), and an
+    /// unreachable store makes every protected request answer 503 until it comes back.
+    /// - completion: warnings, possibly none (called once, on an arbitrary queue).
+    public func storeWarnings(completion: @escaping @Sendable ([String]) -> Void) {
+        guard let redis = store as? RedisStore else {
+            completion([])
+            return
+        }
+        redis.evictionPolicy { result in
+            switch result {
+            case .success("noeviction"), .success(nil):
+                completion([])
+            case .success(let policy?):
+                completion(["store: Redis maxmemory-policy is \(policy); key records must never be evicted: set maxmemory-policy noeviction"])
+            case .failure(let error):
+                completion(["store: Redis is not reachable yet (\(error)); protected routes answer 503 store_unavailable until it is"])
+            }
+        }
+    }
+
     /// Writes buffered access-log lines now.
     public func flushLogs() { accessLog?.flush() }
 
