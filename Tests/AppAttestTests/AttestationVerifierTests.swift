@@ -29,6 +29,12 @@ final class AttestationVerifierTests: XCTestCase {
             XCTAssertEqual(decision.trace[check], true, check.rawValue)
         }
         XCTAssertEqual(decision.trace[.receiptSignature], false)
+        // The challenge convenience hashes the challenge (MintedAttestation uses SHA256("challenge")).
+        let verifier = AttestationVerifier(trust: try Self.ca.trust, apps: [AppPolicy(appId: MintedAttestation.appId, environment: .any)])
+        XCTAssertTrue(verifier.verify(attestationObject: try m.build(), keyId: m.keyId, challenge: Array("challenge".utf8),
+                                      now: MintedAttestation.validationTime).isAccepted)
+        XCTAssertEqual(verifier.verify(attestationObject: try m.build(), keyId: m.keyId, challenge: Array("other".utf8),
+                                       now: MintedAttestation.validationTime).reason, .nonceMismatch)
     }
 
     func testChainFailures() throws {
@@ -155,17 +161,19 @@ final class AttestationVerifierTests: XCTestCase {
         let m = try minted()
         let object = try m.build()
         XCTAssertTrue(try m.verify(object).isAccepted)
-        let receipt = Array("test-receipt".utf8)
+        // The receipt entry ("receipt" key and value) is an unauthenticated risk signal: renaming its
+        // key only drops it, and its bytes are never a gate. Everything else must matter.
+        let receipt = [0x67] + Array("receipt".utf8) + [0x4C] + Array("test-receipt".utf8)
         let receiptStart = try XCTUnwrap(object.firstRange(of: receipt)?.lowerBound)
         var generator = SplitMix64(seed: 42)
         var checked = 0
-        while checked < 400 {
-            let position = Int(generator.next() % UInt64(object.count))
+        for position in 0..<object.count {
             if (receiptStart..<(receiptStart + receipt.count)).contains(position) { continue }
             var mutated = object
             mutated[position] ^= UInt8(1 + generator.next() % 255)
             XCTAssertFalse(try m.verify(mutated).isAccepted, "byte \(position) mutated yet accepted")
             checked += 1
         }
+        XCTAssertGreaterThan(checked, 1000)
     }
 }
