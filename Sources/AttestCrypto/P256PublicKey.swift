@@ -1,15 +1,19 @@
 internal import COpenSSL
+import Synchronization
 
 /// A parsed NIST P-256 public key (an App Attest device key or a receipt signer key).
 ///
 /// Parse once, verify many times: the gateway caches instances per keyId. **Thread-safe**: the key is
-/// immutable after `init`; every verification creates its own `EVP_PKEY_CTX` from the shared
-/// `EVP_PKEY`, which OpenSSL 3 permits concurrently (reference counting is atomic and provider-native
-/// keys are never modified by a verify operation). Instances can be shared freely between threads.
+/// immutable after `init`. A verification borrows the key's cached, already initialised
+/// `EVP_PKEY_CTX` when `contextLock` is free (no per-call context setup, as in `openssl speed`);
+/// when another thread holds it, the call creates its own `EVP_PKEY_CTX` from the shared `EVP_PKEY`,
+/// which OpenSSL 3 permits concurrently. Instances can be shared freely between threads.
 ///
 /// Signatures are ECDSA (FIPS 186-4 / SEC 1) in strict DER only (see `ECDSASignature`).
-public final class P256PublicKey: @unchecked Sendable {  // no lock needed: immutable; OpenSSL 3 EVP_PKEY is safe for concurrent read use
+public final class P256PublicKey: @unchecked Sendable {  // EVP_PKEY immutable; the cached EVP_PKEY_CTX is guarded by `contextLock`
     let pkey: OpaquePointer
+    /// A verify-initialised context reused by one caller at a time.
+    private let contextLock = Mutex<OpaquePointer?>(nil)
 
     /// The 65-byte uncompressed point `04 || X || Y` (ANSI X9.63 / SEC 1 section 2.3.3).
     public let x963Representation: [UInt8]
@@ -38,7 +42,12 @@ public final class P256PublicKey: @unchecked Sendable {  // no lock needed: immu
         try self.init(subjectPublicKeyInfo: der)
     }
 
-    deinit { EVP_PKEY_free(pkey) }
+    deinit {
+        contextLock.withLock { context in
+            if let context { EVP_PKEY_CTX_free(context) }
+        }
+        EVP_PKEY_free(pkey)
+    }
 
     /// The DER SubjectPublicKeyInfo (RFC 5480) of this key.
     public var subjectPublicKeyInfo: [UInt8] {
@@ -63,19 +72,41 @@ public final class P256PublicKey: @unchecked Sendable {  // no lock needed: immu
     }
 
     private func verifyDER(_ signature: [UInt8], digest: [UInt8]) -> SignatureVerification {
-        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else { ERR_clear_error(); return .invalid }
-        // Owned for the duration of this call only.
-        let owner = try? OpenSSLHandle(ctx, "EVP_PKEY_CTX_new_from_pkey") { EVP_PKEY_CTX_free($0) }
-        let rc: Int32 = withExtendedLifetime(owner) {
-            guard EVP_PKEY_verify_init(ctx) == 1 else { return -1 }
-            return signature.withUnsafeBufferPointer { s in
-                digest.withUnsafeBufferPointer { d in
-                    EVP_PKEY_verify(ctx, s.baseAddress, s.count, d.baseAddress, d.count)
-                }
+        // Fast path: the cached context, if no other thread is using it.
+        let cached: Int32? = contextLock.withLockIfAvailable { context -> Int32 in
+            if context == nil {
+                guard let fresh = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else { return -2 }
+                guard EVP_PKEY_verify_init(fresh) == 1 else { EVP_PKEY_CTX_free(fresh); return -2 }
+                context = fresh
             }
+            guard let ctx = context else { return -2 }
+            return Self.verify(ctx, signature, digest)
+        }
+        let rc: Int32
+        if let cached, cached != -2 {
+            rc = cached
+        } else {
+            rc = verifyWithFreshContext(signature, digest)
         }
         if rc == 1 { return .valid }
         ERR_clear_error()
         return .invalid
+    }
+
+    private func verifyWithFreshContext(_ signature: [UInt8], _ digest: [UInt8]) -> Int32 {
+        guard let owner = try? OpenSSLHandle(EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil), "EVP_PKEY_CTX_new_from_pkey",
+                                             release: { EVP_PKEY_CTX_free($0) }) else { return -1 }
+        return owner.withPointer { ctx in
+            guard EVP_PKEY_verify_init(ctx) == 1 else { return -1 }
+            return Self.verify(ctx, signature, digest)
+        }
+    }
+
+    private static func verify(_ ctx: OpaquePointer, _ signature: [UInt8], _ digest: [UInt8]) -> Int32 {
+        signature.withUnsafeBufferPointer { s in
+            digest.withUnsafeBufferPointer { d in
+                EVP_PKEY_verify(ctx, s.baseAddress, s.count, d.baseAddress, d.count)
+            }
+        }
     }
 }

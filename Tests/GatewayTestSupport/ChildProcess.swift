@@ -60,7 +60,7 @@ public final class ChildProcess: @unchecked Sendable {  // mutable state guarded
     public static func which(_ name: String) throws -> String {
         if name.contains("/") { return name }
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        for dir in path.split(separator: ":") + ["/usr/sbin", "/sbin"] {
+        for dir in path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin"] {
             let candidate = "\(dir)/\(name)"
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
