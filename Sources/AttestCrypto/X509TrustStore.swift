@@ -1,17 +1,5 @@
 internal import COpenSSL
 
-/// Outcome of a certificate chain verification.
-public enum ChainVerification: Sendable, Equatable {
-    /// The leaf chains to one of the pinned anchors at the requested time.
-    case valid
-    /// Verification failed; `code` is OpenSSL's `X509_V_ERR_*` value, `reason` its text
-    /// (e.g. "certificate has expired", "unable to get local issuer certificate").
-    case invalid(code: Int32, reason: String)
-
-    /// True for `.valid`.
-    public var isValid: Bool { self == .valid }
-}
-
 /// A pinned set of trust anchors for X.509 path validation (RFC 5280 section 6) with OpenSSL's
 /// `X509_STORE`.
 ///

@@ -1,0 +1,63 @@
+import AppAttest
+import Foundation
+import GatewayTestSupport
+import XCTest
+
+/// Runs the built `attestctl` binary (built with the tests: `swift build --build-tests` / `swift test`).
+final class AttestctlTests: XCTestCase {
+    func attestctl() throws -> String {
+        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [dir, dir.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("attestctl").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        let built = SharedFixtures.packageRoot.appendingPathComponent(".build/debug/attestctl").path
+        guard FileManager.default.isExecutableFile(atPath: built) else {
+            throw XCTSkip("attestctl binary not built (run swift build --build-tests)")
+        }
+        return built
+    }
+
+    func testVerifyAllVectorsExitsZero() throws {
+        guard let vectors = SharedFixtures.vectorsDirectory else { throw XCTSkip(SharedFixtures.absentMessage) }
+        let result = try ChildProcess.run(try attestctl(), ["verify", vectors.path])
+        XCTAssertEqual(result.status, 0, String(result.output.suffix(2000)))
+        let lines = result.output.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.last, "508 passed, 0 failed")
+        var files = Set<String>()
+        for line in lines.dropLast() {
+            let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], line)
+            XCTAssertEqual(object["matches_expected"] as? Bool, true, line)
+            XCTAssertNotNil(object["checks"] as? [String: Bool])
+            XCTAssertNotNil(object["accepted"] as? Bool)
+            if object["variant"] is NSNull { files.insert(object["id"] as? String ?? "") }
+        }
+        XCTAssertEqual(files.count, 82)
+    }
+
+    func testVerifyNowFailsEveryChain() throws {
+        guard let vectors = SharedFixtures.vectorsDirectory else { throw XCTSkip(SharedFixtures.absentMessage) }
+        let file = vectors.appendingPathComponent("attestation-apple-doc-2026.json").path
+        let result = try ChildProcess.run(try attestctl(), ["verify", "--now", file])
+        XCTAssertEqual(result.status, 1)
+        let first = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(result.output.split(separator: "\n")[0].utf8)) as? [String: Any])
+        XCTAssertEqual(first["accepted"] as? Bool, false)
+        XCTAssertEqual(first["reason"] as? String, "chain_invalid")
+        XCTAssertEqual((first["checks"] as? [String: Bool])?["chain"], false)
+    }
+
+    func testInspectDecodesAnAttestation() throws {
+        guard let vectors = SharedFixtures.vectorsDirectory else { throw XCTSkip(SharedFixtures.absentMessage) }
+        let result = try ChildProcess.run(try attestctl(), ["inspect", vectors.appendingPathComponent("attestation-apple-doc-2026.json").path])
+        XCTAssertEqual(result.status, 0, result.output)
+        for expected in ["apple_bundle_version_01", "Apple App Attestation CA 1", "1.2.840.113635.100.8.2", "rpIdHash", "ATTEST", "production",
+                         "zgSY9YSD+7TaDXssY6WlOPVS1K3Lmk+pFhlcSWE+ZV0="] {
+            XCTAssertTrue(result.output.contains(expected), "inspect output lacks \(expected)")
+        }
+        let assertion = try ChildProcess.run(try attestctl(), ["inspect", vectors.appendingPathComponent("assertion-worldcoin-dev-2025a.json").path])
+        XCTAssertEqual(assertion.status, 0, assertion.output)
+        XCTAssertTrue(assertion.output.contains("\"counter\": 1"), assertion.output)
+        let garbage = try ChildProcess.run(try attestctl(), ["inspect", "AAAA"])
+        XCTAssertNotEqual(garbage.status, 0)
+    }
+}

@@ -1,0 +1,157 @@
+@testable import AppAttest
+import AttestCrypto
+import Foundation
+import GatewayTestSupport
+import XCTest
+
+/// The real device vectors of ../shared/vectors: every file and variant gives its expected results.
+final class RealVectorTests: XCTestCase {
+    /// Our per-check results for one vector (or variant), under the vectors' check names.
+    static func checks(_ v: VectorFixture, now: Int64? = nil) throws -> (accepted: Bool, reason: ReasonCode?, checks: [String: Bool]) {
+        switch v.kind {
+        case "attestation":
+            let env: EnvironmentPolicy = v.string("environment") == "production" ? .production : .development
+            let verifier = AttestationVerifier(apps: [AppPolicy(teamId: v.string("teamId") ?? "", bundleId: v.string("bundleId") ?? "", environment: env)])
+            let time = try now ?? XCTUnwrap(v.string("validationTime").flatMap(CivilTime.parseISO8601))
+            let decision = verifier.verify(attestationObject: try XCTUnwrap(v.bytes("attestationObject")), keyId: try XCTUnwrap(v.bytes("keyId")),
+                                           clientDataHash: try XCTUnwrap(v.bytes("clientDataHash")), now: time)
+            return (decision.isAccepted, decision.reason, Dictionary(uniqueKeysWithValues: decision.trace.entries.map { ($0.check.rawValue, $0.passed) }))
+        case "assertion":
+            let key = try P256PublicKey(x963: XCTUnwrap(v.bytes("publicKeyX963")))
+            let clientDataHash = try XCTUnwrap(v.bytes("clientDataHash"))
+            let previous = UInt32(v.integer("previousCounter") ?? 0)
+            let decision = AssertionVerifier.verify(assertionObject: try XCTUnwrap(v.bytes("assertion")), publicKey: key,
+                                                    rpIdHash: SHA256.hash(utf8: (v.string("teamId") ?? "") + "." + (v.string("bundleId") ?? "")),
+                                                    clientDataHash: clientDataHash, previousCounter: previous)
+            var checks = Dictionary(uniqueKeysWithValues: decision.trace.entries.map { ($0.check.rawValue, $0.passed) })
+            let object = try CBORDecoder().decode(XCTUnwrap(v.bytes("assertion")))
+            let authData = try AuthenticatorData(XCTUnwrap(object["authenticatorData"]?.bytesValue), kind: .assertion)
+            checks["counter_matches_expected"] = Int64(authData.counter) == v.integer("expectedCounter")
+            checks["publicKey_matches_keyId"] = try SHA256.hash(key.x963Representation) == XCTUnwrap(v.bytes("keyId"))
+            if let clientData = try v.bytes("clientData") { checks["clientDataHash_is_sha256_of_clientData"] = SHA256.hash(clientData) == clientDataHash }
+            return (decision.isAccepted, decision.reason, checks)
+        case "receipt":
+            let result = ReceiptVerifier().verify(try XCTUnwrap(v.bytes("receipt")))
+            let checks = [
+                "signature": result.signatureValid, "signer_chain": result.signerChainValid,
+                "app_id": result.receipt?.appId == (v.string("teamId") ?? "") + "." + (v.string("bundleId") ?? ""),
+                "attested_key_matches_keyId": try result.receipt?.attestedKeyId == XCTUnwrap(v.bytes("keyId")),
+                "receipt_type": result.receipt?.type == v.string("expectedType"),
+            ]
+            return (checks.values.allSatisfy { $0 }, result.failure, checks)
+        default:
+            throw XCTSkip("unknown kind \(v.kind)")
+        }
+    }
+
+    func assertMatches(_ vectors: [VectorFixture], count: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertEqual(vectors.count, count, file: file, line: line)
+        var compared = 0
+        for vector in vectors {
+            let result = try Self.checks(vector)
+            XCTAssertFalse(vector.expected.isEmpty)
+            for (check, want) in vector.expected {
+                XCTAssertEqual(result.checks[check], want, "\(vector.id) \(check)", file: file, line: line)
+                compared += 1
+            }
+            for variant in vector.variants {
+                let v = try Self.checks(variant.vector)
+                for (check, want) in variant.expected {
+                    XCTAssertEqual(v.checks[check], want, "\(vector.id) variant \(variant.name) \(check)", file: file, line: line)
+                    compared += 1
+                }
+            }
+        }
+        XCTAssertGreaterThan(compared, count * 5)
+    }
+
+    func testAll49AttestationsAndVariants() throws {
+        let vectors = try VectorFixture.all(kind: "attestation")
+        try assertMatches(vectors, count: 49)
+        // The decision itself: every attestation is accepted at its validationTime, keyed as the file says.
+        for vector in vectors {
+            let result = try Self.checks(vector)
+            XCTAssertTrue(result.accepted, "\(vector.id): \(String(describing: result.reason))")
+        }
+    }
+
+    func testEveryRealAttestationChainFailsNow() throws {
+        let now = Int64(Date().timeIntervalSince1970)
+        for vector in try VectorFixture.all(kind: "attestation") {
+            let result = try Self.checks(vector, now: now)
+            XCTAssertEqual(result.checks["chain"], false, vector.id)
+            XCTAssertEqual(result.reason, .chainInvalid, vector.id)
+            XCTAssertEqual(result.checks["nonce"], true, vector.id)
+        }
+    }
+
+    func testAll29AssertionsAndVariants() throws {
+        let vectors = try VectorFixture.all(kind: "assertion")
+        try assertMatches(vectors, count: 29)
+        for vector in vectors {
+            XCTAssertTrue(try Self.checks(vector).accepted, vector.id)
+            // Treating the nonce as a prehashed digest rejects every real assertion.
+            let key = try P256PublicKey(x963: XCTUnwrap(vector.bytes("publicKeyX963")))
+            let object = try CBORDecoder().decode(XCTUnwrap(vector.bytes("assertion")))
+            let nonce = SHA256.hash(try XCTUnwrap(object["authenticatorData"]?.bytesValue), try XCTUnwrap(vector.bytes("clientDataHash")))
+            let signature = try XCTUnwrap(object["signature"]?.bytesValue)
+            XCTAssertEqual(key.verify(signature: signature, digest: nonce), .invalid, vector.id)
+            XCTAssertEqual(key.verify(signature: signature, message: nonce), .valid, vector.id)
+        }
+    }
+
+    func testAll4ReceiptsAndVariants() throws {
+        let vectors = try VectorFixture.all(kind: "receipt")
+        try assertMatches(vectors, count: 4)
+        for vector in vectors {
+            let result = ReceiptVerifier().verify(try XCTUnwrap(vector.bytes("receipt")))
+            let receipt = try XCTUnwrap(result.receipt)
+            let decoded = vector.fields["decodedFields"] as? [String: Any] ?? [:]
+            XCTAssertEqual(receipt.type, decoded["receipt_type"] as? String)
+            XCTAssertEqual(receipt.environment, decoded["environment"] as? String)
+            XCTAssertEqual(receipt.token, decoded["token"] as? String)
+            XCTAssertEqual(receipt.creationTimeText, decoded["creation_time"] as? String)
+            XCTAssertEqual(receipt.riskMetric.map(String.init), decoded["risk_metric"] as? String)
+            XCTAssertEqual(receipt.fieldTypes, vector.fields["fieldTypesPresent"] as? [Int])
+            XCTAssertEqual(receipt.expirationTime, (decoded["expiration_time"] as? String).flatMap(CivilTime.parseISO8601))
+            XCTAssertEqual(receipt.notBefore, (decoded["not_before"] as? String).flatMap(CivilTime.parseISO8601))
+            XCTAssertEqual(receipt.clientHash, (decoded["client_hash"] as? String).flatMap(Base64.decode))
+            // Without the pinned G3 root nothing chains.
+            let unpinned = ReceiptVerifier(trust: try TrustAnchors(appAttestRoots: [], receiptRoots: []))
+            XCTAssertFalse(unpinned.verify(try XCTUnwrap(vector.bytes("receipt"))).signerChainValid)
+        }
+    }
+
+    func testReceiptsInsideAttestations() throws {
+        var quirk = 0
+        for vector in try VectorFixture.all(kind: "attestation") {
+            let object = try AttestationObject(XCTUnwrap(vector.bytes("attestationObject")))
+            let result = ReceiptVerifier().verify(try XCTUnwrap(object.receipt))
+            let summary = vector.fields["receipt"] as? [String: Any] ?? [:]
+            XCTAssertEqual(result.signedAttributesPresent, summary["signedAttributesPresent"] as? Bool, vector.id)
+            XCTAssertEqual(result.receipt?.type, "ATTEST")
+            XCTAssertEqual(result.receipt?.attestedKeyId, try vector.bytes("keyId"), vector.id)
+            if result.signedAttributesPresent && result.signatureValid {
+                XCTAssertEqual(result.signedContent, .eContent, "2020 quirk: signature over the eContent")
+                quirk += 1
+            }
+            // A flipped byte in the eContent breaks the signature (messageDigest or signature).
+            var tampered = try XCTUnwrap(object.receipt)
+            if let range = tampered.firstRange(of: Array("ATTEST".utf8)) {
+                tampered[range.lowerBound] = UInt8(ascii: "B")
+                XCTAssertFalse(ReceiptVerifier().verify(tampered).signatureValid, vector.id)
+            }
+        }
+        XCTAssertEqual(quirk, 8)
+    }
+
+    func testEmbeddedAppleRoots() throws {
+        XCTAssertEqual(hex(AppleRootCertificates.appAttestRootCA.sha256Fingerprint), "1cb9823ba28ba6ad2d33a006941de2ae4f513ef1d4e831b9f7e0fa7b6242c932")
+        XCTAssertEqual(hex(AppleRootCertificates.rootCAG3.sha256Fingerprint), "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179")
+        XCTAssertEqual(AppleRootCertificates.appAttestRootCA.subjectCommonName, "Apple App Attestation Root CA")
+        XCTAssertEqual(AppleRootCertificates.rootCAG3.subjectCommonName, "Apple Root CA - G3")
+        guard let dir = SharedFixtures.vectorsDirectory else { throw XCTSkip(SharedFixtures.absentMessage) }
+        let shared = try X509Certificate(pem: String(contentsOf: dir.appendingPathComponent("apple-app-attest-root-ca.pem"), encoding: .utf8))
+        XCTAssertEqual(shared.derBytes, AppleRootCertificates.appAttestRootCA.derBytes)
+    }
+}
