@@ -12,6 +12,8 @@ import XCTest
 typealias SimCA = AttestSimulator.TestCA
 /// The simulator's minted attestation (module-qualified).
 typealias SimAttestation = AttestSimulator.MintedAttestation
+/// The simulator's minted assertion (module-qualified).
+typealias SimAssertion = AttestSimulator.MintedAssertion
 
 /// Paths and child-process helpers for the simulator tests.
 enum SimulatorSupport {
@@ -133,7 +135,7 @@ enum SimulatorSupport {
     }
 
     /// An assertion vector (README schema), every check expected true.
-    static func assertionVector(id: String, minted: MintedAssertion, publicKeyPoint: [UInt8], previousCounter: UInt32 = 0,
+    static func assertionVector(id: String, minted: SimAssertion, publicKeyPoint: [UInt8], previousCounter: UInt32 = 0,
                                 teamId: String = teamId, bundleId: String = bundleId) -> [String: Any] {
         let checks = ["signature", "rpIdHash", "counter_matches_expected", "counter_greater_than_previous",
                       "publicKey_matches_keyId", "clientDataHash_is_sha256_of_clientData"]

@@ -107,7 +107,7 @@ final class SimulatorVerifierTests: XCTestCase {
         func clientData(_ target: String) throws -> [UInt8] {
             try ClientDataBinding.v1(challenge: challenge, method: "POST", target: target, bodySHA256: SHA256.hash(Array("{}".utf8)))
         }
-        func verify(_ assertion: MintedAssertion, clientData data: [UInt8]? = nil, appId: String = Self.appId,
+        func verify(_ assertion: SimAssertion, clientData data: [UInt8]? = nil, appId: String = Self.appId,
                     previous: UInt32? = 0) -> AssertionDecision {
             AssertionVerifier.verify(assertionObject: assertion.assertionObject, publicKey: device.publicKey, appId: appId,
                                      clientData: data ?? assertion.clientData, previousCounter: previous)
