@@ -155,6 +155,7 @@ final class SimulatorCommandTests: XCTestCase {
         XCTAssertTrue(run.stdout.contains("summary: PASS - attestation 201, protected requests 4/4 accepted, replay 401 refused (challenge_unknown)"),
                       run.stdout)
         XCTAssertTrue(run.stdout.contains("== step 2: attestation"))
+        XCTAssertTrue(run.stdout.contains("\"environment\": \"development\"\n}\n-> ok"), run.stdout)  // after 100 Continue, byte by byte
         XCTAssertTrue(run.stdout.contains("< App-Attest-Verdict: valid"))
         XCTAssertTrue(run.stdout.contains("\"target\": \"/v1/purchases?n=4\""), run.stdout)
         XCTAssertTrue(run.stdout.contains("< App-Attest-Error: challenge_unknown"))

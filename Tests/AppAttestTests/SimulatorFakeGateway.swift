@@ -10,8 +10,9 @@ import XCTest
 /// target needs no resource declarations.
 ///
 /// Answers use all three HTTP/1.1 body framings so the client's parser is exercised over a real
-/// socket: challenge = Content-Length, attest = chunked with an extension and a trailer, protected
-/// responses alternate chunked / close-delimited, refusals = Content-Length.
+/// socket: challenge = Content-Length; attest = an interim `100 Continue`, then chunked with chunk
+/// extensions and a trailer, written one byte per TCP segment; protected responses alternate chunked
+/// / close-delimited; refusals = Content-Length.
 /// Every verification decision is logged to stdout as `fake-gateway: <event>`.
 final class SimulatorFakeGateway {
     let port: UInt16
@@ -55,7 +56,7 @@ final class SimulatorFakeGateway {
     deinit { process.stop(signal: SIGKILL, grace: 1) }
 
     static let script = #"""
-    import argparse, base64, datetime, hashlib, json, os, sys, threading, time
+    import argparse, base64, datetime, hashlib, json, os, socket, sys, threading, time
     from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
 
     p = argparse.ArgumentParser()
@@ -125,7 +126,20 @@ final class SimulatorFakeGateway {
             self.send_header("Content-Type", "application/json")
             for name, value in headers:
                 self.send_header(name, value)
-            if framing == "chunked":
+            if framing == "dribble":
+                # An interim 100 response, then a chunked answer sent one byte per TCP segment.
+                head = (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 %d Created\r\nContent-Type: application/json\r\n"
+                        b"Transfer-Encoding: chunked\r\n\r\n" % status)
+                half = len(data) // 2
+                raw = head + b"".join(b"%x;n=%d\r\n%s\r\n" % (len(c), i, c) for i, c in enumerate((data[:half], data[half:])))
+                raw += b"0\r\nX-Fake-Trailer: done\r\n\r\n"
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                for i in range(len(raw)):
+                    self.wfile.write(raw[i:i + 1])
+                    self.wfile.flush()
+                    time.sleep(0.0005)
+                self.close_connection = True
+            elif framing == "chunked":
                 self.send_header("Transfer-Encoding", "chunked")
                 self.send_header("Trailer", "X-Fake-Trailer")
                 self.end_headers()
@@ -198,7 +212,7 @@ final class SimulatorFakeGateway {
             with LOCK:
                 KEYS[key_id] = {"point": ref_verify.point_bytes(leaf), "counter": 0}
             log("attested %s" % b64e(key_id))
-            self.answer(201, {"keyId": b64e(key_id), "environment": args.env}, framing="chunked")
+            self.answer(201, {"keyId": b64e(key_id), "environment": args.env}, framing="dribble")
 
         def protected(self):
             if self.path.split("?", 1)[0] != args.route:
