@@ -25,8 +25,11 @@ public struct ASN1Node: Sendable {
 
     /// Universal tag numbers used here.
     public enum Universal {
+        /// BOOLEAN, INTEGER, BIT STRING, OCTET STRING (X.680 section 8.6).
         public static let boolean: UInt64 = 1, integer: UInt64 = 2, bitString: UInt64 = 3, octetString: UInt64 = 4
+        /// NULL, OBJECT IDENTIFIER, UTF8String.
         public static let null: UInt64 = 5, objectIdentifier: UInt64 = 6, utf8String: UInt64 = 12
+        /// SEQUENCE, SET, UTCTime, GeneralizedTime.
         public static let sequence: UInt64 = 16, set: UInt64 = 17, utcTime: UInt64 = 23, generalizedTime: UInt64 = 24
     }
 

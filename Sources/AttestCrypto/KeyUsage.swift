@@ -1,5 +1,6 @@
 /// X.509 KeyUsage bits (RFC 5280 section 4.2.1.3).
 public struct KeyUsage: OptionSet, Sendable {
+    /// Bit n set = KeyUsage bit n of RFC 5280.
     public let rawValue: UInt16
     /// A set from raw bits (bit n = 1 << n, n as numbered in RFC 5280).
     public init(rawValue: UInt16) { self.rawValue = rawValue }
