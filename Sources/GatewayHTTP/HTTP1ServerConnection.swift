@@ -29,6 +29,8 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
     private var awaitingDrain = false
     private var requestsDone = 0
     private var lingerBytes = 0
+    /// Whether input may still be unread when we close (error, early answer): then close lingering.
+    private var lingerOnClose = false
 
     // The request in progress.
     private var head: HTTPRequestHead?
@@ -188,6 +190,7 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
             phase = .body
             if h.framing.hasBody {
                 keepAlive = false
+                lingerOnClose = true
                 sendResponse(response, error: nil)
             } else {
                 earlyResponse = response  // sent when the (empty) request completes, in order
@@ -240,6 +243,7 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
     private func failRequest(_ error: HTTPError) {
         guard phase != .closed && phase != .closing && phase != .lingering else { return }
         keepAlive = false
+        lingerOnClose = true
         if responseStarted {
             abort()
             return
@@ -437,12 +441,14 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
         deadlineKind = .none
         exchange?.cancel()
         exchange = nil
+        if !pending.isEmpty { lingerOnClose = true }
         if out.isEmpty { startLinger() } else { flush() }
     }
 
-    /// Half-closes and drains input for a while so that our last response is not reset (RFC 9112 section 9.6).
+    /// Closes; when input may be unread, first half-closes and drains input for a while so that our
+    /// last response is not destroyed by a TCP reset (RFC 9112 section 9.6).
     private func startLinger() {
-        if peerClosed || context.lingerTimeout == 0 {
+        if peerClosed || context.lingerTimeout == 0 || !lingerOnClose {
             close()
             return
         }
