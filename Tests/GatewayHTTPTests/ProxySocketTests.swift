@@ -268,6 +268,42 @@ final class ProxySocketTests: XCTestCase {
         XCTAssertEqual((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int), 100000)
     }
 
+    func testSlowReaderGetsEverythingThroughBackpressure() throws {
+        // A client with a small receive window reading slowly: the proxy's queue passes its high
+        // watermark, so it pauses reading the upstream and resumes when the client catches up.
+        let client = try ChildProcess("python3", ["-c", """
+            import hashlib, socket, time
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+            s.connect(("127.0.0.1", \(harness.port)))
+            s.sendall(b"GET /large?size=4194304 HTTP/1.1\\r\\nHost: h\\r\\n\\r\\n")
+            data = b""
+            while b"\\r\\n\\r\\n" not in data:
+                data += s.recv(65536)
+            head, body = data.split(b"\\r\\n\\r\\n", 1)
+            while len(body) < 4194304:
+                chunk = s.recv(16384)
+                if not chunk:
+                    break
+                body += chunk
+                time.sleep(0.002)
+            sha = [l.split(b": ")[1] for l in head.split(b"\\r\\n") if l.lower().startswith(b"x-content-sha256")][0]
+            print("OK" if hashlib.sha256(body).hexdigest().encode() == sha else "MISMATCH", len(body), flush=True)
+            s.sendall(b"GET /after HTTP/1.1\\r\\nHost: h\\r\\nConnection: close\\r\\n\\r\\n")
+            rest = b""
+            while True:
+                c = s.recv(65536)
+                if not c:
+                    break
+                rest += c
+            print("AFTER" if b'"/after"' in rest else "NOAFTER", flush=True)
+            """])
+        XCTAssertEqual(client.wait(), 0, client.output)
+        XCTAssertTrue(client.output.contains("OK 4194304"), client.output)
+        XCTAssertTrue(client.output.contains("AFTER"), client.output)
+        XCTAssertEqual(harness.pool.statistics.connectionsOpened, 1, "the upstream connection went back to the pool after the paused exchange")
+    }
+
     func testChunkedUpstreamTrailersDropped() throws {
         let r = try raw([.send("GET /t?chunked=10&trailers=1 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")])
         XCTAssertEqual(r.responses().first?.body.count, 10, r.text)
@@ -290,6 +326,32 @@ final class ProxySocketTests: XCTestCase {
     }
 
     // MARK: shutdown
+
+    func testShutdownClosesIdleKeepAliveConnections() throws {
+        // A keep-alive client that stays idle (its idle timeout is 60 s here, the grace period 30 s).
+        let h = try ProxyHarness(timeouts: HTTPServerTimeouts(headerRead: 10, bodyRead: 10, idle: 60, write: 10, linger: 10))
+        defer { h.stop() }
+        let client = try ChildProcess("python3", ["-c", """
+            import socket, time
+            s = socket.create_connection(("127.0.0.1", \(h.port)))
+            s.sendall(b"GET /local/x HTTP/1.1\\r\\nHost: h\\r\\n\\r\\n")
+            data = b""
+            while b"\\r\\n\\r\\n" not in data:
+                data += s.recv(4096)
+            print("ANSWERED", flush=True)
+            s.settimeout(25)
+            rest = s.recv(4096)
+            print("CLOSED" if rest == b"" else "DATA", flush=True)
+            """])
+        let deadline = Date().addingTimeInterval(10)
+        while !client.output.contains("ANSWERED") && Date() < deadline { usleep(20_000) }
+        XCTAssertTrue(client.output.contains("ANSWERED"), client.output)
+        let done = DispatchSemaphore(value: 0)
+        h.server.shutdown(gracePeriod: 30) { done.signal() }
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "idle connections are closed at once, not after the grace period")
+        XCTAssertEqual(client.wait(), 0)
+        XCTAssertTrue(client.output.contains("CLOSED"), client.output)
+    }
 
     func testGracefulShutdownDrainsInFlightRequest() throws {
         let curl = try ChildProcess("curl", ["-s", "-D", "-", "--max-time", "10", harness.url("/inflight?delay=700")])
