@@ -39,6 +39,7 @@ public struct HTTP1RequestParser: Sendable {
         /// The request is invalid; the parser stays failed.
         case error(HTTPError)
 
+        /// Equal when of the same kind with equal payloads (heads compare method, target and fields).
         public static func == (a: Event, b: Event) -> Bool {
             switch (a, b) {
             case (.needMoreData, .needMoreData): return true

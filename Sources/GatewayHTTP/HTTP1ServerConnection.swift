@@ -508,7 +508,12 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
         guard deadlineKind != .none, now >= deadline else { return }
         switch deadlineKind {
         case .silentClose:
-            if phase == .idle { close() }
+            // Never cut a response still being written: the write timeout governs a slow reader.
+            if phase == .idle && out.isEmpty && pending.isEmpty {
+                close()
+            } else {
+                setDeadline(.silentClose, context.idleTimeout)
+            }
         case .header:
             if phase == .head { failRequest(.headerTimeout) }
         case .body:
