@@ -31,6 +31,10 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
     private var lingerBytes = 0
     /// Whether input may still be unread when we close (error, early answer): then close lingering.
     private var lingerOnClose = false
+    /// True while `handler.handle` runs: an answer given synchronously is applied right after it
+    /// returns instead of taking another trip through the queue.
+    private var inHandlerCall = false
+    private var synchronousAnswer: (HTTPResponder.Answer, UInt64)?
 
     // The request in progress.
     private var head: HTTPRequestHead?
@@ -225,18 +229,31 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
         }
         let request = HTTPRequest(head: h, body: body, trailers: trailers, connection: info)
         body = []
+        inHandlerCall = true
         context.handler.handle(request, responder: HTTPResponder(sink: self, sequence: sequence))
+        inHandlerCall = false
+        if let (answer, answeredSequence) = synchronousAnswer {
+            synchronousAnswer = nil
+            apply(answer, sequence: answeredSequence)
+        }
     }
 
     /// From `HTTPResponder`, any thread.
     func deliver(_ answer: HTTPResponder.Answer, sequence: UInt64) {
-        loop.execute { [self] in
-            guard sequence == self.sequence, phase == .handling else { return }
-            switch answer {
-            case .response(let r): sendResponse(r, error: nil)
-            case .error(let e): sendResponse(context.handler.errorResponse(for: e, head: head), error: e)
-            case .forward(let f): startForward(f)
-            }
+        // `inHandlerCall` is only read on the loop's own queue.
+        if loop.inEventLoop && inHandlerCall {
+            synchronousAnswer = (answer, sequence)
+            return
+        }
+        loop.execute { [self] in apply(answer, sequence: sequence) }
+    }
+
+    private func apply(_ answer: HTTPResponder.Answer, sequence: UInt64) {
+        guard sequence == self.sequence, phase == .handling else { return }
+        switch answer {
+        case .response(let r): sendResponse(r, error: nil)
+        case .error(let e): sendResponse(context.handler.errorResponse(for: e, head: head), error: e)
+        case .forward(let f): startForward(f)
         }
     }
 
