@@ -220,6 +220,51 @@ final class ProxySocketTests: XCTestCase {
         XCTAssertEqual(harness.pool.statistics.retries, 1)
     }
 
+    func testConcurrentKeepAliveClientsAcrossLoops() throws {
+        // 16 clients x 25 requests, mixed local answers, echoes, chunked and sized bodies, POSTs.
+        let client = try ChildProcess("python3", ["-c", """
+            import hashlib, http.client, json, random, threading
+            errors = []
+            def worker(n):
+                rnd = random.Random(n)
+                conn = http.client.HTTPConnection("127.0.0.1", \(harness.port), timeout=20)
+                for i in range(25):
+                    kind = rnd.choice(["size", "chunked", "echo", "local", "post"])
+                    try:
+                        if kind == "post":
+                            body = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(0, 5000)))
+                            conn.request("POST", "/p/%d/%d" % (n, i), body=body)
+                            r = conn.getresponse(); data = json.loads(r.read())
+                            ok = r.status == 200 and data["bodySHA256"] == hashlib.sha256(body).hexdigest()
+                        elif kind == "local":
+                            conn.request("GET", "/local/%d/%d" % (n, i))
+                            r = conn.getresponse(); r.read()
+                            ok = r.status == 200 and r.getheader("X-Target") == "/local/%d/%d" % (n, i)
+                        elif kind == "echo":
+                            conn.request("GET", "/e/%d/%d?q=%d" % (n, i, i))
+                            r = conn.getresponse(); data = json.loads(r.read())
+                            ok = r.status == 200 and data["target"] == "/e/%d/%d?q=%d" % (n, i, i)
+                        else:
+                            size = rnd.randint(0, 300000)
+                            conn.request("GET", "/d/%d/%d?%s=%d" % (n, i, kind, size))
+                            r = conn.getresponse(); data = r.read()
+                            ok = r.status == 200 and len(data) == size and hashlib.sha256(data).hexdigest() == r.getheader("X-Content-SHA256")
+                        if not ok:
+                            errors.append("%s %d %d" % (kind, n, i))
+                    except Exception as e:
+                        errors.append("%s %d %d %r" % (kind, n, i, e))
+                        conn = http.client.HTTPConnection("127.0.0.1", \(harness.port), timeout=20)
+            threads = [threading.Thread(target=worker, args=(n,)) for n in range(16)]
+            [t.start() for t in threads]; [t.join() for t in threads]
+            print("ERRORS", len(errors), errors[:5], flush=True)
+            """])
+        XCTAssertEqual(client.wait(), 0, client.output)
+        XCTAssertTrue(client.output.contains("ERRORS 0 []"), client.output)
+        let stats = harness.pool.statistics
+        XCTAssertGreaterThan(stats.reusedExchanges, 0, "pooled connections reused under load")
+        XCTAssertEqual(harness.handler.completed.filter { $0.aborted || $0.error != nil }.count, 0)
+    }
+
     // MARK: response framing
 
     func testHeadRequestRelaysLengthWithoutBody() throws {
