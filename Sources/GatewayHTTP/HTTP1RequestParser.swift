@@ -85,7 +85,7 @@ public struct HTTP1RequestParser: Sendable {
 
     /// A parser at the start of a connection.
     public init(limits: HTTP1ParserLimits = HTTP1ParserLimits(), targetPolicy: HTTPTargetPolicy = HTTPTargetPolicy()) {
-        self.limits = limits
+        self.limits = limits.clamped
         self.targetPolicy = targetPolicy
     }
 

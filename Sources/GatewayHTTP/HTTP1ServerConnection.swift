@@ -52,7 +52,7 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
     private var responseStatus = 0
     private var responseBodyBytes = 0
 
-    private var pendingLimit: Int { context.configuration.limits.maxHeaderBytes + 65536 }
+    private var pendingLimit: Int { context.configuration.limits.clamped.maxHeaderBytes + 65536 }
 
     init(fd: Int32, loop: EventLoop, context: HTTPServerContext, info: HTTPConnectionInfo) {
         self.loop = loop
