@@ -9,6 +9,8 @@ commands:
   verify [--root PEM] [--now] FILE|DIR...   verify test vectors (shared/vectors JSON schema); one JSON line each
   inspect BASE64|FILE                       decode an attestation or assertion (base64, raw CBOR or vector JSON)
   bench [--seconds N]                       assertion and attestation verifications per second vs openssl speed
+  bench-prepare keys|assertions|attestations ...
+                                            bulk-prepare valid evidence for bench/run (see BenchPrepareCommand)
   ca --out DIR                              create (or reuse) the TEST App Attest CA (ref_device.py layout)
   keygen --out KEYFILE [--force]            new P-256 device key (PKCS#8 PEM, 0600)
   attest --ca DIR --key KEYFILE --app-id ID --env development|production --challenge B64 [--ios27-ext V]
@@ -33,6 +35,7 @@ switch command {
 case "verify": status = VerifyCommand.run(rest)
 case "inspect": status = InspectCommand.run(rest)
 case "bench": status = BenchCommand.run(rest)
+case "bench-prepare": status = BenchPrepareCommand.run(rest)
 case "ca": status = CACommand.run(rest)
 case "keygen": status = KeygenCommand.run(rest)
 case "attest": status = AttestCommand.run(rest)
