@@ -9,6 +9,16 @@ commands:
   verify [--root PEM] [--now] FILE|DIR...   verify test vectors (shared/vectors JSON schema); one JSON line each
   inspect BASE64|FILE                       decode an attestation or assertion (base64, raw CBOR or vector JSON)
   bench [--seconds N]                       assertion and attestation verifications per second vs openssl speed
+  ca --out DIR                              create (or reuse) the TEST App Attest CA (ref_device.py layout)
+  keygen --out KEYFILE [--force]            new P-256 device key (PKCS#8 PEM, 0600)
+  attest --ca DIR --key KEYFILE --app-id ID --env development|production --challenge B64 [--ios27-ext V]
+                                            mint an attestation object (JSON: keyId, attestation, clientDataHash)
+  assert --key KEYFILE --app-id ID --counter N --challenge B64 --method M --target T [--body S|--body-file F]
+         [--bind NAME:VALUE]...            mint an assertion over client data v1 (JSON: keyId, assertion, clientData, counter)
+  assert-raw --key KEYFILE --app-id ID --counter N --client-data-b64 B64
+                                            mint an assertion over arbitrary client data
+  simulate --gateway URL --app-id ID --ca DIR [--env E] [--route R] [--requests N] [--prefix P] [--key F]
+                                            the whole client side against a running gateway (see SimulateCommand)
 """
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -22,6 +32,12 @@ switch command {
 case "verify": status = VerifyCommand.run(rest)
 case "inspect": status = InspectCommand.run(rest)
 case "bench": status = BenchCommand.run(rest)
+case "ca": status = CACommand.run(rest)
+case "keygen": status = KeygenCommand.run(rest)
+case "attest": status = AttestCommand.run(rest)
+case "assert": status = AssertCommand.run(rest)
+case "assert-raw": status = AssertCommand.runRaw(rest)
+case "simulate": status = SimulateCommand.run(rest)
 case "-h", "--help", "help":
     print(usage)
     status = 0
