@@ -1,0 +1,86 @@
+import Foundation
+import XCTest
+
+/// Assertion enforcement end to end with a real redis-server (AOF on), the Python upstream, curl and
+/// python3 raw sockets as clients and ../shared/tools/ref_device.py as the device.
+final class EnforcementRedisTests: E2ETestCase {
+    override class var storeKind: E2EEnvironment.StoreKind { .redis }
+
+    func testValidRequestIsForwardedByteIdenticalWithVerdictHeaders() throws { try scenarioValidRequestForwarded(.ref) }
+    func testReplayedAssertionIsRefusedAndChangesNothing() throws { try scenarioReplayRefused(.ref) }
+    func testSameAssertionOnTwoConnectionsAtOnceIsAcceptedOnce() throws { try scenarioConcurrentDuplicateAcceptedOnce(.ref) }
+    func testOutOfOrderCountersInsideWindowAreAcceptedOnceEach() throws { try scenarioWindowAcceptsOutOfOrder(.ref) }
+    func testLowerCounterWithoutWindowIsRefused() throws { try scenarioNoWindowRefusesLowerCounter(.ref) }
+    func testChangedBodyMethodPathOrQueryIsBadSignatureAndKeepsChallenge() throws { try scenarioChangedRequestRefused(.ref) }
+    func testExpiredChallengeIsRefusedWithFreshChallenge() throws { try scenarioExpiredChallenge(.ref) }
+    func testUsedChallengeIsRefused() throws { try scenarioUsedChallenge(.ref) }
+    func testChallengeIssuedToAnotherKeyIsRefused() throws { try scenarioChallengeOfAnotherKey(.ref) }
+    func testAttestChallengeOnAssertionIsWrongPurpose() throws { try scenarioWrongPurpose(.ref) }
+    func testWrongChallengeValueDoesNotBurnPendingOne() throws { try scenarioWrongChallengeKeepsPending(.ref) }
+    func testUnknownKeyIsKeyUnknownReattest() throws { try scenarioUnknownKey(.ref) }
+
+    /// Monitor mode forwards what enforce would refuse, telling the upstream why.
+    func testMonitorModeForwardsInvalidAndMissingWithVerdict() throws {
+        let device = try env.attestedDevice(.ref)
+        let signed = try env.signedRequest(device, target: "/v1/monitored/x", body: Array("signed".utf8), counter: 1)
+
+        let tampered = try env.send(signed, body: Array("tampered".utf8))
+        XCTAssertEqual(tampered.status, 200, "monitor forwards a failing request: \(tampered)")
+        XCTAssertEqual(tampered.echo?.values("App-Attest-Verdict"), ["invalid"])
+        XCTAssertEqual(tampered.echo?.values("App-Attest-Reason"), ["bad_signature"])
+        XCTAssertEqual(tampered.echo?.values("App-Attest-Key-Id"), [], "no keyId unless valid")
+        XCTAssertEqual(tampered.echo?.bodySHA256, sha256Hex(Array("tampered".utf8)))
+        XCTAssertEqual(try env.storedCounter(device), 0, "an invalid request commits nothing")
+
+        let bare = try env.send("POST", "/v1/monitored/y", body: Array("no evidence".utf8))
+        XCTAssertEqual(bare.status, 200, "\(bare)")
+        XCTAssertEqual(bare.echo?.values("App-Attest-Verdict"), ["missing"])
+        XCTAssertEqual(bare.echo?.values("App-Attest-Reason"), ["assertion_missing"])
+
+        let valid = try env.send(signed)
+        XCTAssertEqual(valid.status, 200)
+        XCTAssertEqual(valid.echo?.values("App-Attest-Verdict"), ["valid"])
+        XCTAssertEqual(valid.echo?.values("App-Attest-Key-Id"), [device.keyId])
+        XCTAssertEqual(valid.echo?.values("App-Attest-Counter"), ["1"])
+        XCTAssertEqual(try env.storedCounter(device), 1, "monitor commits valid assertions like enforce")
+
+        let replay = try env.send(signed)
+        XCTAssertEqual(replay.status, 200)
+        XCTAssertEqual(replay.echo?.values("App-Attest-Verdict"), ["invalid"])
+        XCTAssertEqual(replay.echo?.values("App-Attest-Reason"), ["challenge_unknown"])
+    }
+
+    /// Enforce refuses a request without evidence (and does not forward it).
+    func testMissingEvidenceIsRefusedOnEnforce() throws {
+        let before = try env.upstream.requestCount()
+        assertRefusal(try env.send("POST", "/v1/protected/x", body: Array("x".utf8)), status: 401, code: "assertion_missing",
+                      action: "refresh_challenge")
+        XCTAssertEqual(try env.upstream.requestCount(), before)
+    }
+
+    /// An evidence header sent twice is refused rather than guessed.
+    func testDuplicatedEvidenceHeaderIsRefused() throws {
+        let device = try env.attestedDevice(.ref)
+        let signed = try env.signedRequest(device, target: "/v1/protected/d", counter: 1)
+        let reply = try env.send(signed, extraHeaders: [("app-attest-challenge", signed.challenge)])
+        assertRefusal(reply, status: 400, code: "header_duplicated")
+        XCTAssertEqual(try env.send(signed).status, 200, "the refused attempt did not consume the challenge")
+    }
+}
+
+/// The same flows on the embedded memory store: the same answers are expected.
+final class EnforcementMemoryStoreTests: E2ETestCase {
+    override class var storeKind: E2EEnvironment.StoreKind { .memory }
+
+    func testValidRequestIsForwardedByteIdenticalWithVerdictHeaders() throws { try scenarioValidRequestForwarded(.ref) }
+    func testReplayedAssertionIsRefusedAndChangesNothing() throws { try scenarioReplayRefused(.ref) }
+    func testSameAssertionOnTwoConnectionsAtOnceIsAcceptedOnce() throws { try scenarioConcurrentDuplicateAcceptedOnce(.ref) }
+    func testOutOfOrderCountersInsideWindowAreAcceptedOnceEach() throws { try scenarioWindowAcceptsOutOfOrder(.ref) }
+    func testLowerCounterWithoutWindowIsRefused() throws { try scenarioNoWindowRefusesLowerCounter(.ref) }
+    func testChangedBodyMethodPathOrQueryIsBadSignatureAndKeepsChallenge() throws { try scenarioChangedRequestRefused(.ref) }
+    func testExpiredChallengeIsRefusedWithFreshChallenge() throws { try scenarioExpiredChallenge(.ref) }
+    func testChallengeIssuedToAnotherKeyIsRefused() throws { try scenarioChallengeOfAnotherKey(.ref) }
+    func testAttestChallengeOnAssertionIsWrongPurpose() throws { try scenarioWrongPurpose(.ref) }
+    func testWrongChallengeValueDoesNotBurnPendingOne() throws { try scenarioWrongChallengeKeepsPending(.ref) }
+    func testUnknownKeyIsKeyUnknownReattest() throws { try scenarioUnknownKey(.ref) }
+}
