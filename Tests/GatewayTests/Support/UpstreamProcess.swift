@@ -4,7 +4,7 @@ import XCTest
 
 /// The Python test upstream (Tests/GatewayHTTPTests/Fixtures/upstream.py) as a real child process
 /// on a free loopback port.
-final class UpstreamProcess: @unchecked Sendable {  // immutable after init; ChildProcess locks itself
+final class UpstreamProcess: @unchecked Sendable {  // `statsCalls` guarded by `statsLock`; the rest immutable after init
     let process: ChildProcess
     /// Its TCP port on 127.0.0.1.
     let port: UInt16
@@ -28,13 +28,19 @@ final class UpstreamProcess: @unchecked Sendable {  // immutable after init; Chi
         port = found
     }
 
-    /// Requests the upstream has answered so far, not counting this question itself.
+    /// Requests the upstream has received so far, not counting the `/__stats` questions themselves
+    /// (upstream.py counts those too).
     func requestCount() throws -> Int {
+        statsLock.lock(); defer { statsLock.unlock() }
+        statsCalls += 1
         let reply = try Curl.get("http://127.0.0.1:\(port)/__stats")
         let json = try JSONSerialization.jsonObject(with: Data(reply.text.utf8)) as? [String: Int]
         guard let requests = json?["requests"] else { throw ChildProcessError.notReady("upstream stats: \(reply.text)") }
-        return requests - 1
+        return requests - statsCalls
     }
+
+    private let statsLock = NSLock()
+    private var statsCalls = 0  // guarded by `statsLock`
 
     func stop() { process.stop(signal: SIGKILL, grace: 1) }
 
