@@ -91,11 +91,12 @@ event("started", [
 signal(SIGTERM, SIG_IGN)
 signal(SIGINT, SIG_IGN)
 signal(SIGPIPE, SIG_IGN)
-let signalQueue = DispatchQueue(label: "attest-gateway.signals")
-nonisolated(unsafe) var draining = false  // only touched on signalQueue
+// The handlers run on the main queue: in top-level code they are main-actor isolated, and Swift 6
+// checks that at run time (a handler on another queue traps with SIGILL on the first signal).
+nonisolated(unsafe) var draining = false  // only touched on the main queue
 var sources: [DispatchSourceSignal] = []
 for sig in [SIGTERM, SIGINT] {
-    let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
+    let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
     source.setEventHandler {
         if draining {
             event("stopped", [("reason", "second signal")])
