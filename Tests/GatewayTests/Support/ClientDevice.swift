@@ -32,6 +32,8 @@ final class RefDevice: ClientDevice {
     let keyFile: URL
     let keyId: String
     let caDirectory: URL
+    /// iOS 27 authenticatorData map (`--ios27-ext BUNDLEVERSION`) on assertions, if set.
+    var ios27BundleVersion: String?
 
     /// `ref_device.py keygen` into `directory`.
     init(directory: URL, caDirectory: URL) throws {
@@ -57,7 +59,7 @@ final class RefDevice: ClientDevice {
         defer { try? FileManager.default.removeItem(at: bodyFile) }
         let out = try RefDevice.run(["assert", "--key", keyFile.path, "--app-id", appId, "--counter", String(counter),
                                      "--challenge", challenge, "--method", method, "--target", target,
-                                     "--body-file", bodyFile.path])
+                                     "--body-file", bodyFile.path] + (ios27BundleVersion.map { ["--ios27-ext", $0] } ?? []))
         guard let object = out["assertion"] as? String else { throw ChildProcessError.notReady("assert: \(out)") }
         return object
     }
