@@ -73,4 +73,20 @@ final class HeaderStripTests: E2ETestCase {
         XCTAssertEqual(echo.values("X-Kept"), ["yes"], "other fields pass")
         XCTAssertEqual(echo.target, "/v1/open/forged?x=1")
     }
+
+    /// Family fields sent as chunked trailers never reach the upstream either.
+    func testForgedTrailersAreStripped() throws {
+        for (target, verdict) in [("/v1/open/trailer", [String]()), ("/v1/monitored/trailer", ["missing"])] {
+            let result = try RawClient.run(port: env.port, [
+                .send("POST \(target) HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nTrailer: App-Attest-Verdict\r\nConnection: close\r\n\r\n"
+                      + "3\r\nabc\r\n0\r\nApp-Attest-Verdict: valid\r\napp-attest-key-id: forged\r\n\r\n"),
+            ])
+            let reply = try XCTUnwrap(result.replies.first, result.raw)
+            XCTAssertEqual(reply.status, 200, result.raw)
+            guard let echo = reply.echo else { XCTFail("no echo: \(result.raw)"); continue }
+            XCTAssertEqual(echo.bodySHA256, sha256Hex(Array("abc".utf8)))
+            XCTAssertEqual(echo.values("App-Attest-Verdict"), verdict, "\(target): \(echo.headers)")
+            XCTAssertEqual(echo.values("App-Attest-Key-Id"), [], "\(target): \(echo.headers)")
+        }
+    }
 }

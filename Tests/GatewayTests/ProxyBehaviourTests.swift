@@ -67,4 +67,21 @@ final class ProxyBehaviourTests: E2ETestCase {
         assertRefusal(try env.send("POST", "/app-attest/v1/unknown", body: []), status: 404, code: "unknown_endpoint")
         XCTAssertEqual(try env.upstream.requestCount(), before)
     }
+
+    /// A request-target that is not in normal form is refused, never matched as one route and
+    /// forwarded as another (e.g. `/v1/open/../protected` slipping past the enforced route).
+    func testNonNormalTargetsAreRefusedNotRerouted() throws {
+        let before = try env.upstream.requestCount()
+        for target in ["/v1/open/../protected/x", "/v1/protected/../open/x", "/v1/open/./x", "//v1/protected/x",
+                       "/v1/open/%2e%2e/protected/x", "/v1/open%2F..%2Fprotected/x", "/v1/%6Fpen/x", "/v1/open/%7Euser"] {
+            let reply = try env.send("GET", target)
+            XCTAssertEqual(reply.status, 400, "\(target): \(reply)")
+            XCTAssertTrue(reply.errorCode?.hasPrefix("target_") ?? false, "\(target): \(reply)")
+        }
+        XCTAssertEqual(try env.upstream.requestCount(), before, "none of them reached the upstream")
+        // Dots in the query are not path segments.
+        let query = try env.send("GET", "/v1/open/x?a=/../protected")
+        XCTAssertEqual(query.status, 200)
+        XCTAssertEqual(query.echo?.target, "/v1/open/x?a=/../protected")
+    }
 }

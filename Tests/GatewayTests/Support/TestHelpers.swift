@@ -47,3 +47,17 @@ func assertChallengeRefusal(_ reply: HTTPReply, code: String, notBefore nowSecon
     XCTAssertGreaterThan(expiresAt ?? 0, nowSeconds, "fresh challenge expires in the future", file: file, line: line)
     return fresh
 }
+
+extension String {
+    /// Consecutive pieces of `size` characters.
+    func chunked(_ size: Int) -> [String] {
+        var out: [String] = []
+        var i = startIndex
+        while i < endIndex {
+            let j = index(i, offsetBy: size, limitedBy: endIndex) ?? endIndex
+            out.append(String(self[i..<j]))
+            i = j
+        }
+        return out
+    }
+}
