@@ -24,12 +24,12 @@ public enum AuthenticatorDataBuilder {
             throw SimulatorError.invalidKey("expected a 65-byte uncompressed P-256 point")
         }
         var out: [UInt8] = []
-        CBOREncoder.appendHead(major: 5, argument: 5, to: &out)
-        CBOREncoder.appendInteger(1, to: &out); CBOREncoder.appendInteger(2, to: &out)    // kty: EC2
-        CBOREncoder.appendInteger(3, to: &out); CBOREncoder.appendInteger(-7, to: &out)   // alg: ES256
-        CBOREncoder.appendInteger(-1, to: &out); CBOREncoder.appendInteger(1, to: &out)   // crv: P-256
-        CBOREncoder.appendInteger(-2, to: &out); CBOREncoder.appendBytes(Array(publicKeyPoint[1..<33]), to: &out)
-        CBOREncoder.appendInteger(-3, to: &out); CBOREncoder.appendBytes(Array(publicKeyPoint[33..<65]), to: &out)
+        CBORWriter.appendHead(major: 5, argument: 5, to: &out)
+        CBORWriter.appendInteger(1, to: &out); CBORWriter.appendInteger(2, to: &out)    // kty: EC2
+        CBORWriter.appendInteger(3, to: &out); CBORWriter.appendInteger(-7, to: &out)   // alg: ES256
+        CBORWriter.appendInteger(-1, to: &out); CBORWriter.appendInteger(1, to: &out)   // crv: P-256
+        CBORWriter.appendInteger(-2, to: &out); CBORWriter.appendBytes(Array(publicKeyPoint[1..<33]), to: &out)
+        CBORWriter.appendInteger(-3, to: &out); CBORWriter.appendBytes(Array(publicKeyPoint[33..<65]), to: &out)
         return out
     }
 

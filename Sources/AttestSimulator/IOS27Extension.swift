@@ -24,11 +24,11 @@ public struct IOS27Extension: Sendable, Equatable {
     /// The CBOR bytes of the map, as appended to authenticatorData.
     public var encoded: [UInt8] {
         var out: [UInt8] = []
-        CBOREncoder.appendHead(major: 5, argument: 2, to: &out)
-        CBOREncoder.appendText("apple_bundle_version_01", to: &out)
-        CBOREncoder.appendText(bundleVersion, to: &out)
-        CBOREncoder.appendText("apple_validation_category_01", to: &out)
-        CBOREncoder.appendBytes(validationCategory, to: &out)
+        CBORWriter.appendHead(major: 5, argument: 2, to: &out)
+        CBORWriter.appendText("apple_bundle_version_01", to: &out)
+        CBORWriter.appendText(bundleVersion, to: &out)
+        CBORWriter.appendText("apple_validation_category_01", to: &out)
+        CBORWriter.appendBytes(validationCategory, to: &out)
         return out
     }
 }

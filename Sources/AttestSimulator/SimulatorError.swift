@@ -16,6 +16,7 @@ public enum SimulatorError: Error, Equatable, Sendable, CustomStringConvertible 
     /// A file operation failed: `path` and the errno text.
     case fileSystem(path: String, detail: String)
 
+    /// One line of text naming the failure and its detail (for logs and command-line errors).
     public var description: String {
         switch self {
         case .incompleteCA(let directory, let missing):

@@ -113,7 +113,7 @@ public struct SoftwareDevice: Sendable {
             ])),
             CBORMapEntry(key: .text("authData"), value: .bytes(authData)),
         ])
-        return MintedAttestation(keyId: keyId, attestationObject: try CBOREncoder.encode(object), clientDataHash: clientDataHash,
+        return MintedAttestation(keyId: keyId, attestationObject: try CBORWriter.encode(object), clientDataHash: clientDataHash,
                                  authenticatorData: authData, nonce: nonce, credentialCertificate: leaf)
     }
 
@@ -143,7 +143,7 @@ public struct SoftwareDevice: Sendable {
             CBORMapEntry(key: .text("signature"), value: .bytes(signature)),
             CBORMapEntry(key: .text("authenticatorData"), value: .bytes(authData)),
         ])
-        let encoded = try CBOREncoder.encode(object)
+        let encoded = try CBORWriter.encode(object)
         counter = max(counter, used)
         return MintedAssertion(keyId: keyId, assertionObject: encoded, clientData: clientData, clientDataHash: clientDataHash,
                                authenticatorData: authData, nonce: nonce, signature: signature, counter: used)

@@ -232,14 +232,63 @@ private struct Simulation {
         return response.header("App-Attest-Error")
     }
 
-    /// A body for display: indented JSON, else UTF-8 text, else a byte count (at most 4000 characters).
+    /// A body for display: JSON re-indented (keys in the order received), else UTF-8 text, else a
+    /// byte count; at most 4000 characters.
     static func describe(_ body: [UInt8]) -> String {
-        if let object = try? JSONSerialization.jsonObject(with: Data(body)),
-           let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]) {
-            return abbreviated(String(decoding: data, as: UTF8.self), limit: 4000)
+        if (try? JSONSerialization.jsonObject(with: Data(body), options: [.fragmentsAllowed])) != nil {
+            return abbreviated(indentJSON(body), limit: 4000)
         }
         if let text = String(validating: body, as: UTF8.self) { return abbreviated(text, limit: 4000) }
         return "(\(body.count) bytes of binary data)"
+    }
+
+    /// Re-indents valid JSON text with two spaces per level and `"key": value`, keeping every token
+    /// (strings, numbers, key order) exactly as received.
+    static func indentJSON(_ json: [UInt8]) -> String {
+        var out: [UInt8] = []
+        var depth = 0
+        var inString = false, escaped = false
+        func newline() { out.append(10); out += [UInt8](repeating: 32, count: 2 * depth) }
+        var index = 0
+        while index < json.count {
+            let c = json[index]
+            index += 1
+            if inString {
+                out.append(c)
+                if escaped { escaped = false } else if c == UInt8(ascii: "\\") { escaped = true } else if c == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch c {
+            case UInt8(ascii: "\""):
+                inString = true
+                out.append(c)
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                var next = index
+                while next < json.count, [9, 10, 13, 32].contains(json[next]) { next += 1 }
+                if next < json.count, json[next] == (c == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]")) {
+                    out += [c, json[next]]  // empty container stays on one line
+                    index = next + 1
+                } else {
+                    out.append(c)
+                    depth += 1
+                    newline()
+                }
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                depth = max(0, depth - 1)
+                newline()
+                out.append(c)
+            case UInt8(ascii: ","):
+                out.append(c)
+                newline()
+            case UInt8(ascii: ":"):
+                out += [c, 32]
+            case 9, 10, 13, 32:
+                break
+            default:
+                out.append(c)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func abbreviated(_ text: String, limit: Int = 100) -> String {

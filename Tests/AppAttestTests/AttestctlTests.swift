@@ -60,4 +60,37 @@ final class AttestctlTests: XCTestCase {
         let garbage = try ChildProcess.run(try attestctl(), ["inspect", "AAAA"])
         XCTAssertNotEqual(garbage.status, 0)
     }
+
+    func testVerifyWithInjectedRootOnRefDeviceVector() throws {
+        guard let tools = SharedFixtures.toolsDirectory else { throw XCTSkip(SharedFixtures.absentMessage) }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("attestctl-root-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let tool = tools.appendingPathComponent("ref_device.py").path
+        let key = dir.appendingPathComponent("k.pem").path
+        XCTAssertEqual(try ChildProcess.run("python3", [tool, "ca", "--out", dir.path]).status, 0)
+        XCTAssertEqual(try ChildProcess.run("python3", [tool, "keygen", "--out", key]).status, 0)
+        let minted = try ChildProcess.run("python3", [tool, "attest", "--ca", dir.path, "--key", key, "--app-id", "ABCDE12345.com.example.x",
+                                                      "--env", "production", "--challenge", "AAECAw==", "--not-before", "2030-01-01T00:00:00Z"])
+        XCTAssertEqual(minted.status, 0, minted.output)
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(minted.output.utf8)) as? [String: Any])
+        let vector: [String: Any] = [
+            "kind": "attestation", "id": "ref-device-minted", "attestationObject": json["attestation"] ?? "", "keyId": json["keyId"] ?? "",
+            "teamId": "ABCDE12345", "bundleId": "com.example.x", "environment": "production", "clientDataHash": json["clientDataHash"] ?? "",
+            "validationTime": "2030-01-02T00:00:00Z",
+            "expected": ["cbor_decodes": true, "fmt": true, "chain": true, "nonce": true, "keyId": true, "rpIdHash": true,
+                         "counter_zero": true, "aaguid": true, "credentialId": true, "cose_key_matches_leaf": true],
+            "variants": [["name": "after-leaf-expiry", "override": ["validationTime": "2030-01-05T00:00:00Z"], "expected": ["chain": false]],
+                         ["name": "wrong-environment", "override": ["environment": "development"], "expected": ["aaguid": false]]],
+        ]
+        let file = dir.appendingPathComponent("vector.json")
+        try JSONSerialization.data(withJSONObject: vector).write(to: file)
+        let pinned = try ChildProcess.run(try attestctl(), ["verify", "--root", dir.appendingPathComponent("root.pem").path, file.path])
+        XCTAssertEqual(pinned.status, 0, pinned.output)
+        XCTAssertTrue(pinned.output.hasSuffix("3 passed, 0 failed\n"), pinned.output)
+        // Without the test root the chain fails, so the file does not match its expectations.
+        let apple = try ChildProcess.run(try attestctl(), ["verify", file.path])
+        XCTAssertEqual(apple.status, 1, apple.output)
+        XCTAssertTrue(apple.output.contains("\"reason\":\"chain_invalid\""), apple.output)
+    }
 }

@@ -154,4 +154,27 @@ final class RealVectorTests: XCTestCase {
         let shared = try X509Certificate(pem: String(contentsOf: dir.appendingPathComponent("apple-app-attest-root-ca.pem"), encoding: .utf8))
         XCTAssertEqual(shared.derBytes, AppleRootCertificates.appAttestRootCA.derBytes)
     }
+
+    /// One verifier (shared X509 stores) used from many threads at once gives the same answers.
+    func testConcurrentVerification() throws {
+        let vectors = try VectorFixture.all(kind: "attestation")
+        let verifier = AttestationVerifier(apps: vectors.map { AppPolicy(teamId: $0.string("teamId") ?? "", bundleId: $0.string("bundleId") ?? "", environment: .any) })
+        let inputs = try vectors.map { v in
+            (try XCTUnwrap(v.bytes("attestationObject")), try XCTUnwrap(v.bytes("keyId")), try XCTUnwrap(v.bytes("clientDataHash")),
+             try XCTUnwrap(v.string("validationTime").flatMap(CivilTime.parseISO8601)))
+        }
+        let accepted = Counter()
+        DispatchQueue.concurrentPerform(iterations: inputs.count * 4) { i in
+            let (object, keyId, hash, time) = inputs[i % inputs.count]
+            if verifier.verify(attestationObject: object, keyId: keyId, clientDataHash: hash, now: time).isAccepted { accepted.increment() }
+        }
+        XCTAssertEqual(accepted.value, inputs.count * 4)
+    }
+}
+
+final class Counter: @unchecked Sendable {  // guarded by `lock`
+    private let lock = NSLock()
+    private var count = 0
+    func increment() { lock.lock(); count += 1; lock.unlock() }
+    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
 }

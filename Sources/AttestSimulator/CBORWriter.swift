@@ -10,9 +10,10 @@ import AppAttest
 /// `x5c, receipt`; `signature, authenticatorData`; COSE `1, 3, -1, -2, -3`; iOS 27
 /// `apple_bundle_version_01, apple_validation_category_01` - and those orders are not canonical.
 ///
-/// The verifier only decodes (`AppAttest.CBORDecoder`); this encoder lives with the simulator.
-/// Thread-safe (stateless).
-public enum CBOREncoder {
+/// The verifier only decodes (`AppAttest.CBORDecoder`); this encoder lives with the simulator. Unlike
+/// `AppAttest.CBOREncoder` it refuses duplicate map keys and exposes the head/string/integer
+/// primitives the authenticatorData builder writes with. Thread-safe (stateless).
+public enum CBORWriter {
     /// Encodes `value`.
     /// - Throws: `SimulatorError.invalidArgument` when a map holds the same key twice (strict
     ///   decoders, ours included, refuse duplicate keys).
