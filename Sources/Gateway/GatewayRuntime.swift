@@ -109,7 +109,8 @@ public final class GatewayRuntime: Sendable {
                                           bodyRead: GatewayRuntime.seconds(config.timeouts.body),
                                           idle: GatewayRuntime.seconds(config.timeouts.idle))
         server = HTTPServer(configuration: HTTPServerConfiguration(
-            listeners: config.listen.map(GatewayRuntime.listenAddress), limits: limits, timeouts: timeouts),
+            listeners: config.listen.map(GatewayRuntime.listenAddress), limits: limits, timeouts: timeouts,
+            maxConnections: config.limits.maxConnections),
             group: group, handler: handler)
         adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys)
         if let admin = config.admin {
