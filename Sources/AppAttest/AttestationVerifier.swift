@@ -32,6 +32,12 @@ public struct AttestationVerifier: Sendable {
         self.apps = apps
     }
 
+    /// Verifies an attestation made over the gateway's convention: clientDataHash = SHA-256 of the
+    /// decoded challenge bytes (DESIGN.md section 1, "Attestation clientDataHash").
+    public func verify(attestationObject: [UInt8], keyId: [UInt8], challenge: [UInt8], now: Int64) -> AttestationDecision {
+        verify(attestationObject: attestationObject, keyId: keyId, clientDataHash: SHA256.hash(challenge), now: now)
+    }
+
     /// Verifies an attestation.
     /// - Parameters:
     ///   - attestationObject: the CBOR bytes from `DCAppAttestService.attestKey`.

@@ -109,7 +109,8 @@ public final class GatewayRuntime: Sendable {
                                           bodyRead: GatewayRuntime.seconds(config.timeouts.body),
                                           idle: GatewayRuntime.seconds(config.timeouts.idle))
         server = HTTPServer(configuration: HTTPServerConfiguration(
-            listeners: config.listen.map(GatewayRuntime.listenAddress), limits: limits, timeouts: timeouts),
+            listeners: config.listen.map(GatewayRuntime.listenAddress), limits: limits, timeouts: timeouts,
+            maxConnections: config.limits.maxConnections),
             group: group, handler: handler)
         adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys)
         if let admin = config.admin {
@@ -165,6 +166,27 @@ public final class GatewayRuntime: Sendable {
                 completion()
             }
             if let adminServer { adminServer.shutdown(gracePeriod: 0, completion: finish) } else { finish() }
+        }
+    }
+
+    /// Start-up checks of the store that deserve an operator's attention (not failures): a Redis whose
+    /// `maxmemory-policy` is not `noeviction` may evict key records (DESIGN.md section 4), and an
+    /// unreachable store makes every protected request answer 503 until it comes back.
+    /// - completion: warnings, possibly none (called once, on an arbitrary queue).
+    public func storeWarnings(completion: @escaping @Sendable ([String]) -> Void) {
+        guard let redis = store as? RedisStore else {
+            completion([])
+            return
+        }
+        redis.evictionPolicy { result in
+            switch result {
+            case .success("noeviction"), .success(nil):
+                completion([])
+            case .success(let policy?):
+                completion(["store: Redis maxmemory-policy is \(policy); key records must never be evicted: set maxmemory-policy noeviction"])
+            case .failure(let error):
+                completion(["store: Redis is not reachable yet (\(error)); protected routes answer 503 store_unavailable until it is"])
+            }
         }
     }
 

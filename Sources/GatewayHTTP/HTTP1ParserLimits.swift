@@ -26,4 +26,12 @@ public struct HTTP1ParserLimits: Sendable, Hashable {
         self.maxChunkLineBytes = maxChunkLineBytes
         self.maxTrailerBytes = maxTrailerBytes
     }
+
+    /// The limits with every value kept within 0...1 GiB (field offsets are stored as 32-bit integers).
+    var clamped: HTTP1ParserLimits {
+        func c(_ v: Int) -> Int { min(max(0, v), 1 << 30) }
+        return HTTP1ParserLimits(maxStartLineBytes: c(maxStartLineBytes), maxHeaderBytes: c(maxHeaderBytes),
+                                 maxHeaderCount: c(maxHeaderCount), maxChunkLineBytes: c(maxChunkLineBytes),
+                                 maxTrailerBytes: c(maxTrailerBytes))
+    }
 }

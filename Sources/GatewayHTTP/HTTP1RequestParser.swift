@@ -39,6 +39,7 @@ public struct HTTP1RequestParser: Sendable {
         /// The request is invalid; the parser stays failed.
         case error(HTTPError)
 
+        /// Equal when of the same kind with equal payloads (heads compare method, target and fields).
         public static func == (a: Event, b: Event) -> Bool {
             switch (a, b) {
             case (.needMoreData, .needMoreData): return true
@@ -84,7 +85,7 @@ public struct HTTP1RequestParser: Sendable {
 
     /// A parser at the start of a connection.
     public init(limits: HTTP1ParserLimits = HTTP1ParserLimits(), targetPolicy: HTTPTargetPolicy = HTTPTargetPolicy()) {
-        self.limits = limits
+        self.limits = limits.clamped
         self.targetPolicy = targetPolicy
     }
 

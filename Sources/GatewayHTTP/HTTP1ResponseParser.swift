@@ -65,7 +65,7 @@ public struct HTTP1ResponseParser: Sendable {
 
     /// A parser for a fresh upstream connection.
     public init(limits: HTTP1ParserLimits = HTTP1ParserLimits(maxHeaderBytes: 65536, maxHeaderCount: 200)) {
-        self.limits = limits
+        self.limits = limits.clamped
     }
 
     /// Prepares for the response to a request with `method` (HEAD responses have no body).

@@ -29,6 +29,12 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
     private var awaitingDrain = false
     private var requestsDone = 0
     private var lingerBytes = 0
+    /// Whether input may still be unread when we close (error, early answer): then close lingering.
+    private var lingerOnClose = false
+    /// True while `handler.handle` runs: an answer given synchronously is applied right after it
+    /// returns instead of taking another trip through the queue.
+    private var inHandlerCall = false
+    private var synchronousAnswer: (HTTPResponder.Answer, (any Sendable)?, UInt64)?
 
     // The request in progress.
     private var head: HTTPRequestHead?
@@ -48,7 +54,7 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
     private var responseStatus = 0
     private var responseBodyBytes = 0
 
-    private var pendingLimit: Int { context.configuration.limits.maxHeaderBytes + 65536 }
+    private var pendingLimit: Int { context.configuration.limits.clamped.maxHeaderBytes + 65536 }
 
     init(fd: Int32, loop: EventLoop, context: HTTPServerContext, info: HTTPConnectionInfo) {
         self.loop = loop
@@ -190,6 +196,7 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
             phase = .body
             if h.framing.hasBody {
                 keepAlive = false
+                lingerOnClose = true
                 sendResponse(response, error: nil)
             } else {
                 earlyResponse = response  // sent when the (empty) request completes, in order
@@ -224,25 +231,39 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
         }
         let request = HTTPRequest(head: h, body: body, trailers: trailers, connection: info)
         body = []
+        inHandlerCall = true
         context.handler.handle(request, responder: HTTPResponder(sink: self, sequence: sequence))
+        inHandlerCall = false
+        if let (answer, annotation, answeredSequence) = synchronousAnswer {
+            synchronousAnswer = nil
+            apply(answer, annotation: annotation, sequence: answeredSequence)
+        }
     }
 
     /// From `HTTPResponder`, any thread.
     func deliver(_ answer: HTTPResponder.Answer, annotation: (any Sendable)?, sequence: UInt64) {
-        loop.execute { [self] in
-            guard sequence == self.sequence, phase == .handling else { return }
-            self.annotation = annotation
-            switch answer {
-            case .response(let r): sendResponse(r, error: nil)
-            case .error(let e): sendResponse(context.handler.errorResponse(for: e, head: head), error: e)
-            case .forward(let f): startForward(f)
-            }
+        // `inHandlerCall` is only read on the loop's own queue.
+        if loop.inEventLoop && inHandlerCall {
+            synchronousAnswer = (answer, annotation, sequence)
+            return
+        }
+        loop.execute { [self] in apply(answer, annotation: annotation, sequence: sequence) }
+    }
+
+    private func apply(_ answer: HTTPResponder.Answer, annotation: (any Sendable)?, sequence: UInt64) {
+        guard sequence == self.sequence, phase == .handling else { return }
+        self.annotation = annotation
+        switch answer {
+        case .response(let r): sendResponse(r, error: nil)
+        case .error(let e): sendResponse(context.handler.errorResponse(for: e, head: head), error: e)
+        case .forward(let f): startForward(f)
         }
     }
 
     private func failRequest(_ error: HTTPError) {
         guard phase != .closed && phase != .closing && phase != .lingering else { return }
         keepAlive = false
+        lingerOnClose = true
         if responseStarted {
             abort()
             return
@@ -441,12 +462,14 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
         deadlineKind = .none
         exchange?.cancel()
         exchange = nil
+        if !pending.isEmpty { lingerOnClose = true }
         if out.isEmpty { startLinger() } else { flush() }
     }
 
-    /// Half-closes and drains input for a while so that our last response is not reset (RFC 9112 section 9.6).
+    /// Closes; when input may be unread, first half-closes and drains input for a while so that our
+    /// last response is not destroyed by a TCP reset (RFC 9112 section 9.6).
     private func startLinger() {
-        if peerClosed || context.lingerTimeout == 0 {
+        if peerClosed || context.lingerTimeout == 0 || !lingerOnClose {
             close()
             return
         }
@@ -506,7 +529,12 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
         guard deadlineKind != .none, now >= deadline else { return }
         switch deadlineKind {
         case .silentClose:
-            if phase == .idle { close() }
+            // Never cut a response still being written: the write timeout governs a slow reader.
+            if phase == .idle && out.isEmpty && pending.isEmpty {
+                close()
+            } else {
+                setDeadline(.silentClose, context.idleTimeout)
+            }
         case .header:
             if phase == .head { failRequest(.headerTimeout) }
         case .body:

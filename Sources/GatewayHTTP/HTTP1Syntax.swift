@@ -13,18 +13,8 @@ enum HTTP1Syntax {
 
     // tchar = "!" / "#" / "$" / "%" / "&" / "'" / "*" / "+" / "-" / "." / "^" / "_" / "`" / "|" / "~" / DIGIT / ALPHA
     // Bit n of lo = byte n (0..63), bit n of hi = byte 64+n (64..127).
-    private static let tcharLo: UInt64 = {
-        var m: UInt64 = 0
-        for b in Array("!#$%&'*+-.^_`|~0123456789".utf8) where b < 64 { m |= 1 << UInt64(b) }
-        return m
-    }()
-    private static let tcharHi: UInt64 = {
-        var m: UInt64 = 0
-        for b in Array("^_`|~ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz".utf8) where b >= 64 {
-            m |= 1 << UInt64(b - 64)
-        }
-        return m
-    }()
+    private static let tcharLo: UInt64 = 0x03FF_6CFA_0000_0000  // ! # $ % & ' * + - . 0-9
+    private static let tcharHi: UInt64 = 0x57FF_FFFF_C7FF_FFFE  // A-Z ^ _ ` a-z | ~
 
     /// RFC 9110 section 5.6.2 `tchar`.
     @inline(__always) static func isTchar(_ b: UInt8) -> Bool {

@@ -11,6 +11,9 @@
 ///   PATCH without a body); adds `Host` from the upstream configuration when absent;
 /// - sends it as HTTP/1.1 and relays the response (see `UpstreamPool` for failures, 502 / 504).
 ///
+/// Trailer fields of a chunked request are given to the handler (`HTTPRequest.trailers`) but never
+/// forwarded: the upstream request always carries a Content-Length body.
+///
 /// Upgrade requests (WebSocket, h2c) are not tunnelled: `Upgrade` is dropped and the request is
 /// proxied as a plain request, so the upstream answers it normally.
 public struct HTTPForward: Sendable {

@@ -8,10 +8,11 @@ public struct HTTPRequestHead: Sendable {
     /// The method token (RFC 9110 section 9).
     public var method: HTTPMethod
     /// The request-target exactly as received (origin-form: path and query), byte for byte. This is
-    /// what a signature binds (DESIGN.md section 1, "request-target").
-    public var target: [UInt8]
+    /// what a signature binds (DESIGN.md section 1, "request-target"). Read-only: it was checked
+    /// against the normal form; to send another target upstream set `HTTPForward.target`.
+    public internal(set) var target: [UInt8]
     /// Length of the path part of `target` (index of the first `?`, or `target.count`).
-    public var pathLength: Int
+    public internal(set) var pathLength: Int
     /// Protocol version of the request.
     public var version: HTTPVersion
     /// Header fields in received order and case.

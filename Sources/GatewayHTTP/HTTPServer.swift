@@ -17,6 +17,13 @@ import Synchronization
 /// round-robin; each connection lives on its loop (no thread per connection, no blocking I/O).
 /// Behaviour per request: RFC 9112 / RFC 9110 as documented on `HTTP1RequestParser`,
 /// `HTTPHandler`, `HTTPForward` and `UpstreamPool`.
+///
+/// Extension points (not implemented yet): TLS (OpenSSL) wraps the accepted descriptor between
+/// `SocketChannel` and the protocol connection and selects the protocol by ALPN; HTTP/2 (nghttp2,
+/// h2c by prior knowledge: the connection preface `PRI * HTTP/2.0` is sniffed before the HTTP/1
+/// parser sees it) becomes a second protocol connection that fills `HTTPRequestHead` from
+/// pseudo-header fields, checks `:path` with `HTTPTargetPolicy`, and answers through the same
+/// `HTTPResponder` (its `HTTPResponseSink` is a stream). The handler interface does not change.
 public final class HTTPServer: Sendable {
     /// The configuration it was created with.
     public let configuration: HTTPServerConfiguration

@@ -17,7 +17,8 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
     private var channel: SocketChannel!
     private var state: State
     private var parser: HTTP1ResponseParser
-    private var out = OutputBuffer()
+    /// The request being sent (shares the exchange's storage: no copy) and how much of it is written.
+    private var request: [UInt8] = []
     private var exchange: UpstreamExchange?
     private var exchangesServed = 0
     private var requestBytesWritten = 0
@@ -74,7 +75,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         requestComplete = false
         responseKeepAlive = false
         paused = false
-        out.append(exchange.request)
+        request = exchange.request
         if state == .idle { state = .active }
         if state == .active {
             setDeadline(.response, pool.settings.responseTimeout)
@@ -114,17 +115,25 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
     // MARK: I/O
 
     private func flush() {
-        let (result, written) = out.flush(to: channel.fd)
-        requestBytesWritten += written
-        switch result {
-        case .done:
-            requestComplete = true
-            channel.disarmWrite()
-        case .wouldBlock:
-            channel.armWrite()
-        case .failed:
-            fail(.upstreamReset)
+        while requestBytesWritten < request.count {
+            let offset = requestBytesWritten
+            let r = request.withUnsafeBytes { Socket.write(channel.fd, UnsafeRawBufferPointer(rebasing: $0[offset...])) }
+            switch r {
+            case .success(0):
+                channel.armWrite()
+                return
+            case .success(let n):
+                requestBytesWritten += n
+                // Sending a large body is progress too: the response timeout counts from the last progress.
+                if deadlineKind == .response { setDeadline(.response, pool.settings.responseTimeout) }
+            case .failure:
+                fail(.upstreamReset)
+                return
+            }
         }
+        requestComplete = true
+        request = []
+        channel.disarmWrite()
     }
 
     private func writable() {
@@ -220,7 +229,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         let ex = exchange
         exchange = nil
         exchangesServed += 1
-        let reusable = responseKeepAlive && requestComplete && !leftover && out.isEmpty && state == .active
+        let reusable = responseKeepAlive && requestComplete && !leftover && state == .active
         if reusable {
             pool.release(self)
         } else {

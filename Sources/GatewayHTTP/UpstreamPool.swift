@@ -33,6 +33,7 @@ public final class UpstreamPool: Sendable {
         /// The host could not be resolved or the Unix path is too long.
         case badAddress(String)
 
+        /// The reason, for logs.
         public var description: String {
             switch self { case .badAddress(let m): return m }
         }

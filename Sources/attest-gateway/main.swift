@@ -87,6 +87,10 @@ event("started", [
     ("pid", String(getpid())),
 ])
 
+runtime.storeWarnings { warnings in
+    for warning in warnings { event("store_warning", [("detail", warning)]) }
+}
+
 // Signals: drain on the first SIGTERM/SIGINT, exit at once on the second.
 signal(SIGTERM, SIG_IGN)
 signal(SIGINT, SIG_IGN)

@@ -19,6 +19,7 @@ commands:
                                             mint an assertion over arbitrary client data
   simulate --gateway URL --app-id ID --ca DIR [--env E] [--route R] [--requests N] [--prefix P] [--key F]
                                             the whole client side against a running gateway (see SimulateCommand)
+  demo-upstream [--listen HOST:PORT]        a small backend that echoes what reached it (quickstart)
 """
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -38,6 +39,7 @@ case "attest": status = AttestCommand.run(rest)
 case "assert": status = AssertCommand.run(rest)
 case "assert-raw": status = AssertCommand.runRaw(rest)
 case "simulate": status = SimulateCommand.run(rest)
+case "demo-upstream": status = DemoUpstreamCommand.run(rest)
 case "-h", "--help", "help":
     print(usage)
     status = 0

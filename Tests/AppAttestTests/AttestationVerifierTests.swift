@@ -29,6 +29,12 @@ final class AttestationVerifierTests: XCTestCase {
             XCTAssertEqual(decision.trace[check], true, check.rawValue)
         }
         XCTAssertEqual(decision.trace[.receiptSignature], false)
+        // The challenge convenience hashes the challenge (MintedAttestation uses SHA256("challenge")).
+        let verifier = AttestationVerifier(trust: try Self.ca.trust, apps: [AppPolicy(appId: MintedAttestation.appId, environment: .any)])
+        XCTAssertTrue(verifier.verify(attestationObject: try m.build(), keyId: m.keyId, challenge: Array("challenge".utf8),
+                                      now: MintedAttestation.validationTime).isAccepted)
+        XCTAssertEqual(verifier.verify(attestationObject: try m.build(), keyId: m.keyId, challenge: Array("other".utf8),
+                                       now: MintedAttestation.validationTime).reason, .nonceMismatch)
     }
 
     func testChainFailures() throws {

@@ -220,6 +220,51 @@ final class ProxySocketTests: XCTestCase {
         XCTAssertEqual(harness.pool.statistics.retries, 1)
     }
 
+    func testConcurrentKeepAliveClientsAcrossLoops() throws {
+        // 16 clients x 25 requests, mixed local answers, echoes, chunked and sized bodies, POSTs.
+        let client = try ChildProcess("python3", ["-c", """
+            import hashlib, http.client, json, random, threading
+            errors = []
+            def worker(n):
+                rnd = random.Random(n)
+                conn = http.client.HTTPConnection("127.0.0.1", \(harness.port), timeout=20)
+                for i in range(25):
+                    kind = rnd.choice(["size", "chunked", "echo", "local", "post"])
+                    try:
+                        if kind == "post":
+                            body = bytes(rnd.getrandbits(8) for _ in range(rnd.randint(0, 5000)))
+                            conn.request("POST", "/p/%d/%d" % (n, i), body=body)
+                            r = conn.getresponse(); data = json.loads(r.read())
+                            ok = r.status == 200 and data["bodySHA256"] == hashlib.sha256(body).hexdigest()
+                        elif kind == "local":
+                            conn.request("GET", "/local/%d/%d" % (n, i))
+                            r = conn.getresponse(); r.read()
+                            ok = r.status == 200 and r.getheader("X-Target") == "/local/%d/%d" % (n, i)
+                        elif kind == "echo":
+                            conn.request("GET", "/e/%d/%d?q=%d" % (n, i, i))
+                            r = conn.getresponse(); data = json.loads(r.read())
+                            ok = r.status == 200 and data["target"] == "/e/%d/%d?q=%d" % (n, i, i)
+                        else:
+                            size = rnd.randint(0, 300000)
+                            conn.request("GET", "/d/%d/%d?%s=%d" % (n, i, kind, size))
+                            r = conn.getresponse(); data = r.read()
+                            ok = r.status == 200 and len(data) == size and hashlib.sha256(data).hexdigest() == r.getheader("X-Content-SHA256")
+                        if not ok:
+                            errors.append("%s %d %d" % (kind, n, i))
+                    except Exception as e:
+                        errors.append("%s %d %d %r" % (kind, n, i, e))
+                        conn = http.client.HTTPConnection("127.0.0.1", \(harness.port), timeout=20)
+            threads = [threading.Thread(target=worker, args=(n,)) for n in range(16)]
+            [t.start() for t in threads]; [t.join() for t in threads]
+            print("ERRORS", len(errors), errors[:5], flush=True)
+            """])
+        XCTAssertEqual(client.wait(), 0, client.output)
+        XCTAssertTrue(client.output.contains("ERRORS 0 []"), client.output)
+        let stats = harness.pool.statistics
+        XCTAssertGreaterThan(stats.reusedExchanges, 0, "pooled connections reused under load")
+        XCTAssertEqual(harness.handler.completed.filter { $0.aborted || $0.error != nil }.count, 0)
+    }
+
     // MARK: response framing
 
     func testHeadRequestRelaysLengthWithoutBody() throws {
@@ -268,6 +313,72 @@ final class ProxySocketTests: XCTestCase {
         XCTAssertEqual((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int), 100000)
     }
 
+    func testSlowReaderGetsEverythingThroughBackpressure() throws {
+        // A client with a small receive window reading slowly: the proxy's queue passes its high
+        // watermark, so it pauses reading the upstream and resumes when the client catches up.
+        let client = try ChildProcess("python3", ["-c", """
+            import hashlib, socket, time
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+            s.connect(("127.0.0.1", \(harness.port)))
+            s.sendall(b"GET /large?size=4194304 HTTP/1.1\\r\\nHost: h\\r\\n\\r\\n")
+            data = b""
+            while b"\\r\\n\\r\\n" not in data:
+                data += s.recv(65536)
+            head, body = data.split(b"\\r\\n\\r\\n", 1)
+            while len(body) < 4194304:
+                chunk = s.recv(16384)
+                if not chunk:
+                    break
+                body += chunk
+                time.sleep(0.002)
+            sha = [l.split(b": ")[1] for l in head.split(b"\\r\\n") if l.lower().startswith(b"x-content-sha256")][0]
+            print("OK" if hashlib.sha256(body).hexdigest().encode() == sha else "MISMATCH", len(body), flush=True)
+            s.sendall(b"GET /after HTTP/1.1\\r\\nHost: h\\r\\nConnection: close\\r\\n\\r\\n")
+            rest = b""
+            while True:
+                c = s.recv(65536)
+                if not c:
+                    break
+                rest += c
+            print("AFTER" if b'"/after"' in rest else "NOAFTER", flush=True)
+            """])
+        XCTAssertEqual(client.wait(), 0, client.output)
+        XCTAssertTrue(client.output.contains("OK 4194304"), client.output)
+        XCTAssertTrue(client.output.contains("AFTER"), client.output)
+        XCTAssertEqual(harness.pool.statistics.connectionsOpened, 1, "the upstream connection went back to the pool after the paused exchange")
+    }
+
+    func testClientThatStopsReadingIsCutOffByWriteTimeout() throws {
+        let h = try ProxyHarness(timeouts: HTTPServerTimeouts(headerRead: 5, bodyRead: 5, idle: 5, write: 0.4, linger: 0.5))
+        defer { h.stop() }
+        let client = try ChildProcess("python3", ["-c", """
+            import socket, time
+            s = socket.socket()
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+            s.connect(("127.0.0.1", \(h.port)))
+            s.sendall(b"GET /large?size=33554432 HTTP/1.1\\r\\nHost: h\\r\\n\\r\\n")
+            time.sleep(2.5)
+            total = 0
+            try:
+                while True:
+                    c = s.recv(1 << 20)
+                    if not c:
+                        break
+                    total += len(c)
+            except OSError:
+                pass
+            print("TOTAL", total, flush=True)
+            """])
+        XCTAssertEqual(client.wait(), 0, client.output)
+        let total = client.output.split(separator: " ").last.flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? -1
+        XCTAssertGreaterThan(total, 0, client.output)
+        XCTAssertLessThan(total, 33554432, "the stalled client was cut off: \(client.output)")
+        let record = try XCTUnwrap(h.handler.completed.last)
+        XCTAssertTrue(record.aborted)
+        XCTAssertEqual(record.status, 200)
+    }
+
     func testChunkedUpstreamTrailersDropped() throws {
         let r = try raw([.send("GET /t?chunked=10&trailers=1 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")])
         XCTAssertEqual(r.responses().first?.body.count, 10, r.text)
@@ -290,6 +401,32 @@ final class ProxySocketTests: XCTestCase {
     }
 
     // MARK: shutdown
+
+    func testShutdownClosesIdleKeepAliveConnections() throws {
+        // A keep-alive client that stays idle (its idle timeout is 60 s here, the grace period 30 s).
+        let h = try ProxyHarness(timeouts: HTTPServerTimeouts(headerRead: 10, bodyRead: 10, idle: 60, write: 10, linger: 10))
+        defer { h.stop() }
+        let client = try ChildProcess("python3", ["-c", """
+            import socket, time
+            s = socket.create_connection(("127.0.0.1", \(h.port)))
+            s.sendall(b"GET /local/x HTTP/1.1\\r\\nHost: h\\r\\n\\r\\n")
+            data = b""
+            while b"\\r\\n\\r\\n" not in data:
+                data += s.recv(4096)
+            print("ANSWERED", flush=True)
+            s.settimeout(25)
+            rest = s.recv(4096)
+            print("CLOSED" if rest == b"" else "DATA", flush=True)
+            """])
+        let deadline = Date().addingTimeInterval(10)
+        while !client.output.contains("ANSWERED") && Date() < deadline { usleep(20_000) }
+        XCTAssertTrue(client.output.contains("ANSWERED"), client.output)
+        let done = DispatchSemaphore(value: 0)
+        h.server.shutdown(gracePeriod: 30) { done.signal() }
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "idle connections are closed at once, not after the grace period")
+        XCTAssertEqual(client.wait(), 0)
+        XCTAssertTrue(client.output.contains("CLOSED"), client.output)
+    }
 
     func testGracefulShutdownDrainsInFlightRequest() throws {
         let curl = try ChildProcess("curl", ["-s", "-D", "-", "--max-time", "10", harness.url("/inflight?delay=700")])

@@ -189,6 +189,17 @@ final class ServerSocketTests: XCTestCase {
         XCTAssertTrue(r.closed, "idle keep-alive connection should be closed by the server")
     }
 
+    func testMaxRequestsPerConnection() throws {
+        let h = try ProxyHarness(maxRequestsPerConnection: 2)
+        defer { h.stop() }
+        let r = try RawClient.run(port: h.port, [.send("GET /local/1 HTTP/1.1\r\nHost: h\r\n\r\nGET /local/2 HTTP/1.1\r\nHost: h\r\n\r\n"
+                                                      + "GET /local/3 HTTP/1.1\r\nHost: h\r\n\r\n")])
+        let responses = r.responses()
+        XCTAssertEqual(responses.count, 2, r.text)
+        XCTAssertEqual(responses.last?.header("Connection"), "close")
+        XCTAssertTrue(r.closed)
+    }
+
     // MARK: listeners
 
     func testIPv6AndUnixListeners() throws {
