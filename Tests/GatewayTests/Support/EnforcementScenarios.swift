@@ -15,7 +15,8 @@ extension E2ETestCase {
     /// the challenge consumed.
     func scenarioValidRequestForwarded(_ kind: DeviceKind) throws {
         let device = try env.attestedDevice(kind)
-        let body = randomBytes(3000) + Array("\r\n0\r\n\r\n".utf8)
+        // Close to the route's 64KiB limit, every byte value, and bytes that look like HTTP framing.
+        let body = randomBytes(60 * 1024) + Array("\r\n0\r\n\r\nGET / HTTP/1.1\r\n\r\n".utf8)
         let target = "/v1/protected/orders/42?currency=EUR&note=a%20b&empty="
         let signed = try env.signedRequest(device, method: "POST", target: target, body: body, counter: 1)
         let reply = try env.send(signed)
@@ -40,6 +41,15 @@ extension E2ETestCase {
             XCTAssertEqual(try env.redisKeyHash(device)["ctr"], "1")
             XCTAssertEqual(try env.redisKeys(device), ["aa:{\(base64URL(device.keyId))}:key"], "the challenge was consumed")
         }
+
+        // Without a body (client data carries SHA-256 of zero bytes).
+        let get = try env.signedRequest(device, method: "GET", target: "/v1/protected/orders?page=2", counter: 2)
+        let got = try env.send(get)
+        XCTAssertEqual(got.status, 200, "\(got)")
+        XCTAssertEqual(got.echo?.method, "GET")
+        XCTAssertEqual(got.echo?.bodyLength, 0)
+        XCTAssertEqual(got.echo?.values("App-Attest-Counter"), ["2"])
+        XCTAssertEqual(try env.storedCounter(device), 2)
     }
 
     /// The same request again is refused (its challenge is used) and changes nothing; a new
