@@ -109,7 +109,7 @@ final class GatewayBinaryTests: XCTestCase {
         let before = try gateway.upstream.requestCount()
         let bodyFile = gateway.work.appendingPathComponent("slow-body").path
         let client = try ChildProcess("curl", ["-s", "--max-time", "20", "-o", bodyFile, "-w", "%{http_code}",
-                                               "http://127.0.0.1:\(gateway.port)/v1/open/slow?delay=1500"])
+                                               "http://127.0.0.1:\(gateway.port)/v1/open/slow?delay=3000"])
         XCTAssertTrue(eventually { (try? gateway.upstream.requestCount()) ?? before > before },
                       "the slow request reached the upstream")
         XCTAssertTrue(client.isRunning, "still in flight when SIGTERM is sent")
@@ -117,7 +117,7 @@ final class GatewayBinaryTests: XCTestCase {
         XCTAssertEqual(client.wait(), 0)
         XCTAssertEqual(client.output, "200", "the in-flight request completed")
         let echo = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: bodyFile))) as? [String: Any]
-        XCTAssertEqual(echo?["target"] as? String, "/v1/open/slow?delay=1500")
+        XCTAssertEqual(echo?["target"] as? String, "/v1/open/slow?delay=3000")
         XCTAssertEqual(gateway.process.wait(), 0, "exit 0 after draining")
         let events = GatewayBinaryTests.jsonLines(gateway.process.output).compactMap { $0["type"] as? String }
         XCTAssertTrue(events.contains("draining"), gateway.process.output)
