@@ -20,11 +20,14 @@ final class GatewayHandler: HTTPHandler {
     let endpointsPrefix: [UInt8]
     let accessLog: AccessLog?
     let metrics: GatewayMetrics
+    /// Per-client limit of the endpoints (`endpoints.rate_limit`), if configured.
+    let endpointLimiter: ClientRateLimiter?
     /// Largest body accepted by the gateway's own endpoints (attestation objects are about 5 KiB).
     static let endpointBodyLimit = 64 * 1024
 
     init(routeTable: RouteTable, routes: [CompiledRoute], endpoints: GatewayEndpoints, enforcer: AssertionEnforcer,
-         family: HeaderFamily, endpointsPrefix: String, accessLog: AccessLog?, metrics: GatewayMetrics) {
+         family: HeaderFamily, endpointsPrefix: String, accessLog: AccessLog?, metrics: GatewayMetrics,
+         endpointLimiter: ClientRateLimiter? = nil) {
         self.routeTable = routeTable
         self.routes = routes
         self.endpoints = endpoints
@@ -33,6 +36,7 @@ final class GatewayHandler: HTTPHandler {
         self.endpointsPrefix = Array(endpointsPrefix.utf8)
         self.accessLog = accessLog
         self.metrics = metrics
+        self.endpointLimiter = endpointLimiter
     }
 
     // MARK: - HTTPHandler
@@ -41,6 +45,9 @@ final class GatewayHandler: HTTPHandler {
         switch classify(head) {
         case .challengeEndpoint, .attestEndpoint:
             guard head.method == .post else { return .respond(render(.methodNotAllowed)) }
+            if let limiter = endpointLimiter, let retryAfter = limiter.acquire(GatewayHandler.host(of: connection.remoteAddress)) {
+                return .respond(render(.rateLimited(retryAfter: retryAfter)))
+            }
             return .accept(bodyLimit: GatewayHandler.endpointBodyLimit)
         case .unknownEndpoint:
             return .respond(render(.unknownEndpoint))
