@@ -43,16 +43,14 @@ final class GatewayHandler: HTTPHandler {
 
     func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision {
         switch classify(head) {
-        case .challengeEndpoint, .attestEndpoint:
-            guard head.method == .post else { return .respond(render(.methodNotAllowed)) }
-            if let limiter = endpointLimiter, let retryAfter = limiter.acquire(GatewayHandler.host(of: connection.remoteAddress)) {
-                return .respond(render(.rateLimited(retryAfter: retryAfter)))
-            }
-            return .accept(bodyLimit: GatewayHandler.endpointBodyLimit)
+        case .challengeEndpoint:
+            return endpointHead(head, connection: connection, route: "endpoint:challenge")
+        case .attestEndpoint:
+            return endpointHead(head, connection: connection, route: "endpoint:attest")
         case .unknownEndpoint:
-            return .respond(render(.unknownEndpoint))
+            return refuse(.unknownEndpoint, route: "endpoint:unknown")
         case .noRoute:
-            return .respond(render(.noRoute))
+            return refuse(.noRoute, route: nil)
         case .route(let index):
             return .accept(bodyLimit: routes[index].config.maxBody)
         }
@@ -155,6 +153,20 @@ final class GatewayHandler: HTTPHandler {
             return String(address[..<colon])
         }
         return address
+    }
+
+    /// The gateway's endpoints take POST, within the client's rate limit.
+    private func endpointHead(_ head: HTTPRequestHead, connection: HTTPConnectionInfo, route: String) -> HTTPHeadDecision {
+        guard head.method == .post else { return refuse(.methodNotAllowed, route: route) }
+        if let limiter = endpointLimiter, let retryAfter = limiter.acquire(GatewayHandler.host(of: connection.remoteAddress)) {
+            return refuse(.rateLimited(retryAfter: retryAfter), route: route)
+        }
+        return .accept(bodyLimit: GatewayHandler.endpointBodyLimit)
+    }
+
+    /// An answer before the body is read, with its reason for the access log.
+    private func refuse(_ refusal: Refusal, route: String?) -> HTTPHeadDecision {
+        .respondAnnotated(render(refusal), annotation: RequestLogContext(route: route ?? "none", verdict: nil, reason: refusal.code))
     }
 
     private func render(_ refusal: Refusal) -> HTTPResponse {
