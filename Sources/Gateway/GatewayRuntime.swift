@@ -102,7 +102,10 @@ public final class GatewayRuntime: Sendable {
                                          family: family)
         let handler = GatewayHandler(routeTable: loaded.routeTable, routes: routes, endpoints: endpoints,
                                      enforcer: enforcer, family: family, endpointsPrefix: config.endpoints.prefix,
-                                     accessLog: accessLog, metrics: metrics)
+                                     accessLog: accessLog, metrics: metrics,
+                                     endpointLimiter: config.endpoints.rateLimit.map {
+                                         ClientRateLimiter(requestsPerSecond: $0.requestsPerSecond, burst: $0.burst, clock: clock)
+                                     })
 
         let limits = HTTP1ParserLimits(maxHeaderBytes: config.limits.maxHeaderBytes, maxHeaderCount: config.limits.maxHeaders)
         let timeouts = HTTPServerTimeouts(headerRead: GatewayRuntime.seconds(config.timeouts.header),
