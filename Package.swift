@@ -46,6 +46,6 @@ let package = Package(
         .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayRedis", "GatewayTestSupport"]),
         .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayHTTP", "GatewayTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayTestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayTestSupport"], exclude: ["Fixtures"]),
     ]
 )

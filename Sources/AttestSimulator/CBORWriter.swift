@@ -11,7 +11,7 @@ import AppAttest
 /// `apple_bundle_version_01, apple_validation_category_01` - and those orders are not canonical.
 ///
 /// The verifier only decodes (`AppAttest.CBORDecoder`); this encoder lives with the simulator. Unlike
-/// `AppAttest.CBOREncoder` it refuses duplicate map keys and exposes the head/string/integer
+/// a plain encoder it refuses duplicate map keys and exposes the head/string/integer
 /// primitives the authenticatorData builder writes with. Thread-safe (stateless).
 public enum CBORWriter {
     /// Encodes `value`.
@@ -97,5 +97,17 @@ public enum CBORWriter {
         for index in stride(from: byteCount - 1, through: 0, by: -1) {
             out.append(UInt8(truncatingIfNeeded: value >> UInt64(index * 8)))
         }
+    }
+}
+
+extension CBORValue {
+    /// A CBOR integer from a signed value.
+    public static func integer(_ value: Int64) -> CBORValue {
+        value >= 0 ? .unsigned(UInt64(value)) : .negative(UInt64(-(value + 1)))
+    }
+
+    /// A map from (key, value) pairs in order.
+    public static func map(_ pairs: [(CBORValue, CBORValue)]) -> CBORValue {
+        .map(pairs.map { CBORMapEntry(key: $0.0, value: $0.1) })
     }
 }

@@ -20,11 +20,14 @@ final class GatewayHandler: HTTPHandler {
     let endpointsPrefix: [UInt8]
     let accessLog: AccessLog?
     let metrics: GatewayMetrics
+    /// Per-client limit of the endpoints (`endpoints.rate_limit`), if configured.
+    let endpointLimiter: ClientRateLimiter?
     /// Largest body accepted by the gateway's own endpoints (attestation objects are about 5 KiB).
     static let endpointBodyLimit = 64 * 1024
 
     init(routeTable: RouteTable, routes: [CompiledRoute], endpoints: GatewayEndpoints, enforcer: AssertionEnforcer,
-         family: HeaderFamily, endpointsPrefix: String, accessLog: AccessLog?, metrics: GatewayMetrics) {
+         family: HeaderFamily, endpointsPrefix: String, accessLog: AccessLog?, metrics: GatewayMetrics,
+         endpointLimiter: ClientRateLimiter? = nil) {
         self.routeTable = routeTable
         self.routes = routes
         self.endpoints = endpoints
@@ -33,19 +36,21 @@ final class GatewayHandler: HTTPHandler {
         self.endpointsPrefix = Array(endpointsPrefix.utf8)
         self.accessLog = accessLog
         self.metrics = metrics
+        self.endpointLimiter = endpointLimiter
     }
 
     // MARK: - HTTPHandler
 
     func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision {
         switch classify(head) {
-        case .challengeEndpoint, .attestEndpoint:
-            guard head.method == .post else { return .respond(render(.methodNotAllowed)) }
-            return .accept(bodyLimit: GatewayHandler.endpointBodyLimit)
+        case .challengeEndpoint:
+            return endpointHead(head, connection: connection, route: "endpoint:challenge")
+        case .attestEndpoint:
+            return endpointHead(head, connection: connection, route: "endpoint:attest")
         case .unknownEndpoint:
-            return .respond(render(.unknownEndpoint))
+            return refuse(.unknownEndpoint, route: "endpoint:unknown")
         case .noRoute:
-            return .respond(render(.noRoute))
+            return refuse(.noRoute, route: nil)
         case .route(let index):
             return .accept(bodyLimit: routes[index].config.maxBody)
         }
@@ -148,6 +153,20 @@ final class GatewayHandler: HTTPHandler {
             return String(address[..<colon])
         }
         return address
+    }
+
+    /// The gateway's endpoints take POST, within the client's rate limit.
+    private func endpointHead(_ head: HTTPRequestHead, connection: HTTPConnectionInfo, route: String) -> HTTPHeadDecision {
+        guard head.method == .post else { return refuse(.methodNotAllowed, route: route) }
+        if let limiter = endpointLimiter, let retryAfter = limiter.acquire(GatewayHandler.host(of: connection.remoteAddress)) {
+            return refuse(.rateLimited(retryAfter: retryAfter), route: route)
+        }
+        return .accept(bodyLimit: GatewayHandler.endpointBodyLimit)
+    }
+
+    /// An answer before the body is read, with its reason for the access log.
+    private func refuse(_ refusal: Refusal, route: String?) -> HTTPHeadDecision {
+        .respondAnnotated(render(refusal), annotation: RequestLogContext(route: route ?? "none", verdict: nil, reason: refusal.code))
     }
 
     private func render(_ refusal: Refusal) -> HTTPResponse {

@@ -102,14 +102,18 @@ public final class GatewayRuntime: Sendable {
                                          family: family)
         let handler = GatewayHandler(routeTable: loaded.routeTable, routes: routes, endpoints: endpoints,
                                      enforcer: enforcer, family: family, endpointsPrefix: config.endpoints.prefix,
-                                     accessLog: accessLog, metrics: metrics)
+                                     accessLog: accessLog, metrics: metrics,
+                                     endpointLimiter: config.endpoints.rateLimit.map {
+                                         ClientRateLimiter(requestsPerSecond: $0.requestsPerSecond, burst: $0.burst, clock: clock)
+                                     })
 
         let limits = HTTP1ParserLimits(maxHeaderBytes: config.limits.maxHeaderBytes, maxHeaderCount: config.limits.maxHeaders)
         let timeouts = HTTPServerTimeouts(headerRead: GatewayRuntime.seconds(config.timeouts.header),
                                           bodyRead: GatewayRuntime.seconds(config.timeouts.body),
                                           idle: GatewayRuntime.seconds(config.timeouts.idle))
         server = HTTPServer(configuration: HTTPServerConfiguration(
-            listeners: config.listen.map(GatewayRuntime.listenAddress), limits: limits, timeouts: timeouts),
+            listeners: config.listen.map(GatewayRuntime.listenAddress), limits: limits, timeouts: timeouts,
+            maxConnections: config.limits.maxConnections),
             group: group, handler: handler)
         adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys)
         if let admin = config.admin {

@@ -9,6 +9,7 @@ enum ConfigSchema {
         case app = "apps[]"
         case trust = "trust"
         case endpoints = "endpoints"
+        case rateLimit = "endpoints.rate_limit"
         case headers = "headers"
         case evidence = "headers.evidence"
         case injected = "headers.injected"
@@ -26,7 +27,8 @@ enum ConfigSchema {
         case .store: return ["url", "command_timeout", "connect_timeout"]
         case .app: return ["app_id", "environment"]
         case .trust: return ["extra_roots"]
-        case .endpoints: return ["prefix", "challenge_ttl", "challenge_bytes"]
+        case .endpoints: return ["prefix", "challenge_ttl", "challenge_bytes", "rate_limit"]
+        case .rateLimit: return ["requests_per_second", "burst"]
         case .headers: return ["prefix", "evidence", "injected", "error"]
         case .evidence: return ["key_id", "challenge", "assertion", "client_data"]
         case .injected: return ["verdict", "reason", "key_id", "counter", "environment", "risk_metric", "validation_category", "bundle_version"]

@@ -210,8 +210,25 @@ extension ConfigValidator {
         }
         let ttl = optional(f, "challenge_ttl", default: EndpointsConfiguration.defaultChallengeTTL) { duration($0, $1, .seconds(10) ... .seconds(3600)) }
         let bytes = optional(f, "challenge_bytes", default: EndpointsConfiguration.defaultChallengeBytes) { integer($0, $1, 16...64) }
-        guard let prefix, let ttl, let bytes else { return nil }
-        return EndpointsConfiguration(prefix: prefix, challengeTTL: ttl, challengeBytes: bytes)
+        var rateLimitOK = true
+        var rateLimit: EndpointsConfiguration.RateLimit?
+        if let node = f.node("rate_limit") {
+            let p = path.key("rate_limit")
+            if let r = fields(node, p, .rateLimit, what: "a mapping with requests_per_second and burst") {
+                let rate: Int?? = r.node("requests_per_second").map { integer($0, p.key("requests_per_second"), 1...100_000) }
+                if rate == nil { missing(r, "requests_per_second") }
+                let burst: Int?? = r.node("burst").map { integer($0, p.key("burst"), 1...1_000_000) }
+                if case .some(.some(let rps)) = rate, burst.map({ $0 != nil }) ?? true {
+                    rateLimit = EndpointsConfiguration.RateLimit(requestsPerSecond: rps, burst: burst ?? nil)
+                } else {
+                    rateLimitOK = false
+                }
+            } else {
+                rateLimitOK = false
+            }
+        }
+        guard let prefix, let ttl, let bytes, rateLimitOK else { return nil }
+        return EndpointsConfiguration(prefix: prefix, challengeTTL: ttl, challengeBytes: bytes, rateLimit: rateLimit)
     }
 
     // MARK: headers

@@ -12,6 +12,23 @@ public struct EndpointsConfiguration: Sendable, Hashable {
     public var challengeTTL: Duration
     /// Random bytes per challenge (default 32, 16...64).
     public var challengeBytes: Int
+    /// Per-client rate limit of the endpoints (`rate_limit`; nil: none, the default).
+    public var rateLimit: RateLimit?
+
+    /// A token bucket per client address (`endpoints.rate_limit`): `burst` requests at once, refilled
+    /// at `requestsPerSecond`. Requests over it answer `429 rate_limited` with `Retry-After`.
+    public struct RateLimit: Sendable, Hashable {
+        /// Sustained requests per second per client address (1...100000).
+        public var requestsPerSecond: Int
+        /// Requests a client may make at once (1...1000000; default twice `requestsPerSecond`).
+        public var burst: Int
+
+        /// A limit of `requestsPerSecond` with `burst` (default twice the rate).
+        public init(requestsPerSecond: Int, burst: Int? = nil) {
+            self.requestsPerSecond = requestsPerSecond
+            self.burst = burst ?? 2 * requestsPerSecond
+        }
+    }
 
     /// Defaults.
     public static let defaultPrefix = "/app-attest/v1"
@@ -21,10 +38,12 @@ public struct EndpointsConfiguration: Sendable, Hashable {
     public static let defaultChallengeBytes = 32
 
     /// Creates the endpoints configuration; every value defaults as documented.
-    public init(prefix: String = defaultPrefix, challengeTTL: Duration = defaultChallengeTTL, challengeBytes: Int = defaultChallengeBytes) {
+    public init(prefix: String = defaultPrefix, challengeTTL: Duration = defaultChallengeTTL, challengeBytes: Int = defaultChallengeBytes,
+                rateLimit: RateLimit? = nil) {
         self.prefix = prefix
         self.challengeTTL = challengeTTL
         self.challengeBytes = challengeBytes
+        self.rateLimit = rateLimit
     }
 
     /// `{prefix}/challenge`.

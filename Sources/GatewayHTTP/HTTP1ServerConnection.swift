@@ -191,8 +191,13 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
         head = h
         let maxRequests = context.configuration.maxRequestsPerConnection
         keepAlive = h.keepAlive && !context.isDraining && (maxRequests <= 0 || requestsDone + 1 < maxRequests)
-        switch context.handler.headDecision(for: h, connection: info) {
-        case .respond(let response):
+        var decision = context.handler.headDecision(for: h, connection: info)
+        if case .respondAnnotated(let response, let note) = decision {
+            annotation = note
+            decision = .respond(response)
+        }
+        switch decision {
+        case .respond(let response), .respondAnnotated(let response, _):
             phase = .body
             if h.framing.hasBody {
                 keepAlive = false

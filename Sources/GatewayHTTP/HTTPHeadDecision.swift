@@ -9,4 +9,7 @@ public enum HTTPHeadDecision: Sendable {
     /// Answer now without reading the body (e.g. 404, 405). If the request announced a body the
     /// connection is closed after the response (its bytes are drained briefly, never parsed).
     case respond(HTTPResponse)
+    /// `respond(_:)` with an opaque value handed back in `HTTPAccessRecord.annotation` (e.g. the
+    /// route and reason for the handler's access log).
+    case respondAnnotated(HTTPResponse, annotation: any Sendable)
 }

@@ -61,6 +61,11 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
     private func acceptBatch(context: HTTPServerContext, group: EventLoopGroup, queue: DispatchQueue) {
         let isUnix = unixPath != nil
         for _ in 0..<max(1, context.configuration.acceptBatch) {
+            guard context.hasCapacity else {
+                // At maxConnections: leave new connections in the backlog until some close.
+                pauseAccepting(queue: queue, context: context)
+                return
+            }
             switch Socket.accept(fd) {
             case .success(nil):
                 return
@@ -88,6 +93,26 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
                     }
                 }
                 return
+            }
+        }
+    }
+
+    /// Suspends the accept source and re-checks capacity every 50 ms (accept queue only).
+    private func pauseAccepting(queue: DispatchQueue, context: HTTPServerContext) {
+        guard let source, !suspended else { return }
+        suspended = true
+        source.suspend()
+        resumeWhenCapacity(queue: queue, context: context)
+    }
+
+    private func resumeWhenCapacity(queue: DispatchQueue, context: HTTPServerContext) {
+        queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak self] in
+            guard let self, self.suspended, let s = self.source else { return }
+            if context.hasCapacity {
+                self.suspended = false
+                s.resume()
+            } else {
+                self.resumeWhenCapacity(queue: queue, context: context)
             }
         }
     }

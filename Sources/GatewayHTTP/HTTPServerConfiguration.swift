@@ -21,12 +21,16 @@ public struct HTTPServerConfiguration: Sendable {
     public var writeHighWatermark: Int
     /// Permission bits for Unix socket listeners, e.g. `0o660` (nil = leave the umask default).
     public var unixSocketPermissions: UInt16?
+    /// Most downstream connections open at once across all listeners (0 = unlimited). At the limit
+    /// the listeners stop accepting (new connections wait in the kernel's accept backlog, as with
+    /// HAProxy's `maxconn`) and resume once connections close.
+    public var maxConnections: Int
 
     /// A configuration with defaults suitable for a public-facing reverse proxy.
     public init(listeners: [HTTPListenAddress], backlog: Int = 4096, acceptBatch: Int = 64,
                 limits: HTTP1ParserLimits = HTTP1ParserLimits(), targetPolicy: HTTPTargetPolicy = HTTPTargetPolicy(),
                 timeouts: HTTPServerTimeouts = HTTPServerTimeouts(), maxRequestsPerConnection: Int = 0,
-                writeHighWatermark: Int = 256 * 1024, unixSocketPermissions: UInt16? = nil) {
+                writeHighWatermark: Int = 256 * 1024, unixSocketPermissions: UInt16? = nil, maxConnections: Int = 0) {
         self.listeners = listeners
         self.backlog = backlog
         self.acceptBatch = acceptBatch
@@ -36,5 +40,6 @@ public struct HTTPServerConfiguration: Sendable {
         self.maxRequestsPerConnection = maxRequestsPerConnection
         self.writeHighWatermark = writeHighWatermark
         self.unixSocketPermissions = unixSocketPermissions
+        self.maxConnections = maxConnections
     }
 }

@@ -41,6 +41,12 @@ final class HTTPServerContext: Sendable {
         accounting.withLock { $0.live += 1 }
     }
 
+    /// Whether another connection may be accepted now (`maxConnections` not reached).
+    var hasCapacity: Bool {
+        let limit = configuration.maxConnections
+        return limit <= 0 || accounting.withLock { $0.live } < limit
+    }
+
     func connectionClosed() {
         let completions: [@Sendable () -> Void] = accounting.withLock { a in
             a.live -= 1

@@ -22,9 +22,14 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
     exit(code)
 }
 
-/// One JSON line on standard error (lifecycle events, not access lines).
-func event(_ name: String, _ fields: [(String, String)] = []) {
-    var line = "{\"type\":\"\(name)\""
+/// Least severe lifecycle event written (`log.level`); set once the configuration is loaded.
+nonisolated(unsafe) var minimumLevel = LogConfiguration.Level.info  // written once before any concurrent use
+
+/// One JSON line on standard error (lifecycle events, not access lines), when `level` is at least
+/// `log.level`.
+func event(_ name: String, level: LogConfiguration.Level = .info, _ fields: [(String, String)] = []) {
+    guard level >= minimumLevel else { return }
+    var line = "{\"type\":\"\(name)\",\"level\":\"\(level.rawValue)\""
     for (key, value) in fields {
         let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
         line += ",\"\(key)\":\"\(escaped)\""
@@ -67,7 +72,8 @@ do {
     FileHandle.standardError.write(Data(report.standardError.utf8))
     fail("attest-gateway: \(path) does not load; nothing started", code: 1)
 }
-for warning in loaded.warnings { event("config_warning", [("detail", warning.description)]) }
+minimumLevel = loaded.configuration.log.level
+for warning in loaded.warnings { event("config_warning", level: .warning, [("detail", warning.description)]) }
 
 let runtime: GatewayRuntime
 let listeners: GatewayRuntime.Listeners
@@ -88,18 +94,19 @@ event("started", [
 ])
 
 runtime.storeWarnings { warnings in
-    for warning in warnings { event("store_warning", [("detail", warning)]) }
+    for warning in warnings { event("store_warning", level: .warning, [("detail", warning)]) }
 }
 
 // Signals: drain on the first SIGTERM/SIGINT, exit at once on the second.
 signal(SIGTERM, SIG_IGN)
 signal(SIGINT, SIG_IGN)
 signal(SIGPIPE, SIG_IGN)
-let signalQueue = DispatchQueue(label: "attest-gateway.signals")
-nonisolated(unsafe) var draining = false  // only touched on signalQueue
+// The handlers run on the main queue: in top-level code they are main-actor isolated, and Swift 6
+// checks that at run time (a handler on another queue traps with SIGILL on the first signal).
+nonisolated(unsafe) var draining = false  // only touched on the main queue
 var sources: [DispatchSourceSignal] = []
 for sig in [SIGTERM, SIGINT] {
-    let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
+    let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
     source.setEventHandler {
         if draining {
             event("stopped", [("reason", "second signal")])

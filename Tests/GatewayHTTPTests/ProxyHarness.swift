@@ -54,7 +54,8 @@ final class ProxyHarness {
     static let testTimeouts = HTTPServerTimeouts(headerRead: 0.3, bodyRead: 0.3, idle: 2, write: 5, linger: 0.5)
 
     init(timeouts: HTTPServerTimeouts = ProxyHarness.testTimeouts, limits: HTTP1ParserLimits = HTTP1ParserLimits(),
-         withUnixUpstream: Bool = false, extraListeners: [HTTPListenAddress] = [], maxRequestsPerConnection: Int = 0) throws {
+         withUnixUpstream: Bool = false, extraListeners: [HTTPListenAddress] = [], maxRequestsPerConnection: Int = 0,
+         maxConnections: Int = 0) throws {
         tempDir = FileManager.default.temporaryDirectory.appendingPathComponent("gwhttp-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: tempDir, withIntermediateDirectories: true)
         group = EventLoopGroup(loopCount: 2, timerResolution: 0.02)
@@ -82,7 +83,8 @@ final class ProxyHarness {
                                    blackholeUpstream: blackholePool)
         let configuration = HTTPServerConfiguration(listeners: [.tcp(host: "127.0.0.1", port: 0)] + extraListeners,
                                                     limits: limits, timeouts: timeouts,
-                                                    maxRequestsPerConnection: maxRequestsPerConnection)
+                                                    maxRequestsPerConnection: maxRequestsPerConnection,
+                                                    maxConnections: maxConnections)
         server = HTTPServer(configuration: configuration, group: group, handler: handler)
         let bound = try server.start()
         guard let p = bound.first?.port, p != 0 else { throw ChildProcessError.notReady("no bound port") }

@@ -1,0 +1,157 @@
+import Foundation
+import GatewayTestSupport
+import XCTest
+
+/// The built `attest-gateway` executable as a child process: its access log on standard output,
+/// `check-config`, and draining on SIGTERM.
+final class GatewayBinaryTests: XCTestCase {
+    /// A running `attest-gateway --config FILE` with the standard configuration (memory store), its
+    /// upstream and the ports it announced.
+    final class RunningGateway: GatewayClient {
+        let process: ChildProcess
+        let upstream: UpstreamProcess
+        let work: URL
+        let cas: TestCAs
+        let port: UInt16
+        let adminPort: UInt16
+
+        init(access: Bool) throws {
+            cas = try TestCAs.shared()
+            work = try E2EPaths.temporaryDirectory("binary")
+            upstream = try UpstreamProcess()
+            let yaml = E2EEnvironment.yaml(store: "memory", upstreamPort: upstream.port, deadPort: FreePort.allocate(),
+                                           roots: cas.trustedRoots, access: access)
+            let config = work.appendingPathComponent("gateway.yaml")
+            try yaml.write(to: config, atomically: true, encoding: .utf8)
+            process = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path])
+            var started: [String: Any]?
+            eventually { [process] in
+                started = GatewayBinaryTests.jsonLines(process.output).first { $0["type"] as? String == "started" }
+                return started != nil || !process.isRunning
+            }
+            guard let started, let listen = started["listen"] as? String, let admin = started["admin"] as? String,
+                  let port = listen.split(separator: ":").last.flatMap({ UInt16($0) }),
+                  let adminPort = admin.split(separator: ":").last.flatMap({ UInt16($0) }) else {
+                throw ChildProcessError.notReady("attest-gateway did not start: \(process.output)")
+            }
+            self.port = port
+            self.adminPort = adminPort
+        }
+
+        /// SIGTERM, then the exit status.
+        func terminate() -> Int32 {
+            kill(process.pid, SIGTERM)
+            return process.wait()
+        }
+
+        deinit {
+            process.stop(signal: SIGKILL, grace: 1)
+            upstream.stop()
+            try? FileManager.default.removeItem(at: work)
+        }
+    }
+
+    /// The JSON objects among `text`'s lines.
+    static func jsonLines(_ text: String) -> [[String: Any]] {
+        text.split(separator: "\n").compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }
+    }
+
+    func testAccessLogHasOneJSONLinePerRequestWithoutSecrets() throws {
+        let gateway = try RunningGateway(access: true)
+        let kind: DeviceKind = E2EPaths.hasRefDevice ? .ref : .sim
+        let device = try gateway.attestedDevice(kind)                                    // 2 requests
+        let body = Array("BODY-MARKER-\(UUID().uuidString)".utf8)
+        let target = "/v1/protected/log?secret=QUERY-MARKER"
+        let signed = try gateway.signedRequest(device, target: target, body: body, counter: 1)  // 1 request
+        XCTAssertEqual(try gateway.send(signed).status, 200)                            // 1
+        XCTAssertEqual(try gateway.send(signed).status, 401)                            // 1
+        XCTAssertEqual(try gateway.send("GET", "/v1/open/x").status, 200)               // 1
+        XCTAssertEqual(try gateway.send("POST", "/v1/monitored/y", body: body).status, 200)  // 1
+        XCTAssertEqual(try gateway.send("GET", "/nowhere").status, 404)                 // 1
+        XCTAssertEqual(gateway.terminate(), 0, "exit 0 after draining")
+
+        let output = gateway.process.output
+        let lines = GatewayBinaryTests.jsonLines(output).filter { $0["type"] as? String == "access" }
+        XCTAssertEqual(lines.count, 8, "one access line per request:\n\(output)")
+        for line in lines {
+            for key in ["route", "verdict", "reason", "status", "latency_ms", "method", "path"] {
+                XCTAssertTrue(line.keys.contains(key), "\(key) in \(line)")
+            }
+            XCTAssertNotNil(line["latency_ms"] as? NSNumber, "\(line)")
+            XCTAssertNotNil(line["status"] as? NSNumber, "\(line)")
+        }
+        func line(route: String, status: Int) -> [String: Any]? {
+            lines.first { $0["route"] as? String == route && ($0["status"] as? NSNumber)?.intValue == status }
+        }
+        let valid = line(route: "protected", status: 200)
+        XCTAssertEqual(valid?["verdict"] as? String, "valid")
+        XCTAssertEqual(valid?["path"] as? String, "/v1/protected/log", "the path, never the query")
+        let replay = line(route: "protected", status: 401)
+        XCTAssertEqual(replay?["verdict"] as? String, "invalid")
+        XCTAssertEqual(replay?["reason"] as? String, "challenge_unknown")
+        XCTAssertEqual(line(route: "monitored", status: 200)?["verdict"] as? String, "missing")
+        XCTAssertEqual(line(route: "monitored", status: 200)?["reason"] as? String, "assertion_missing")
+        XCTAssertNotNil(line(route: "open", status: 200))
+        XCTAssertNotNil(lines.first { ($0["status"] as? NSNumber)?.intValue == 404 }, "the 404 is logged too")
+        XCTAssertNotNil(line(route: "endpoint:attest", status: 201))
+
+        let secrets = [signed.challenge, base64URL(signed.challenge), String(signed.assertion.prefix(40)),
+                       String(base64URL(signed.assertion).prefix(40)), "BODY-MARKER", "QUERY-MARKER"]
+        for secret in secrets {
+            XCTAssertFalse(output.contains(secret), "the log must not contain \(secret)")
+        }
+    }
+
+    func testSIGTERMDrainsAnInFlightRequestThenExitsZero() throws {
+        let gateway = try RunningGateway(access: false)
+        let before = try gateway.upstream.requestCount()
+        let bodyFile = gateway.work.appendingPathComponent("slow-body").path
+        let client = try ChildProcess("curl", ["-s", "--max-time", "20", "-o", bodyFile, "-w", "%{http_code}",
+                                               "http://127.0.0.1:\(gateway.port)/v1/open/slow?delay=3000"])
+        XCTAssertTrue(eventually { (try? gateway.upstream.requestCount()) ?? before > before },
+                      "the slow request reached the upstream")
+        XCTAssertTrue(client.isRunning, "still in flight when SIGTERM is sent")
+        kill(gateway.process.pid, SIGTERM)
+        XCTAssertEqual(client.wait(), 0)
+        XCTAssertEqual(client.output, "200", "the in-flight request completed")
+        let echo = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: bodyFile))) as? [String: Any]
+        XCTAssertEqual(echo?["target"] as? String, "/v1/open/slow?delay=3000")
+        XCTAssertEqual(gateway.process.wait(), 0, "exit 0 after draining")
+        let events = GatewayBinaryTests.jsonLines(gateway.process.output).compactMap { $0["type"] as? String }
+        XCTAssertTrue(events.contains("draining"), gateway.process.output)
+        XCTAssertEqual(events.last, "stopped", gateway.process.output)
+    }
+
+    func testCheckConfigOnABrokenFileExits1AndNamesThePath() throws {
+        let dir = try E2EPaths.temporaryDirectory("check")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("broken.yaml")
+        try """
+        listen: 127.0.0.1:8080
+        apps:
+          - app_id: ABCDE12345.com.example.app
+        upstreams:
+          legacy: http://127.0.0.1:8081
+        routes:
+          - path_prefix: /v1
+            upstream: legacy
+            max_body: 10MB
+          - path_prefix: /v2
+            upstream: nowhere
+
+        """.write(to: file, atomically: true, encoding: .utf8)
+        let result = try ChildProcess.run(try E2EPaths.gatewayBinary(), ["check-config", file.path])
+        XCTAssertEqual(result.status, 1, result.output)
+        XCTAssertTrue(result.output.contains("routes[0].max_body"), result.output)
+        XCTAssertTrue(result.output.contains("routes[1].upstream"), result.output)
+        XCTAssertTrue(result.output.contains("line 9"), "errors carry their line: \(result.output)")
+    }
+
+    func testCheckConfigOnTheShippedFileExits0() throws {
+        let file = SharedFixtures.packageRoot.appendingPathComponent("Config/gateway.yaml").path
+        let result = try ChildProcess.run(try E2EPaths.gatewayBinary(), ["check-config", file])
+        XCTAssertEqual(result.status, 0, result.output)
+    }
+}

@@ -1,0 +1,102 @@
+import AppAttest
+@testable import Gateway
+import GatewayConfig
+import GatewayHTTP
+import XCTest
+
+/// The ingress strip of the gateway's header family and the verdict headers set by replacement
+/// (DESIGN.md section 5), and the refusal body format (section 2).
+final class HeaderFamilyTests: XCTestCase {
+    func testStripRemovesEveryCopyInAnyCaseAndExtractsEvidence() throws {
+        let family = HeaderFamily(HeadersConfiguration())
+        var headers = try HTTPHeaders([
+            ("Host", "h"), ("app-attest-verdict", "valid"), ("APP-ATTEST-KEY-ID", "a2V5"), ("App-Attest-Foo", "x"),
+            ("App-Attest-Challenge", "Y2g="), ("X-Other", "keep"), ("aPp-AtTeSt-AsSeRtIoN", "YXM="), ("App-Attest-Verdict", "valid"),
+            ("App-Attestation", "not of the family: the prefix ends with the hyphen"), ("X-App-Attest-Verdict", "keep too"),
+        ])
+        let evidence = family.stripAndExtract(&headers)
+        XCTAssertEqual(headers.count, 4)
+        XCTAssertEqual(headers.values("X-Other"), ["keep"])
+        XCTAssertEqual(headers.count(of: "App-Attestation"), 1)
+        XCTAssertEqual(headers.values("X-App-Attest-Verdict"), ["keep too"])
+        XCTAssertEqual(evidence.keyId, Array("a2V5".utf8))
+        XCTAssertEqual(evidence.challenge, Array("Y2g=".utf8))
+        XCTAssertEqual(evidence.assertion, Array("YXM=".utf8))
+        XCTAssertNil(evidence.duplicated)
+    }
+
+    func testDuplicatedEvidenceIsNoticed() throws {
+        let family = HeaderFamily(HeadersConfiguration())
+        var headers = try HTTPHeaders([("App-Attest-Key-Id", "a"), ("app-attest-key-id", "b")])
+        let evidence = family.stripAndExtract(&headers)
+        XCTAssertEqual(evidence.duplicated, "App-Attest-Key-Id")
+        XCTAssertTrue(headers.isEmpty)
+    }
+
+    func testCustomPrefix() throws {
+        let config = HeadersConfiguration(prefix: "X-Attest-", evidence: .init(keyID: "X-Attest-Key", challenge: "X-Attest-Challenge",
+                                                                             assertion: "X-Attest-Assertion", clientData: "X-Attest-Client-Data"))
+        let family = HeaderFamily(config)
+        var headers = try HTTPHeaders([("x-attest-key", "k"), ("X-ATTEST-anything", "gone"), ("App-Attest-Verdict", "kept: not the family")])
+        let evidence = family.stripAndExtract(&headers)
+        XCTAssertEqual(evidence.keyId, Array("k".utf8))
+        XCTAssertEqual(headers.values("App-Attest-Verdict"), ["kept: not the family"])
+        XCTAssertEqual(headers.count, 1)
+    }
+
+    func testVerdictHeadersAreSetByReplacement() throws {
+        var headers = try HTTPHeaders([("Host", "h")])
+        var report = VerdictReport(.valid, keyId: try .init([UInt8](repeating: 0xFB, count: 32)))
+        report.counter = 7
+        report.environment = "production"
+        report.signals = AuthenticatorSignals(validationCategory: [1, 0, 0, 0], bundleVersion: "42")
+        report.apply(to: &headers, names: HeadersConfiguration().injected)
+        XCTAssertEqual(headers.values("App-Attest-Verdict"), ["valid"])
+        XCTAssertEqual(headers.values("App-Attest-Key-Id"), [Base64.encode([UInt8](repeating: 0xFB, count: 32))])
+        XCTAssertEqual(headers.values("App-Attest-Counter"), ["7"])
+        XCTAssertEqual(headers.values("App-Attest-Environment"), ["production"])
+        XCTAssertEqual(headers.values("App-Attest-Validation-Category"), ["01000000"])
+        XCTAssertEqual(headers.values("App-Attest-Bundle-Version"), ["42"])
+        XCTAssertFalse(headers.contains("App-Attest-Reason"))
+
+        var invalid = try HTTPHeaders([("Host", "h")])
+        var bad = VerdictReport(.invalid, reason: "bad_signature", keyId: try .init([UInt8](repeating: 1, count: 32)))
+        bad.counter = 3
+        bad.apply(to: &invalid, names: HeadersConfiguration().injected)
+        XCTAssertEqual(invalid.values("App-Attest-Verdict"), ["invalid"])
+        XCTAssertEqual(invalid.values("App-Attest-Reason"), ["bad_signature"])
+        XCTAssertFalse(invalid.contains("App-Attest-Key-Id"), "the key id is only sent with a valid verdict")
+        XCTAssertFalse(invalid.contains("App-Attest-Counter"))
+    }
+
+    func testRefusalRendering() throws {
+        var refusal = Refusal.store(.challengeExpired)
+        refusal.freshChallenge = ([UInt8](repeating: 0xAB, count: 32), 1_800_000_300)
+        let response = refusal.response(errorHeader: "App-Attest-Error")
+        XCTAssertEqual(response.status, 401)
+        XCTAssertEqual(response.headers.values("App-Attest-Error"), ["challenge_expired"])
+        XCTAssertEqual(response.headers.values("Content-Type"), ["application/json"])
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any])
+        XCTAssertEqual(json["error"] as? String, "challenge_expired")
+        XCTAssertEqual(json["action"] as? String, "refresh_challenge")
+        XCTAssertEqual(json["challenge"] as? String, Base64.encode([UInt8](repeating: 0xAB, count: 32)))
+        XCTAssertEqual(json["expiresAt"] as? Int, 1_800_000_300)
+        XCTAssertNotNil(json["detail"] as? String)
+
+        let outage = Refusal.storeUnavailable.response(errorHeader: "App-Attest-Error")
+        XCTAssertEqual(outage.status, 503)
+        XCTAssertEqual(outage.headers.values("Retry-After"), ["1"])
+    }
+
+    func testJSONWriterEscapes() {
+        var json = JSONWriter()
+        json.beginObject()
+        json.field("s", "a\"b\\c\nd\u{01}é")
+        json.field("n", Int64(-5))
+        json.field("d", 1.5, decimals: 3)
+        json.endObject()
+        let text = String(decoding: json.bytes, as: UTF8.self)
+        XCTAssertEqual(text, "{\"s\":\"a\\\"b\\\\c\\nd\\u0001é\",\"n\":-5,\"d\":1.500}")
+        XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(json.bytes)))
+    }
+}

@@ -1,0 +1,83 @@
+import AppAttest
+import Foundation
+@testable import Gateway
+import GatewayConfig
+import GatewayTestSupport
+import XCTest
+
+/// `endpoints.rate_limit`: the token bucket itself (moved clock) and a real gateway answering 429
+/// over a socket to curl.
+final class RateLimitTests: XCTestCase {
+    final class Clock: @unchecked Sendable {  // written by the test between calls only
+        var now: Int64 = 1_000_000
+    }
+
+    func testBucketAllowsBurstThenRefillsAtTheRate() {
+        let time = Clock()
+        let limiter = ClientRateLimiter(requestsPerSecond: 2, burst: 3, clock: GatewayClock { time.now })
+        XCTAssertNil(limiter.acquire("a"))
+        XCTAssertNil(limiter.acquire("a"))
+        XCTAssertNil(limiter.acquire("a"))
+        XCTAssertEqual(limiter.acquire("a"), 1, "burst spent: retry after about half a second, rounded up")
+        XCTAssertNil(limiter.acquire("b"), "clients are limited separately")
+        time.now += 500
+        XCTAssertNil(limiter.acquire("a"), "one token back after 1/rate seconds")
+        XCTAssertNotNil(limiter.acquire("a"))
+        time.now += 60_000
+        for _ in 0..<3 { XCTAssertNil(limiter.acquire("a")) }
+        XCTAssertNotNil(limiter.acquire("a"), "never more than the burst")
+    }
+
+    func testTableIsBounded() {
+        let time = Clock()
+        let limiter = ClientRateLimiter(requestsPerSecond: 10, burst: 1, clock: GatewayClock { time.now }, maximumClients: 100)
+        for i in 0..<100 { XCTAssertNil(limiter.acquire("client-\(i)")) }
+        time.now += 1_000
+        XCTAssertNil(limiter.acquire("newcomer"))
+        // The idle, refilled buckets were swept: an old client starts from a full bucket, as a new one would.
+        XCTAssertNil(limiter.acquire("client-1"))
+    }
+
+    func testGatewayAnswers429OverTheLimit() throws {
+        guard ChildProcess.isAvailable("curl") else { throw XCTSkip("curl is not installed (scripts/setup --tests)") }
+        let yaml = """
+        listen: 127.0.0.1:0
+        store: memory
+        apps:
+          - app_id: ABCDE12345.com.example.app
+            environment: development
+        endpoints:
+          rate_limit: {requests_per_second: 1, burst: 2}
+        upstreams:
+          app: http://127.0.0.1:9
+        routes:
+          - path_prefix: /
+            upstream: app
+            mode: off
+        log:
+          access: false
+        """
+        let frozen = Clock()
+        let runtime = try GatewayRuntime(loaded: GatewayConfiguration.parse(yaml: yaml, baseDirectory: "/tmp"),
+                                         clock: GatewayClock { frozen.now }, loopCount: 1)
+        let listeners = try runtime.start()
+        defer {
+            let done = DispatchSemaphore(value: 0)
+            runtime.shutdown { done.signal() }
+            _ = done.wait(timeout: .now() + 10)
+        }
+        let port = try XCTUnwrap(listeners.data.first?.port)
+        let body = "{\"keyId\":\"\(Base64.encode([UInt8](repeating: 9, count: 32)))\",\"purpose\":\"attest\"}"
+        func post() throws -> String {
+            try ChildProcess.run("curl", ["-s", "-i", "-X", "POST", "--data-binary", body,
+                                          "http://127.0.0.1:\(port)/app-attest/v1/challenge"]).output
+        }
+        XCTAssertTrue(try post().hasPrefix("HTTP/1.1 201"))
+        XCTAssertTrue(try post().hasPrefix("HTTP/1.1 201"))
+        let refused = try post()
+        XCTAssertTrue(refused.hasPrefix("HTTP/1.1 429"), refused)
+        XCTAssertTrue(refused.contains("Retry-After: 1"), refused)
+        XCTAssertTrue(refused.contains("App-Attest-Error: rate_limited"), refused)
+        XCTAssertTrue(refused.contains("\"action\":\"retry\""), refused)
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import GatewayTestSupport
+import XCTest
+
+/// Where the end-to-end tests find their helpers: the Python fixtures in the repository, the
+/// reference device in ../shared/tools and the built `attest-gateway` binary.
+enum E2EPaths {
+    /// Tests/GatewayHTTPTests/Fixtures/upstream.py (echoes method, target, headers, body SHA-256).
+    static var upstreamScript: String {
+        SharedFixtures.packageRoot.appendingPathComponent("Tests/GatewayHTTPTests/Fixtures/upstream.py").path
+    }
+
+    /// Tests/GatewayHTTPTests/Fixtures/rawclient.py (exact bytes out, everything back).
+    static var rawClientScript: String {
+        SharedFixtures.packageRoot.appendingPathComponent("Tests/GatewayHTTPTests/Fixtures/rawclient.py").path
+    }
+
+    /// Tests/GatewayTests/Fixtures/race.py (the same request on several connections at once).
+    static var raceScript: String {
+        SharedFixtures.packageRoot.appendingPathComponent("Tests/GatewayTests/Fixtures/race.py").path
+    }
+
+    /// ../shared/tools/ref_device.py, or XCTSkip when ../shared is absent.
+    static func refDevice() throws -> String {
+        guard let tools = SharedFixtures.toolsDirectory else { throw XCTSkip(SharedFixtures.absentMessage) }
+        let path = tools.appendingPathComponent("ref_device.py").path
+        guard FileManager.default.fileExists(atPath: path) else { throw XCTSkip(SharedFixtures.absentMessage) }
+        return path
+    }
+
+    /// Whether ../shared/tools/ref_device.py is there.
+    static var hasRefDevice: Bool { (try? refDevice()) != nil }
+
+    /// The `attest-gateway` executable built next to the test bundle (`swift build --build-tests`).
+    static func gatewayBinary() throws -> String {
+        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [dir, dir.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("attest-gateway").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        let built = SharedFixtures.packageRoot.appendingPathComponent(".build/debug/attest-gateway").path
+        guard FileManager.default.isExecutableFile(atPath: built) else {
+            throw XCTSkip("attest-gateway binary not built (run swift build --build-tests)")
+        }
+        return built
+    }
+
+    /// A fresh temporary folder.
+    static func temporaryDirectory(_ label: String) throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("attest-e2e-\(label)-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+}

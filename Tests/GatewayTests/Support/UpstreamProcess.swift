@@ -1,0 +1,48 @@
+import Foundation
+import GatewayTestSupport
+import XCTest
+
+/// The Python test upstream (Tests/GatewayHTTPTests/Fixtures/upstream.py) as a real child process
+/// on a free loopback port.
+final class UpstreamProcess: @unchecked Sendable {  // `statsCalls` guarded by `statsLock`; the rest immutable after init
+    let process: ChildProcess
+    /// Its TCP port on 127.0.0.1.
+    let port: UInt16
+
+    /// Starts it and waits for its READY line.
+    init() throws {
+        guard ChildProcess.isAvailable("python3") else { throw XCTSkip("python3 not installed") }
+        process = try ChildProcess("python3", [E2EPaths.upstreamScript, "--port", "0"])
+        let deadline = Date().addingTimeInterval(15)
+        var found: UInt16?
+        while Date() < deadline, found == nil {
+            if let line = process.output.split(separator: "\n").first(where: { $0.hasPrefix("READY ") }) {
+                found = UInt16(line.dropFirst(6))
+            } else if !process.isRunning {
+                break
+            } else {
+                usleep(20_000)
+            }
+        }
+        guard let found else { throw ChildProcessError.notReady("upstream.py: \(process.output)") }
+        port = found
+    }
+
+    /// Requests the upstream has received so far, not counting the `/__stats` questions themselves
+    /// (upstream.py counts those too).
+    func requestCount() throws -> Int {
+        statsLock.lock(); defer { statsLock.unlock() }
+        statsCalls += 1
+        let reply = try Curl.get("http://127.0.0.1:\(port)/__stats")
+        let json = try JSONSerialization.jsonObject(with: Data(reply.text.utf8)) as? [String: Int]
+        guard let requests = json?["requests"] else { throw ChildProcessError.notReady("upstream stats: \(reply.text)") }
+        return requests - statsCalls
+    }
+
+    private let statsLock = NSLock()
+    private var statsCalls = 0  // guarded by `statsLock`
+
+    func stop() { process.stop(signal: SIGKILL, grace: 1) }
+
+    deinit { stop() }
+}
