@@ -54,11 +54,14 @@ public final class GatewayRuntime: Sendable {
         }
         let anchors = extraRoots.isEmpty ? TrustAnchors.apple : try TrustAnchors.apple.adding(appAttestRoots: extraRoots)
 
-        // Store.
+        group = EventLoopGroup(loopCount: loopCount)
+
+        // Store: with Redis, one pipelined connection per event loop, on the loop's queue (no queue hop
+        // per command; completions run on the loop that asked).
         if let injectedStore {
             store = injectedStore
         } else {
-            store = try GatewayRuntime.makeStore(config.store)
+            store = try GatewayRuntime.makeStore(config.store, queues: group.loops.map(\.queue))
         }
 
         let appEntries = Dictionary(config.apps.map { ($0.appID.description, AppEntry($0)) }, uniquingKeysWith: { a, _ in a })
@@ -69,7 +72,6 @@ public final class GatewayRuntime: Sendable {
         let issuer = ChallengeIssuer(store: store, byteCount: config.endpoints.challengeBytes,
                                      ttlMillis: GatewayRuntime.millis(config.endpoints.challengeTTL), clock: clock)
 
-        group = EventLoopGroup(loopCount: loopCount)
         var poolsByName: [String: UpstreamPool] = [:]
         var pools: [UpstreamPool] = []
         for upstream in config.upstreams {
@@ -201,7 +203,7 @@ public final class GatewayRuntime: Sendable {
 
     // MARK: - Conversions
 
-    static func makeStore(_ configuration: StoreConfiguration) throws -> any AttestStore {
+    static func makeStore(_ configuration: StoreConfiguration, queues: [DispatchQueue] = []) throws -> any AttestStore {
         switch configuration.kind {
         case .memory:
             return MemoryStore()
@@ -215,6 +217,7 @@ public final class GatewayRuntime: Sendable {
                                                                password: endpoint.password, database: endpoint.database))
             redis.commandTimeout = Int(millis(configuration.commandTimeout))
             redis.connectTimeout = Int(millis(configuration.connectTimeout))
+            redis.queues = queues
             do {
                 return try RedisStore(configuration: redis)
             } catch {

@@ -18,7 +18,9 @@ typealias RedisCompletion = @Sendable (Result<RedisReply, StoreUnavailable>) -> 
 /// still does all RESP framing and parsing. No thread per request: one DispatchSourceRead, one
 /// DispatchSourceWrite (only resumed while output is pending) and one timer per connection.
 ///
-/// Completions run on `queue`.
+/// Completions run on `queue`, never synchronously inside `submit`. The queue may be shared with the
+/// callers (an event loop, see `RedisStore.Configuration.queues`): then `submit(_:onQueue: true)` from
+/// that queue skips the hop and its write is coalesced with the other commands of the same queue turn.
 final class RedisConnection: @unchecked Sendable {  // every mutable field is touched only on `queue`
     let queue: DispatchQueue
     private let endpoint: RedisURL.Endpoint
@@ -28,11 +30,13 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
     private let timer: DispatchSourceTimer
     private var armedDeadline: UInt64?
     private var readBuffer = [UInt8](repeating: 0, count: 16_384)
+    /// A flush of coalesced writes is queued on `queue`.
+    private var flushScheduled = false
 
-    init(endpoint: RedisURL.Endpoint, machine: RedisConnectionMachine<RedisCompletion>, label: String) {
+    init(endpoint: RedisURL.Endpoint, machine: RedisConnectionMachine<RedisCompletion>, queue: DispatchQueue) {
         self.endpoint = endpoint
         self.machine = machine
-        self.queue = DispatchQueue(label: label)
+        self.queue = queue
         self.timer = DispatchSource.makeTimerSource(queue: queue)
         timer.setEventHandler { [unowned self] in
             self.armedDeadline = nil
@@ -48,9 +52,39 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
     /// Starts connecting.
     func start() { queue.async { self.perform(self.machine.start(now: RedisConnection.now())) } }
 
-    /// Sends a RESP-encoded command; `completion` runs on `queue` exactly once.
-    func submit(_ bytes: [UInt8], completion: @escaping RedisCompletion) {
-        queue.async { self.perform(self.machine.submit(completion, bytes: bytes, now: RedisConnection.now())) }
+    /// Sends a RESP-encoded command; `completion` runs on `queue` exactly once, never inside this call.
+    /// - Parameter onQueue: the caller runs on `queue` (then no hop: the command is queued at once and
+    ///   written with the others of this queue turn).
+    func submit(_ bytes: [UInt8], onQueue: Bool = false, completion: @escaping RedisCompletion) {
+        guard onQueue else {
+            queue.async { self.perform(self.machine.submit(completion, bytes: bytes, now: RedisConnection.now())) }
+            return
+        }
+        let actions = machine.submit(completion, bytes: bytes, now: RedisConnection.now())
+        if actions.count == 1, case .write(let command) = actions[0] {
+            if let socket {
+                socket.enqueue(command)
+                scheduleFlush()
+            }
+            rearmTimer()
+        } else if !actions.isEmpty {
+            // Fail-fast answers: never complete on the caller's stack.
+            queue.async { self.perform(actions) }
+        } else {
+            rearmTimer()
+        }
+    }
+
+    /// Writes the commands coalesced during this queue turn once the turn is over.
+    private func scheduleFlush() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        queue.async { [self] in
+            flushScheduled = false
+            guard let socket, let failure = socket.flush() else { return }
+            closeSocket()
+            perform(machine.connectionLost(now: RedisConnection.now(), detail: failure))
+        }
     }
 
     /// Closes for good: pending commands fail as `.closed`, the socket and timer are released.

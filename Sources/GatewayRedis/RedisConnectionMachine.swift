@@ -315,3 +315,5 @@ struct SplitMix {
     /// Uniform in 0..<1.
     mutating func nextUnit() -> Double { Double(next() >> 11) / Double(UInt64(1) << 53) }
 }
+
+extension RedisConnectionMachine.Action: Sendable where Token: Sendable {}

@@ -9,7 +9,12 @@ import Synchronization
 ///   connect) and retried once as `EVAL` when Redis answers `NOSCRIPT`; a refusal changes nothing.
 /// - Connections: a small fixed pool (`connections`, default 1) of pipelined connections, commands
 ///   spread round-robin; each connection is a `RedisConnection` with its own serial queue. Completions
-///   run on that queue (fail-fast decisions included), never on the caller's thread.
+///   run on that queue (fail-fast decisions included), never synchronously inside the call.
+/// - Event-loop affinity (`Configuration.queues`): one connection per given serial queue (the
+///   gateway's event loops), running on that queue. A command submitted from one of those queues goes
+///   to that queue's connection without a queue hop, its bytes are written together with the other
+///   commands of the same queue turn (one `send` per turn), and its completion runs on that queue,
+///   where the caller already is. Commands from any other thread are spread round-robin as above.
 /// - Fail-closed: connection refused or lost, command timeout (outcome unknown), bounded queue full and
 ///   any Redis error reply (`OOM`, `READONLY`, `LOADING`, `NOAUTH`, `WRONGTYPE`...) complete with
 ///   `.failure(StoreUnavailable)`; only a script's own verdict is a `StoreRefusal`.
@@ -31,8 +36,12 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         public var reconnectMaximumDelay: Int = 2_000
         /// Commands waiting or in flight per connection at most; beyond, fail fast as `.overloaded`.
         public var maximumPendingCommands: Int = 4_096
-        /// Pipelined connections in the pool (1...64).
+        /// Pipelined connections in the pool (1...64); ignored when `queues` is not empty.
         public var connections: Int = 1
+        /// Serial queues to run the connections on, one connection per queue (1...64 queues; empty: each
+        /// connection gets its own queue). Pass the caller's event-loop queues so that commands and
+        /// completions stay on the loop that issued them.
+        public var queues: [DispatchQueue] = []
         /// Key name prefix (`aa` gives `aa:{<keyId>}:key`); printable ASCII without `{`, `}` or spaces.
         public var keyPrefix: String = "aa"
         /// How long a challenge is kept after its expiry so late use answers `challenge_expired`.
@@ -53,6 +62,9 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
 
     private let connections: [RedisConnection]
     private let next = Atomic<UInt64>(0)
+    /// Set on each queue of `Configuration.queues` to the index of the connection that runs on it.
+    private let affinity = DispatchSpecificKey<Int>()
+    private let affinityQueues: [DispatchQueue]
     private let schema: RedisKeySchema
     private let challengeGrace: Int64
 
@@ -69,6 +81,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
         guard c.maximumPendingCommands > 0 else { throw ConfigurationError.invalid("maximumPendingCommands must be > 0") }
         guard (1...64).contains(c.connections) else { throw ConfigurationError.invalid("connections must be 1...64") }
+        guard c.queues.count <= 64 else { throw ConfigurationError.invalid("queues must be 0...64") }
         guard c.challengeGrace >= 1_000 else { throw ConfigurationError.invalid("challengeGrace must be >= 1000 ms") }
         let prefix = Array(c.keyPrefix.utf8)
         guard !prefix.isEmpty, prefix.count <= 64,
@@ -102,13 +115,17 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         var seeds = SystemRandomNumberGenerator()
         let backoff = ReconnectBackoff(base: UInt64(c.reconnectBaseDelay) * 1_000_000,
                                        cap: UInt64(c.reconnectMaximumDelay) * 1_000_000)
-        connections = (0..<c.connections).map { index in
+        let count = c.queues.isEmpty ? c.connections : c.queues.count
+        connections = (0..<count).map { index in
             let machine = RedisConnectionMachine<RedisCompletion>(
                 handshake: handshake, commandTimeout: UInt64(c.commandTimeout) * 1_000_000,
                 connectTimeout: UInt64(c.connectTimeout) * 1_000_000, maximumPending: c.maximumPendingCommands,
                 backoff: backoff, seed: seeds.next())
-            return RedisConnection(endpoint: c.url.endpoint, machine: machine, label: "attest-gateway.redis.\(index)")
+            let queue = c.queues.isEmpty ? DispatchQueue(label: "attest-gateway.redis.\(index)") : c.queues[index]
+            return RedisConnection(endpoint: c.url.endpoint, machine: machine, queue: queue)
         }
+        affinityQueues = c.queues
+        for (index, queue) in c.queues.enumerated() { queue.setSpecific(key: affinity, value: index) }
         for connection in connections { connection.start() }
     }
 
@@ -119,7 +136,10 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     }
 
     /// Closes every connection; pending and later commands fail as `.closed`.
-    public func close() { for connection in connections { connection.close() } }
+    public func close() {
+        for queue in affinityQueues { queue.setSpecific(key: affinity, value: nil) }
+        for connection in connections { connection.close() }
+    }
 
     deinit { close() }
 
@@ -231,32 +251,38 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
 
     // MARK: Commands
 
-    private func connection() -> RedisConnection {
+    /// The connection of the caller's queue (then `local` is true: the caller runs on its queue), else
+    /// the next one round-robin.
+    private func connection() -> (connection: RedisConnection, local: Bool) {
+        if let index = DispatchQueue.getSpecific(key: affinity), index < connections.count {
+            return (connections[index], true)
+        }
         let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
-        return connections[Int(index % UInt64(connections.count))]
+        return (connections[Int(index % UInt64(connections.count))], false)
     }
 
     /// Sends a plain command; error replies are passed through as replies.
     private func send(_ command: RedisCommand, completion: @escaping RedisCompletion) {
-        let connection = connection()
+        let (connection, local) = connection()
         guard let bytes = command.encoded() else {
             return connection.queue.async { completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command"))) }
         }
-        connection.submit(bytes, completion: completion)
+        connection.submit(bytes, onQueue: local, completion: completion)
     }
 
     /// Runs `script` with EVALSHA; on `NOSCRIPT` resends it once as EVAL on the same connection. Error
     /// replies other than NOSCRIPT become `StoreUnavailable(.errorReply)`.
     private func runScript(_ script: RedisScript, keys: [[UInt8]], args: RedisCommand,
                            completion: @escaping RedisCompletion) {
-        let connection = connection()
+        let (connection, local) = connection()
         guard let evalsha = RedisStore.scriptCommand(script, useSHA: true, keys: keys, args: args) else {
             return connection.queue.async { completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command"))) }
         }
-        connection.submit(evalsha) { result in
+        connection.submit(evalsha, onQueue: local) { result in
             if case .success(let reply) = result, reply.errorCode == "NOSCRIPT",
                let eval = RedisStore.scriptCommand(script, useSHA: false, keys: keys, args: args) {
-                connection.submit(eval) { retried in completion(RedisStore.failErrorReplies(retried)) }
+                // Completions run on the connection's queue.
+                connection.submit(eval, onQueue: true) { retried in completion(RedisStore.failErrorReplies(retried)) }
                 return
             }
             completion(RedisStore.failErrorReplies(result))
