@@ -245,11 +245,17 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
         }
     }
 
-    /// From `HTTPResponder`, any thread.
+    /// From `HTTPResponder`, any thread. On the loop's own queue the answer is applied at once (after
+    /// `handle` returns when given inside it); from another thread it hops onto the loop.
     func deliver(_ answer: HTTPResponder.Answer, annotation: (any Sendable)?, sequence: UInt64) {
         // `inHandlerCall` is only read on the loop's own queue.
-        if loop.inEventLoop && inHandlerCall {
-            synchronousAnswer = (answer, annotation, sequence)
+        if loop.inEventLoop {
+            if inHandlerCall {
+                synchronousAnswer = (answer, annotation, sequence)
+            } else {
+                // E.g. a store completion on this loop (Redis connections run on the loops): no hop.
+                apply(answer, annotation: annotation, sequence: sequence)
+            }
             return
         }
         loop.execute { [self] in apply(answer, annotation: annotation, sequence: sequence) }
