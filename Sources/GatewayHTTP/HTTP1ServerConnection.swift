@@ -387,8 +387,9 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
         responseStarted = true
         responseStatus = h.status
         let keep = keepAlive
+        // Queued, not written: the body bytes of the same upstream read join it in one send
+        // (`upstreamReadDone` or the end of the response writes it).
         out.withBytes { HTTP1Serializer.appendProxiedHead(h, body: mode, keepAlive: keep, clientIsHTTP10: http10, into: &$0) }
-        flush()
     }
 
     func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -399,14 +400,27 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
             out.withBytes { HTTP1Serializer.appendChunkHeader(bytes.count, into: &$0) }
             out.append(bytes)
             out.append("\r\n")
-            flush()
+            if out.count >= HTTP1ServerConnection.coalesceLimit { flush() }
         case .length, .untilClose:
-            let (result, written) = out.writeOrQueue(bytes, to: channel.fd)
-            wrote(result, written)
+            if out.isEmpty && bytes.count >= HTTP1ServerConnection.coalesceLimit {
+                let (result, written) = out.writeOrQueue(bytes, to: channel.fd)  // large: no copy when possible
+                wrote(result, written)
+            } else {
+                out.append(bytes)
+                if out.count >= HTTP1ServerConnection.coalesceLimit { flush() }
+            }
         case .none:
             break
         }
         return phase == .forwarding && out.count < context.configuration.writeHighWatermark
+    }
+
+    /// Response bytes queued while relaying one upstream read are written together up to this size.
+    static let coalesceLimit = 64 * 1024
+
+    func upstreamReadDone() {
+        guard phase == .forwarding, !out.isEmpty else { return }
+        flush()
     }
 
     func upstreamEnd() {
@@ -420,6 +434,7 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
         guard phase == .forwarding else { return }
         exchange = nil
         if responseStarted {
+            flush()  // what was relayed so far (the head at least), then:
             abort()  // the head is out: closing is the only way to signal the truncation
             return
         }

@@ -167,6 +167,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
             case .bytes(let n):
                 if deadlineKind == .response { setDeadline(.response, pool.settings.responseTimeout) }
                 process(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n))
+                exchange?.receivedReadDone()
             case .endOfFile:
                 endOfFile()
             case .wouldBlock:

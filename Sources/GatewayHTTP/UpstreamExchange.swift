@@ -7,6 +7,8 @@ protocol UpstreamResponseSink: AnyObject {
     /// Decoded response body bytes (valid only during the call). Return false to pause the upstream
     /// until `UpstreamExchange.resume()`.
     func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool
+    /// Every event of one upstream read was delivered (write what was queued).
+    func upstreamReadDone()
     /// The response is complete.
     func upstreamEnd()
     /// The exchange failed (see `UpstreamPool` for the errors).
@@ -60,6 +62,11 @@ final class UpstreamExchange {  // confined to the loop of `pool`
     func receivedBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard !isFinished, let sink else { return true }
         return sink.upstreamBody(bytes)
+    }
+
+    func receivedReadDone() {
+        guard !isFinished else { return }
+        sink?.upstreamReadDone()
     }
 
     func receivedEnd() {
