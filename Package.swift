@@ -15,6 +15,8 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        // Linux epoll header (sys/epoll.h is not in Swift's Glibc module): the event loops' poller.
+        .systemLibrary(name: "CEpoll"),
 
         // The only Swift face of libcrypto.
         .target(name: "AttestCrypto", dependencies: ["COpenSSL"]),
@@ -27,7 +29,7 @@ let package = Package(
         .target(name: "GatewayStore"),
         .target(name: "GatewayRedis", dependencies: ["GatewayStore", "CHiredis"]),
         // Proxy core: event loop, HTTP/1.1, HTTP/2, TLS, upstream pool. Knows nothing of App Attest.
-        .target(name: "GatewayHTTP", dependencies: ["CNghttp2", "COpenSSL"]),
+        .target(name: "GatewayHTTP", dependencies: ["CNghttp2", "COpenSSL", "CEpoll"]),
         // YAML -> raw -> validated -> compiled route table.
         .target(name: "GatewayConfig", dependencies: ["CYAML"]),
         // Composition.

@@ -15,8 +15,9 @@ protocol EventLoopResident: AnyObject {
 
 /// A serial Dispatch queue that runs the I/O of the connections assigned to it.
 ///
-/// All state of a connection (parser, buffers, Dispatch sources, timers) is confined to its loop's
-/// queue, so none of it needs locks. Timeouts are checked by one repeating timer per loop that
+/// All state of a connection (parser, buffers, socket interest, timers) is confined to its loop's
+/// queue, so none of it needs locks. Socket readiness comes from the loop's `EventLoopPoller` (one
+/// Dispatch read source per loop). Timeouts are checked by one repeating timer per loop that
 /// visits every resident (resolution `EventLoopGroup.timerResolution`), instead of arming a Dispatch
 /// timer per request.
 public final class EventLoop: @unchecked Sendable {  // mutable state confined to `queue`
@@ -29,6 +30,8 @@ public final class EventLoop: @unchecked Sendable {  // mutable state confined t
 
     /// Receive buffer shared by every connection of this loop (the loop is serial, so one read at a time).
     let readBuffer: UnsafeMutableRawBufferPointer
+    /// Readiness of this loop's sockets (one epoll set, one Dispatch read source on this queue).
+    let poller: EventLoopPoller
     private var residents: [ObjectIdentifier: any EventLoopResident] = [:]
     private var timer: DispatchSourceTimer?
     private var cachedDateSecond = 0
@@ -40,6 +43,11 @@ public final class EventLoop: @unchecked Sendable {  // mutable state confined t
         self.groupID = groupID
         queue = DispatchQueue(label: "attest-gateway.loop.\(index)", qos: .userInitiated)
         readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: readBufferSize, alignment: 16)
+        do {
+            poller = try EventLoopPoller(queue: queue)
+        } catch {
+            fatalError("attest-gateway: cannot create the event loop's epoll set: \(error)")
+        }
         queue.setSpecific(key: key, value: ObjectIdentifier(self))
         let t = DispatchSource.makeTimerSource(queue: queue)
         let interval = DispatchTimeInterval.nanoseconds(Int(max(0.001, timerResolution) * 1e9))
@@ -51,12 +59,15 @@ public final class EventLoop: @unchecked Sendable {  // mutable state confined t
 
     deinit {
         timer?.cancel()
+        poller.cancel()
         readBuffer.deallocate()
     }
 
+    /// Stops the timer and the poller's source (the group is shutting down).
     func stopTimer() {
         timer?.cancel()
         timer = nil
+        poller.cancel()
     }
 
     /// Runs `work` on this loop's queue, asynchronously.

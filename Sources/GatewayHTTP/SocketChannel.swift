@@ -1,96 +1,111 @@
-// A non-blocking socket with its Dispatch read/write sources, confined to one event loop.
+// A non-blocking socket with its read/write interest, confined to one event loop.
 
-import Dispatch
+import CEpoll
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
 
-/// Owns one socket descriptor and its Dispatch sources; every method runs on the loop's queue.
+/// Owns one socket descriptor and its readiness interest in the loop's `EventLoopPoller`; every
+/// method runs on the loop's queue.
 ///
-/// Dispatch rules handled here once: sources start inactive; a suspended source must be resumed for
-/// its cancel handler to run; the descriptor is closed only after every source's cancel handler ran
-/// (closing earlier could let a new descriptor with the same number receive stale events).
+/// Behaves like a pair of Dispatch read/write sources on the descriptor (which is what it replaced):
+/// readability is delivered while reading is started and not paused, writability while a write is
+/// armed, both level-triggered, end of file and socket errors count as readable (and as writable
+/// while armed). The descriptor is removed from the poller before it is closed, and an event
+/// fetched earlier in the same batch for a closed channel is dropped, so a descriptor number reused
+/// by a new connection never receives a stale event.
 final class SocketChannel {
     let fd: Int32
-    private let queue: DispatchQueue
-    private var readSource: DispatchSourceRead?
-    private var writeSource: DispatchSourceWrite?
-    private var readSuspended = false
-    private var writeSuspended = false
-    private var liveSources = 0
+    private let poller: EventLoopPoller
+    private var slot: Int
+    private var reading = false
+    private var readPaused = false
+    private var writeArmed = false
+    private var registered: UInt32 = 0
     private(set) var isClosed = false
     private var onReadable: (() -> Void)?
     private var onWritable: (() -> Void)?
 
+    private static let readEvents = EPOLLIN.rawValue
+    private static let writeEvents = EPOLLOUT.rawValue
+    private static let failureEvents = EPOLLERR.rawValue | EPOLLHUP.rawValue
+
     init(fd: Int32, loop: EventLoop, onReadable: @escaping () -> Void, onWritable: @escaping () -> Void) {
         self.fd = fd
-        queue = loop.queue
+        poller = loop.poller
         self.onReadable = onReadable
         self.onWritable = onWritable
+        slot = 0
+        slot = poller.attach(self)
     }
 
-    /// Starts delivering readability (creates the read source on first use).
+    private func updateInterest() {
+        guard !isClosed else { return }
+        let interest = (reading && !readPaused ? SocketChannel.readEvents : 0) | (writeArmed ? SocketChannel.writeEvents : 0)
+        registered = poller.update(fd: fd, slot: slot, from: registered, to: interest)
+    }
+
+    /// Called by the poller with the epoll event bits.
+    func ready(_ events: UInt32) {
+        if events & (SocketChannel.readEvents | SocketChannel.failureEvents) != 0, reading, !readPaused {
+            onReadable?()
+        }
+        if !isClosed, writeArmed, events & (SocketChannel.writeEvents | SocketChannel.failureEvents) != 0 {
+            onWritable?()
+        }
+    }
+
+    /// Starts delivering readability (again after `stopReading`).
     func startReading() {
-        guard !isClosed, readSource == nil else { return }
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [unowned self] in self.onReadable?() }
-        source.setCancelHandler { [self] in self.sourceCancelled() }
-        liveSources += 1
-        readSource = source
-        source.activate()
+        guard !isClosed, !reading else { return }
+        reading = true
+        readPaused = false
+        updateInterest()
     }
 
     /// Whether readability is being delivered.
-    var isReading: Bool { readSource != nil && !readSuspended }
+    var isReading: Bool { reading && !readPaused }
 
     /// Stops delivering readability until `resumeReading()`.
     func pauseReading() {
-        guard let source = readSource, !readSuspended else { return }
-        source.suspend()
-        readSuspended = true
+        guard reading, !readPaused else { return }
+        readPaused = true
+        updateInterest()
     }
 
     /// Resumes after `pauseReading()`.
     func resumeReading() {
-        guard let source = readSource, readSuspended else { return }
-        readSuspended = false
-        source.resume()
+        guard reading, readPaused else { return }
+        readPaused = false
+        updateInterest()
     }
 
-    /// Stops reading for good (e.g. after end of file).
+    /// Stops reading (e.g. after end of file); `startReading()` starts again.
     func stopReading() {
-        guard let source = readSource else { return }
-        readSource = nil
-        source.cancel()
-        if readSuspended { readSuspended = false; source.resume() }
+        guard reading else { return }
+        reading = false
+        readPaused = false
+        updateInterest()
     }
 
-    /// Delivers writability until `disarmWrite()` (creates the write source on first use).
+    /// Delivers writability until `disarmWrite()`.
     func armWrite() {
-        guard !isClosed else { return }
-        if let source = writeSource {
-            if writeSuspended { writeSuspended = false; source.resume() }
-            return
-        }
-        let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [unowned self] in self.onWritable?() }
-        source.setCancelHandler { [self] in self.sourceCancelled() }
-        liveSources += 1
-        writeSource = source
-        source.activate()
+        guard !isClosed, !writeArmed else { return }
+        writeArmed = true
+        updateInterest()
     }
 
     /// Stops delivering writability.
     func disarmWrite() {
-        guard let source = writeSource, !writeSuspended else { return }
-        source.suspend()
-        writeSuspended = true
+        guard writeArmed else { return }
+        writeArmed = false
+        updateInterest()
     }
 
     /// Whether writability is being delivered.
-    var isWriteArmed: Bool { writeSource != nil && !writeSuspended }
+    var isWriteArmed: Bool { writeArmed }
 
     /// Half-closes: sends FIN, keeps reading.
     func shutdownWrite() {
@@ -99,27 +114,16 @@ final class SocketChannel {
         disarmWrite()
     }
 
-    /// Closes: cancels the sources, the descriptor is closed once they are gone. Idempotent.
+    /// Closes: removes the descriptor from the poller, then closes it. Idempotent.
     func close() {
         guard !isClosed else { return }
+        reading = false
+        writeArmed = false
+        registered = poller.update(fd: fd, slot: slot, from: registered, to: 0)
         isClosed = true
         onReadable = nil
         onWritable = nil
-        if let source = readSource {
-            readSource = nil
-            source.cancel()
-            if readSuspended { readSuspended = false; source.resume() }
-        }
-        if let source = writeSource {
-            writeSource = nil
-            source.cancel()
-            if writeSuspended { writeSuspended = false; source.resume() }
-        }
-        if liveSources == 0 { _ = Glibc.close(fd) }
-    }
-
-    private func sourceCancelled() {
-        liveSources -= 1
-        if liveSources == 0 && isClosed { _ = Glibc.close(fd) }
+        poller.release(slot: slot)
+        _ = Glibc.close(fd)
     }
 }

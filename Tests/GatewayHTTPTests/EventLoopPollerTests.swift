@@ -1,0 +1,157 @@
+import Dispatch
+import Foundation
+@testable import GatewayHTTP
+import XCTest
+
+/// `SocketChannel` on the loop's `EventLoopPoller`, over real socket pairs: level-triggered delivery,
+/// pause / resume / stop, writability only while armed, end of file as readable, no delivery to a
+/// channel closed earlier in the same batch, and a hung-up socket with no interest does not spin.
+final class EventLoopPollerTests: XCTestCase {
+    private var group: EventLoopGroup!
+    private var loop: EventLoop { group.loops[0] }
+
+    override func setUp() {
+        super.setUp()
+        group = EventLoopGroup(loopCount: 1, timerResolution: 0.02)
+    }
+
+    override func tearDown() {
+        group.shutdown()
+        group = nil
+        super.tearDown()
+    }
+
+    private func socketPair() throws -> (Int32, Int32) {
+        var fds: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &fds) == 0 else {
+            throw Socket.Failure(call: "socketpair", errno: errno)
+        }
+        return (fds[0], fds[1])
+    }
+
+    /// Runs `body` on the loop and waits for it.
+    private func onLoop<T>(_ body: @escaping () -> T) -> T {
+        nonisolated(unsafe) var result: T?
+        nonisolated(unsafe) let work = body
+        loop.queue.sync { result = work() }
+        return result!
+    }
+
+    /// Counts events per channel (touched only on the loop).
+    private final class Counter: @unchecked Sendable {  // confined to the loop's queue
+        var readable = 0
+        var writable = 0
+    }
+
+    private func settle() { Thread.sleep(forTimeInterval: 0.15) }
+
+    func testLevelTriggeredPauseResumeAndStop() throws {
+        let (a, b) = try socketPair()
+        defer { close(b) }
+        let counter = Counter()
+        nonisolated(unsafe) var channel: SocketChannel?
+        onLoop {
+            channel = SocketChannel(fd: a, loop: self.loop, onReadable: { counter.readable += 1 }, onWritable: {})
+            channel?.startReading()
+        }
+        _ = write(b, "x", 1)
+        settle()
+        // Nothing is read: level-triggered, so it is reported again and again.
+        let first = onLoop { counter.readable }
+        XCTAssertGreaterThan(first, 1, "unread data is reported again (level-triggered)")
+
+        onLoop { channel?.pauseReading() }
+        settle()
+        let paused = onLoop { counter.readable }
+        settle()
+        XCTAssertEqual(onLoop { counter.readable }, paused, "a paused channel gets no readability")
+
+        onLoop { channel?.resumeReading() }
+        settle()
+        XCTAssertGreaterThan(onLoop { counter.readable }, paused, "resumed: delivered again")
+
+        onLoop { channel?.stopReading() }
+        settle()
+        let stopped = onLoop { counter.readable }
+        settle()
+        XCTAssertEqual(onLoop { counter.readable }, stopped, "stopped: nothing more")
+        onLoop { channel?.close() }
+    }
+
+    func testWritabilityOnlyWhileArmedAndEndOfFileIsReadable() throws {
+        let (a, b) = try socketPair()
+        let counter = Counter()
+        nonisolated(unsafe) var channel: SocketChannel?
+        onLoop {
+            channel = SocketChannel(fd: a, loop: self.loop, onReadable: {
+                var byte: UInt8 = 0
+                if read(a, &byte, 1) == 0 { counter.readable += 1; channel?.stopReading() }
+            }, onWritable: {
+                counter.writable += 1
+                channel?.disarmWrite()
+            })
+            channel?.startReading()
+        }
+        settle()
+        XCTAssertEqual(onLoop { counter.writable }, 0, "writable is not delivered unless armed")
+        onLoop { channel?.armWrite() }
+        settle()
+        XCTAssertEqual(onLoop { counter.writable }, 1, "armed: delivered once, then disarmed")
+        close(b)
+        settle()
+        XCTAssertEqual(onLoop { counter.readable }, 1, "end of file is delivered as readable")
+        onLoop { channel?.close() }
+    }
+
+    func testChannelClosedEarlierInTheSameBatchGetsNothing() throws {
+        let (a1, b1) = try socketPair()
+        let (a2, b2) = try socketPair()
+        defer { close(b1); close(b2) }
+        let counter = Counter()
+        nonisolated(unsafe) var first: SocketChannel?
+        nonisolated(unsafe) var second: SocketChannel?
+        onLoop {
+            // Whichever is delivered first closes the other one (both are ready in the same batch).
+            first = SocketChannel(fd: a1, loop: self.loop, onReadable: {
+                counter.readable += 1
+                second?.close()
+                first?.close()
+            }, onWritable: {})
+            second = SocketChannel(fd: a2, loop: self.loop, onReadable: {
+                counter.readable += 1
+                first?.close()
+                second?.close()
+            }, onWritable: {})
+            first?.startReading()
+            second?.startReading()
+        }
+        // Make both ready while the loop is busy, so one epoll_wait returns both.
+        loop.queue.async {
+            _ = write(b1, "x", 1)
+            _ = write(b2, "y", 1)
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        settle()
+        XCTAssertEqual(onLoop { counter.readable }, 1, "the channel closed by the first handler gets no event")
+    }
+
+    func testHungUpSocketWithoutInterestDoesNotSpin() throws {
+        let (a, b) = try socketPair()
+        let counter = Counter()
+        nonisolated(unsafe) var channel: SocketChannel?
+        onLoop {
+            channel = SocketChannel(fd: a, loop: self.loop, onReadable: { counter.readable += 1 }, onWritable: {
+                counter.writable += 1
+            })
+            channel?.startReading()
+            channel?.pauseReading()
+        }
+        close(b)
+        settle()
+        XCTAssertEqual(onLoop { counter.readable + counter.writable }, 0, "no interest: no events, no spin")
+        onLoop { channel?.resumeReading() }
+        settle()
+        XCTAssertGreaterThan(onLoop { counter.readable }, 0, "interest again: the hang-up is delivered")
+        onLoop { channel?.close() }
+    }
+}
