@@ -37,14 +37,33 @@ public enum AssertionVerifier {
     public static func verify(assertionObject: [UInt8], publicKey: P256PublicKey, rpIdHash: [UInt8], clientDataHash: [UInt8],
                               previousCounter: UInt32?) -> AssertionDecision {
         var trace = VerificationTrace()
-        let value: CBORValue
-        do {
-            value = try CBORDecoder().decode(assertionObject)
-        } catch {
-            return .rejected(.cborMalformed, detail: "\(error)", trace: trace)
-        }
-        guard let signature = value["signature"]?.bytesValue, let rawAuthData = value["authenticatorData"]?.bytesValue else {
-            return .rejected(.assertionMalformed, detail: "signature or authenticatorData missing or not bytes", trace: trace)
+        let signature: [UInt8]
+        let rawAuthData: [UInt8]
+        let decoder = CBORDecoder()
+        if let entries = decoder.decodeFlatByteStringMap(assertionObject) {
+            // The usual shape, read without building CBOR values (same result as `decode`).
+            func field(_ name: StaticString) -> [UInt8]? {
+                let wanted = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+                guard let entry = entries.first(where: { assertionObject[$0.key].elementsEqual(wanted) }) else { return nil }
+                return Array(assertionObject[entry.value])
+            }
+            guard let s = field("signature"), let a = field("authenticatorData") else {
+                return .rejected(.assertionMalformed, detail: "signature or authenticatorData missing or not bytes", trace: trace)
+            }
+            signature = s
+            rawAuthData = a
+        } else {
+            let value: CBORValue
+            do {
+                value = try decoder.decode(assertionObject)
+            } catch {
+                return .rejected(.cborMalformed, detail: "\(error)", trace: trace)
+            }
+            guard let s = value["signature"]?.bytesValue, let a = value["authenticatorData"]?.bytesValue else {
+                return .rejected(.assertionMalformed, detail: "signature or authenticatorData missing or not bytes", trace: trace)
+            }
+            signature = s
+            rawAuthData = a
         }
         let authData: AuthenticatorData
         do {

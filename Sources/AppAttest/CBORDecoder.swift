@@ -53,6 +53,58 @@ public struct CBORDecoder: Sendable {
         }
     }
 
+    /// The entries of a top-level map whose keys are all ASCII text strings and whose values are all
+    /// byte strings - the shape of an App Attest assertion - as byte ranges of `bytes`, without
+    /// building `CBORValue`s (an assertion is decoded on every protected request).
+    ///
+    /// Returns nil when `bytes` has any other shape or would be refused: more than `maxEntries`
+    /// entries, a key that is not an ASCII text string, a value that is not a byte string, an
+    /// indefinite length, a duplicate key, trailing bytes, a limit exceeded. Then `decode` gives the
+    /// answer (or its error). For every input this accepts, `decode` accepts it too and returns the
+    /// same entries in the same order: lengths are read and bounded exactly as `decode` does, and
+    /// ASCII keys are equal as bytes exactly when they are equal as strings.
+    public func decodeFlatByteStringMap(_ bytes: [UInt8], maxEntries: Int = 8) -> [(key: Range<Int>, value: Range<Int>)]? {
+        guard bytes.count <= limits.maxInputLength, limits.maxDepth >= 1 else { return nil }
+        return bytes.withUnsafeBufferPointer { buffer -> [(key: Range<Int>, value: Range<Int>)]? in
+            var index = 0
+            /// Major type and argument of the head at `index`, or nil (reserved, indefinite, truncated).
+            func head() -> (major: UInt8, argument: UInt64)? {
+                guard index < buffer.count else { return nil }
+                let initial = buffer[index]
+                index += 1
+                let info = initial & 0x1F
+                switch info {
+                case 0..<24: return (initial >> 5, UInt64(info))
+                case 24, 25, 26, 27:
+                    let width = 1 << Int(info - 24)
+                    guard buffer.count - index >= width else { return nil }
+                    var value: UInt64 = 0
+                    for _ in 0..<width { value = value << 8 | UInt64(buffer[index]); index += 1 }
+                    return (initial >> 5, value)
+                default: return nil
+                }
+            }
+            /// A string of `major` whose bytes must fit in what remains.
+            func string(_ major: UInt8) -> Range<Int>? {
+                guard let (m, length) = head(), m == major, length <= UInt64(buffer.count - index) else { return nil }
+                let range = index..<(index + Int(length))
+                index += Int(length)
+                return range
+            }
+            guard let (major, count) = head(), major == 5, count <= UInt64((buffer.count - index) / 2),
+                  count <= UInt64(limits.maxItems), count <= UInt64(maxEntries) else { return nil }
+            var entries: [(key: Range<Int>, value: Range<Int>)] = []
+            entries.reserveCapacity(Int(count))
+            for _ in 0..<Int(count) {
+                guard let key = string(3), buffer[key].allSatisfy({ $0 < 0x80 }) else { return nil }
+                for earlier in entries where buffer[earlier.key].elementsEqual(buffer[key]) { return nil }
+                guard let value = string(2) else { return nil }
+                entries.append((key, value))
+            }
+            return index == buffer.count ? entries : nil
+        }
+    }
+
     private struct Cursor {
         let buffer: UnsafeBufferPointer<UInt8>
         var index: Int

@@ -127,7 +127,7 @@ final class AssertionEnforcer: Sendable {
                     completion(invalid(.internalError("stored key record is unreadable"), keyId: keyId))
                     return
                 }
-                let cached = CachedKey(publicKey: publicKey, app: app.policy, environment: environment)
+                let cached = CachedKey(keyId: keyId, publicKey: publicKey, app: app.policy, environment: environment)
                 keys.put(keyId, cached)
                 proceed(cached)
             }
@@ -169,6 +169,7 @@ final class AssertionEnforcer: Sendable {
                 completion(unavailable(route: route, keyId: keyId))
             case .success(.accepted(let committed)):
                 var report = VerdictReport(.valid, keyId: keyId)
+                report.keyIdBase64 = key.keyIdBase64
                 report.counter = verified.counter
                 report.environment = committed.environment.rawValue
                 report.signals = verified.signals

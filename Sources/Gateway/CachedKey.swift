@@ -1,5 +1,6 @@
 import AppAttest
 import AttestCrypto
+import GatewayStore
 
 /// What the gateway keeps in memory about an attested key: the parsed public key and the facts fixed
 /// at attestation (App ID, environment). These never change for a keyId (keyId = SHA-256 of the
@@ -12,4 +13,14 @@ struct CachedKey: Sendable {
     let app: AppPolicy
     /// Environment from the attestation's aaguid.
     let environment: AppAttestEnvironment
+    /// The keyId in standard base64, as injected upstream with a `valid` verdict (encoded once here
+    /// rather than on every request).
+    let keyIdBase64: String
+
+    init(keyId: KeyID, publicKey: P256PublicKey, app: AppPolicy, environment: AppAttestEnvironment) {
+        self.publicKey = publicKey
+        self.app = app
+        self.environment = environment
+        keyIdBase64 = Base64.encode(keyId.bytes)
+    }
 }

@@ -157,7 +157,7 @@ final class GatewayEndpoints: Sendable {
                         refuse(withChallenge, route: route, completion)
                     }
                 case .success(.accepted):
-                    keys.put(keyId, CachedKey(publicKey: key.publicKey, app: AppPolicy(appId: key.appId,
+                    keys.put(keyId, CachedKey(keyId: keyId, publicKey: key.publicKey, app: AppPolicy(appId: key.appId,
                                               environment: apps[key.appId]?.policy.environment ?? .any),
                                               environment: key.environment))
                     var json = JSONWriter(capacity: 256)

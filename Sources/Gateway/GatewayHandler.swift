@@ -138,27 +138,20 @@ final class GatewayHandler: HTTPHandler {
 
     /// `X-Forwarded-For` (appended) and `X-Forwarded-Proto` (replaced), as reverse proxies do.
     private func addForwardingHeaders(_ forward: inout HTTPForward, request: HTTPRequest) {
-        let client = GatewayHandler.host(of: request.connection.remoteAddress)
-        let existing = forward.headers.values("X-Forwarded-For").filter { !$0.isEmpty }
-        try? forward.headers.replaceOrAdd(name: "X-Forwarded-For", value: (existing + [client]).joined(separator: ", "))
+        let client = request.connection.remoteHost
+        if forward.headers.contains("X-Forwarded-For") {
+            let existing = forward.headers.values("X-Forwarded-For").filter { !$0.isEmpty }
+            try? forward.headers.replaceOrAdd(name: "X-Forwarded-For", value: (existing + [client]).joined(separator: ", "))
+        } else {
+            try? forward.headers.add(name: "X-Forwarded-For", value: client)  // the common case: nothing to join
+        }
         try? forward.headers.replaceOrAdd(name: "X-Forwarded-Proto", value: request.connection.isSecure ? "https" : "http")
-    }
-
-    /// The host part of `host:port`, `[v6]:port` or a Unix socket description.
-    static func host(of address: String) -> String {
-        if address.hasPrefix("[") , let end = address.firstIndex(of: "]") {
-            return String(address[address.index(after: address.startIndex)..<end])
-        }
-        if let colon = address.lastIndex(of: ":"), address.firstIndex(of: ":") == colon {
-            return String(address[..<colon])
-        }
-        return address
     }
 
     /// The gateway's endpoints take POST, within the client's rate limit.
     private func endpointHead(_ head: HTTPRequestHead, connection: HTTPConnectionInfo, route: String) -> HTTPHeadDecision {
         guard head.method == .post else { return refuse(.methodNotAllowed, route: route) }
-        if let limiter = endpointLimiter, let retryAfter = limiter.acquire(GatewayHandler.host(of: connection.remoteAddress)) {
+        if let limiter = endpointLimiter, let retryAfter = limiter.acquire(connection.remoteHost) {
             return refuse(.rateLimited(retryAfter: retryAfter), route: route)
         }
         return .accept(bodyLimit: GatewayHandler.endpointBodyLimit)

@@ -13,6 +13,8 @@ struct VerdictReport: Sendable {
     var reason: String?
     /// The keyId, once it decoded.
     var keyId: KeyID?
+    /// `keyId` in standard base64 when already known (the key cache keeps it), else encoded on use.
+    var keyIdBase64: String?
     /// The accepted counter (valid only).
     var counter: UInt32?
     /// The key's environment (valid only).
@@ -32,7 +34,7 @@ struct VerdictReport: Sendable {
         try? headers.replaceOrAdd(name: names.verdict, value: verdict.rawValue)
         if let reason { try? headers.replaceOrAdd(name: names.reason, value: reason) }
         guard verdict == .valid else { return }
-        if let keyId { try? headers.replaceOrAdd(name: names.keyID, value: Base64.encode(keyId.bytes)) }
+        if let keyId { try? headers.replaceOrAdd(name: names.keyID, value: keyIdBase64 ?? Base64.encode(keyId.bytes)) }
         if let counter { try? headers.replaceOrAdd(name: names.counter, value: String(counter)) }
         if let environment { try? headers.replaceOrAdd(name: names.environment, value: environment) }
         if let category = signals?.validationCategory {

@@ -10,6 +10,9 @@ public struct HTTPConnectionInfo: Sendable {
     public let localAddress: String
     /// Whether the connection is TLS (always false until TLS lands).
     public let isSecure: Bool
+    /// The host part of `remoteAddress` (`1.2.3.4`, `::1` without brackets, `unix:`), computed once
+    /// per connection (e.g. for `X-Forwarded-For` on every request).
+    public let remoteHost: String
 
     /// Info from parts.
     public init(id: UInt64, remoteAddress: String, localAddress: String, isSecure: Bool = false) {
@@ -17,5 +20,17 @@ public struct HTTPConnectionInfo: Sendable {
         self.remoteAddress = remoteAddress
         self.localAddress = localAddress
         self.isSecure = isSecure
+        remoteHost = HTTPConnectionInfo.host(of: remoteAddress)
+    }
+
+    /// The host part of `host:port`, `[v6]:port` or a Unix socket description.
+    public static func host(of address: String) -> String {
+        if address.hasPrefix("["), let end = address.firstIndex(of: "]") {
+            return String(address[address.index(after: address.startIndex)..<end])
+        }
+        if let colon = address.lastIndex(of: ":"), address.firstIndex(of: ":") == colon {
+            return String(address[..<colon])
+        }
+        return address
     }
 }

@@ -77,11 +77,32 @@ public struct HTTPMethod: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The token bytes as written on the request line.
+    /// The token bytes as written on the request line (standard methods share one array each: no
+    /// allocation per call).
     public var bytes: [UInt8] {
-        if case .other(let bytes) = storage { return bytes }
-        return Array(description.utf8)
+        switch storage {
+        case .get: return HTTPMethod.getBytes
+        case .head: return HTTPMethod.headBytes
+        case .post: return HTTPMethod.postBytes
+        case .put: return HTTPMethod.putBytes
+        case .delete: return HTTPMethod.deleteBytes
+        case .patch: return HTTPMethod.patchBytes
+        case .options: return HTTPMethod.optionsBytes
+        case .trace: return HTTPMethod.traceBytes
+        case .connect: return HTTPMethod.connectBytes
+        case .other(let bytes): return bytes
+        }
     }
+
+    private static let getBytes = Array("GET".utf8)
+    private static let headBytes = Array("HEAD".utf8)
+    private static let postBytes = Array("POST".utf8)
+    private static let putBytes = Array("PUT".utf8)
+    private static let deleteBytes = Array("DELETE".utf8)
+    private static let patchBytes = Array("PATCH".utf8)
+    private static let optionsBytes = Array("OPTIONS".utf8)
+    private static let traceBytes = Array("TRACE".utf8)
+    private static let connectBytes = Array("CONNECT".utf8)
 
     /// Appends the token bytes to `out` without intermediate allocation for standard methods.
     func append(to out: inout [UInt8]) {
