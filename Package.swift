@@ -38,7 +38,7 @@ let package = Package(
         ]),
 
         .executableTarget(name: "attest-gateway", dependencies: ["Gateway"]),
-        .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto"]),
+        .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto", "GatewayHTTP", "GatewayStore", "GatewayRedis"]),
 
         // Helpers shared by test targets: locating ../shared, free ports, child processes (redis-server, upstreams).
         .target(name: "GatewayTestSupport", dependencies: ["GatewayStore"], path: "Tests/GatewayTestSupport"),

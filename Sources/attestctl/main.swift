@@ -21,6 +21,8 @@ commands:
                                             mint an assertion over arbitrary client data
   simulate --gateway URL --app-id ID --ca DIR [--env E] [--route R] [--requests N] [--prefix P] [--key F]
                                             the whole client side against a running gateway (see SimulateCommand)
+  keys show|revoke|delete --store URL --key-id B64
+                                            operator actions on a key record in the gateway's Redis store
   demo-upstream [--listen HOST:PORT]        a small backend that echoes what reached it (quickstart)
 """
 
@@ -43,6 +45,7 @@ case "assert": status = AssertCommand.run(rest)
 case "assert-raw": status = AssertCommand.runRaw(rest)
 case "simulate": status = SimulateCommand.run(rest)
 case "demo-upstream": status = DemoUpstreamCommand.run(rest)
+case "keys": status = KeysCommand.run(rest)
 case "-h", "--help", "help":
     print(usage)
     status = 0
