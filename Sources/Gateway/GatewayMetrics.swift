@@ -19,6 +19,12 @@ final class GatewayMetrics: Sendable {
         var buckets: [UInt64]
         var count: UInt64 = 0
         var sum: Double = 0
+
+        mutating func add(_ seconds: Double) {
+            for (i, bound) in GatewayMetrics.bucketBounds.enumerated() where seconds <= bound { buckets[i] += 1 }
+            count += 1
+            sum += seconds
+        }
     }
 
     private struct State {
@@ -37,11 +43,9 @@ final class GatewayMetrics: Sendable {
         let seconds = Double(record.latencyNanoseconds) / 1e9
         state.withLock { state in
             state.requests[key, default: 0] += 1
-            var histogram = state.durations[route] ?? Histogram(buckets: Array(repeating: 0, count: GatewayMetrics.bucketBounds.count))
-            for (i, bound) in GatewayMetrics.bucketBounds.enumerated() where seconds <= bound { histogram.buckets[i] += 1 }
-            histogram.count += 1
-            histogram.sum += seconds
-            state.durations[route] = histogram
+            // Updated in place (a copy taken out of the dictionary would copy the bucket array each time).
+            state.durations[route, default: Histogram(buckets: Array(repeating: 0, count: GatewayMetrics.bucketBounds.count))]
+                .add(seconds)
         }
     }
 
