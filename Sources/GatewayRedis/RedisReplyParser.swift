@@ -3,15 +3,19 @@ import CHiredis
 /// Incremental RESP reply parser: hiredis' `redisReader` (read.h) fed with the bytes read from the
 /// socket, handing out complete replies as `RedisReply` values.
 ///
-/// Not thread-safe: owned by one `RedisConnection` and used only on its serial queue.
-final class RedisReplyParser {
+/// Not thread-safe: owned by one `RedisConnection` and used only on its serial queue. Public so
+/// that the fuzzing harness (Fuzz/, `attest-fuzz resp`) reaches it without `@testable`.
+public final class RedisReplyParser {
     private let reader: UnsafeMutablePointer<redisReader>
 
     /// Errors of the parser: the byte stream is not RESP (the connection must be reset).
-    struct ProtocolError: Error { let detail: String }
+    public struct ProtocolError: Error {
+        /// hiredis' error text.
+        public let detail: String
+    }
 
     /// - Returns: nil when hiredis cannot allocate a reader.
-    init?() {
+    public init?() {
         guard let reader = redisReaderCreate() else { return nil }
         self.reader = reader
     }
@@ -19,13 +23,15 @@ final class RedisReplyParser {
     deinit { redisReaderFree(reader) }
 
     /// Appends bytes received from the server.
-    func feed(_ bytes: UnsafeRawBufferPointer) throws {
+    /// - Throws: `ProtocolError` when hiredis refuses the bytes.
+    public func feed(_ bytes: UnsafeRawBufferPointer) throws {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         guard redisReaderFeed(reader, base.assumingMemoryBound(to: CChar.self), bytes.count) == REDIS_OK else { throw error() }
     }
 
     /// The next complete reply, or nil when more bytes are needed.
-    func next() throws -> RedisReply? {
+    /// - Throws: `ProtocolError` when the stream is not RESP; the parser must then be discarded.
+    public func next() throws -> RedisReply? {
         var raw: UnsafeMutableRawPointer?
         guard redisReaderGetReply(reader, &raw) == REDIS_OK else { throw error() }
         guard let raw else { return nil }
