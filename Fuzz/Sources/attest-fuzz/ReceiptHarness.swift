@@ -7,7 +7,7 @@ import AppAttest
 /// Invariants: the result is consistent (`isValid` iff no failure; valid implies a decoded receipt
 /// and a signed content; no decoded receipt implies `receipt_malformed`); a decoded receipt implies
 /// the input is well-formed BER (checked with a separate `ASN1Reader` run); verifying twice gives
-/// the same result (no hidden state).
+/// the same result (no hidden state; checked on a sample).
 enum ReceiptHarness {
     static let harness = Harness(name: "receipt", summary: "ReceiptVerifier.verify (CMS/BER, payload, signature, chain)") { run($0) }
     static let apple = ReceiptVerifier(trust: .apple)
@@ -29,6 +29,8 @@ enum ReceiptHarness {
                 Invariant.check((try? ASN1Reader(rules: .ber, maxDepth: 24).parse(input)) != nil, h, "receipt decoded from input that is not BER")
             }
         }
-        Invariant.check(apple.verify(input) == first, h, "verification is not deterministic")
+        if input.count % 8 == 0 {  // a sample (each verification costs two ECDSA checks and a chain)
+            Invariant.check(apple.verify(input) == first, h, "verification is not deterministic")
+        }
     }
 }
