@@ -39,6 +39,9 @@ let package = Package(
 
         .executableTarget(name: "attest-gateway", dependencies: ["Gateway"]),
         .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto", "GatewayHTTP", "GatewayStore", "GatewayRedis"]),
+        // Fuzzing harnesses (Fuzz/README.md): replays inputs in a plain build; libFuzzer with -DFUZZING (scripts/fuzz).
+        .executableTarget(name: "attest-fuzz", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayHTTP", "GatewayConfig", "GatewayRedis"],
+                          path: "Fuzz/Sources/attest-fuzz"),
 
         // Helpers shared by test targets: locating ../shared, free ports, child processes (redis-server, upstreams).
         .target(name: "GatewayTestSupport", dependencies: ["GatewayStore"], path: "Tests/GatewayTestSupport"),

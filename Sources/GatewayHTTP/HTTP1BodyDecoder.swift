@@ -108,9 +108,11 @@ struct HTTP1BodyDecoder: Sendable {
                 case .incomplete: return (input.count, .needMoreData)
                 case .tooLong: return (i, .error(.badChunk))
                 case .complete(let end):
-                    let ok = lines.withLine(rest, end: end) { $0.count == 1 && $0[0] == HTTP1Syntax.cr }
+                    // Classify by the line itself, not by `end` (its length within this piece), so the
+                    // error does not depend on how the input was split.
+                    let (ok, bareLF) = lines.withLine(rest, end: end) { ($0.count == 1 && $0[0] == HTTP1Syntax.cr, $0.isEmpty) }
                     i += end
-                    guard ok else { return (i, .error(end == 1 ? .bareLineEnding : .badChunk)) }
+                    guard ok else { return (i, .error(bareLF ? .bareLineEnding : .badChunk)) }
                     mode = .chunkSize
                 }
 

@@ -5,18 +5,7 @@ import XCTest
 
 /// Runs the built `attestctl` binary (built with the tests: `swift build --build-tests` / `swift test`).
 final class AttestctlTests: XCTestCase {
-    func attestctl() throws -> String {
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [dir, dir.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("attestctl").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        let built = SharedFixtures.packageRoot.appendingPathComponent(".build/debug/attestctl").path
-        guard FileManager.default.isExecutableFile(atPath: built) else {
-            throw XCTSkip("attestctl binary not built (run swift build --build-tests)")
-        }
-        return built
-    }
+    func attestctl() throws -> String { try BuiltProducts.executable("attestctl") }
 
     func testVerifyAllVectorsExitsZero() throws {
         guard let vectors = SharedFixtures.vectorsDirectory else { throw XCTSkip(SharedFixtures.absentMessage) }

@@ -12,18 +12,7 @@ final class SimulatorCommandTests: XCTestCase {
     let appId = SimulatorSupport.appId
 
     /// The built attestctl binary (built with the tests by `swift build --build-tests` / `swift test`).
-    func attestctlPath() throws -> String {
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [dir, dir.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("attestctl").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        let built = SharedFixtures.packageRoot.appendingPathComponent(".build/debug/attestctl").path
-        guard FileManager.default.isExecutableFile(atPath: built) else {
-            throw XCTSkip("attestctl binary not built (run swift build --build-tests)")
-        }
-        return built
-    }
+    func attestctlPath() throws -> String { try BuiltProducts.executable("attestctl") }
 
     func attestctl(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
         try SimulatorSupport.run(try attestctlPath(), arguments)

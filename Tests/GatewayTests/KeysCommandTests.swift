@@ -6,9 +6,7 @@ import XCTest
 /// deletes a key the gateway attested, and the gateway answers accordingly.
 final class KeysCommandTests: E2ETestCase {
     private func attestctl(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let gateway = try E2EPaths.gatewayBinary()
-        let binary = URL(fileURLWithPath: gateway).deletingLastPathComponent().appendingPathComponent("attestctl").path
-        guard FileManager.default.isExecutableFile(atPath: binary) else { throw XCTSkip("attestctl binary not built") }
+        let binary = try BuiltProducts.executable("attestctl")
         return try ChildProcess.run(binary, arguments)
     }
 

@@ -32,18 +32,7 @@ enum E2EPaths {
     static var hasRefDevice: Bool { (try? refDevice()) != nil }
 
     /// The `attest-gateway` executable built next to the test bundle (`swift build --build-tests`).
-    static func gatewayBinary() throws -> String {
-        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        for candidate in [dir, dir.deletingLastPathComponent()] {
-            let path = candidate.appendingPathComponent("attest-gateway").path
-            if FileManager.default.isExecutableFile(atPath: path) { return path }
-        }
-        let built = SharedFixtures.packageRoot.appendingPathComponent(".build/debug/attest-gateway").path
-        guard FileManager.default.isExecutableFile(atPath: built) else {
-            throw XCTSkip("attest-gateway binary not built (run swift build --build-tests)")
-        }
-        return built
-    }
+    static func gatewayBinary() throws -> String { try BuiltProducts.executable("attest-gateway") }
 
     /// A fresh temporary folder.
     static func temporaryDirectory(_ label: String) throws -> URL {
