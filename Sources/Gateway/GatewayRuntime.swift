@@ -75,7 +75,7 @@ public final class GatewayRuntime: Sendable {
         var poolsByName: [String: UpstreamPool] = [:]
         var pools: [UpstreamPool] = []
         for upstream in config.upstreams {
-            let address: UpstreamAddress
+            let address: SocketEndpoint
             switch upstream.endpoint {
             case .http(let host, let port): address = .tcp(host: host, port: port)
             case .unix(let path): address = .unix(path: path)
@@ -226,7 +226,7 @@ public final class GatewayRuntime: Sendable {
         }
     }
 
-    static func listenAddress(_ address: GatewayConfig.SocketAddress) -> HTTPListenAddress {
+    static func listenAddress(_ address: GatewayConfig.SocketAddress) -> SocketEndpoint {
         switch address {
         case .ip(let host, let port): return .tcp(host: host, port: port)
         case .unix(let path): return .unix(path: path)

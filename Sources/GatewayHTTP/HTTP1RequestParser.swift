@@ -230,76 +230,30 @@ public struct HTTP1RequestParser: Sendable {
 
     /// Semantic checks of the complete header section; decides framing and persistence.
     private mutating func finishHead() -> LineOutcome {
-        var hostCount = 0
-        var contentLengthCount = 0
-        var contentLength: Int?
-        var contentLengthIsList = false
-        var transferEncodingSeen = false
-        var transferEncodingValid = true
-        var transferEncodingElements = 0
-        var connectionClose = false
-        var connectionKeepAlive = false
-        var expectContinue = false
-        var expectOther = false
-
-        headers.storage.withUnsafeBytes { s in
-            for slot in headers.slots {
-                let name = HTTPHeaders.nameBuffer(s, slot)
-                let value = HTTPHeaders.valueBuffer(s, slot)
-                switch name.count {
-                case 4 where HTTP1Syntax.equalsLowercaseLiteral(name, "host"):
-                    hostCount += 1
-                case 14 where HTTP1Syntax.equalsLowercaseLiteral(name, "content-length"):
-                    contentLengthCount += 1
-                    if value.contains(0x2C) { contentLengthIsList = true }
-                    contentLength = HTTP1Syntax.parseDecimal(value)
-                case 17 where HTTP1Syntax.equalsLowercaseLiteral(name, "transfer-encoding"):
-                    transferEncodingSeen = true
-                    HTTP1Syntax.forEachListElement(value) { element in
-                        transferEncodingElements += 1
-                        if !HTTP1Syntax.equalsLowercaseLiteral(element, "chunked") { transferEncodingValid = false }
-                        return true
-                    }
-                case 10 where HTTP1Syntax.equalsLowercaseLiteral(name, "connection"):
-                    HTTP1Syntax.forEachListElement(value) { token in
-                        if HTTP1Syntax.equalsLowercaseLiteral(token, "close") { connectionClose = true }
-                        if HTTP1Syntax.equalsLowercaseLiteral(token, "keep-alive") { connectionKeepAlive = true }
-                        return true
-                    }
-                case 6 where HTTP1Syntax.equalsLowercaseLiteral(name, "expect"):
-                    if HTTP1Syntax.equalsLowercaseLiteral(value, "100-continue") {
-                        expectContinue = true
-                    } else {
-                        expectOther = true
-                    }
-                default:
-                    break
-                }
-            }
-        }
+        let f = HTTP1FramingFields(headers)
 
         let isHTTP11 = version.minor == 1
-        if hostCount > 1 || (isHTTP11 && hostCount == 0) { return .failed(.badHost) }
-        if transferEncodingSeen && contentLengthCount > 0 { return .failed(.contentLengthWithTransferEncoding) }
-        if transferEncodingSeen && (!isHTTP11 || !transferEncodingValid || transferEncodingElements != 1) {
+        if f.hostCount > 1 || (isHTTP11 && f.hostCount == 0) { return .failed(.badHost) }
+        if f.transferEncodingSeen && f.contentLengthCount > 0 { return .failed(.contentLengthWithTransferEncoding) }
+        if f.transferEncodingSeen && (!isHTTP11 || !f.transferEncodingAllChunked || f.transferEncodingElements != 1) {
             return .failed(.badTransferEncoding)
         }
-        if contentLengthCount > 1 || contentLengthIsList { return .failed(.duplicateContentLength) }
-        if contentLengthCount == 1 && contentLength == nil { return .failed(.badContentLength) }
-        if isHTTP11 && expectOther { return .failed(.expectationFailed) }
+        if f.contentLengthCount > 1 || f.contentLengthIsList { return .failed(.duplicateContentLength) }
+        if f.contentLengthCount == 1 && f.contentLength == nil { return .failed(.badContentLength) }
+        if isHTTP11 && f.expectOther { return .failed(.expectationFailed) }
 
         let framing: HTTPBodyFraming
-        if transferEncodingSeen {
+        if f.transferEncodingSeen {
             framing = .chunked
-        } else if let contentLength {
+        } else if let contentLength = f.contentLength {
             framing = contentLength == 0 ? .none : .contentLength(contentLength)
         } else {
             framing = .none
         }
-        let keepAlive = isHTTP11 ? !connectionClose : (connectionKeepAlive && !connectionClose)
+        let keepAlive = isHTTP11 ? !f.connectionClose : (f.connectionKeepAlive && !f.connectionClose)
         let head = HTTPRequestHead(method: method, target: target, pathLength: pathLength, version: version,
                                    headers: headers, framing: framing, keepAlive: keepAlive,
-                                   expectsContinue: isHTTP11 && expectContinue && framing.hasBody)
+                                   expectsContinue: isHTTP11 && f.expectContinue && framing.hasBody)
         body = HTTP1BodyDecoder(framing: framing, limits: limits)
         state = .body
         return .complete(head)

@@ -216,57 +216,25 @@ public struct HTTP1ResponseParser: Sendable {
         if status == 101 { return .failed(.badRequestLine) }
         if status < 200 { return .interim }
 
-        var contentLengthCount = 0
-        var contentLength: Int?
-        var contentLengthIsList = false
-        var transferEncodingSeen = false
-        var chunkedLast = false
-        var connectionClose = false
-        var connectionKeepAlive = false
-        headers.storage.withUnsafeBytes { s in
-            for slot in headers.slots {
-                let name = HTTPHeaders.nameBuffer(s, slot)
-                let value = HTTPHeaders.valueBuffer(s, slot)
-                switch name.count {
-                case 14 where HTTP1Syntax.equalsLowercaseLiteral(name, "content-length"):
-                    contentLengthCount += 1
-                    if value.contains(0x2C) { contentLengthIsList = true }
-                    contentLength = HTTP1Syntax.parseDecimal(value)
-                case 17 where HTTP1Syntax.equalsLowercaseLiteral(name, "transfer-encoding"):
-                    transferEncodingSeen = true
-                    HTTP1Syntax.forEachListElement(value) { coding in
-                        if !coding.isEmpty { chunkedLast = HTTP1Syntax.equalsLowercaseLiteral(coding, "chunked") }
-                        return true
-                    }
-                case 10 where HTTP1Syntax.equalsLowercaseLiteral(name, "connection"):
-                    HTTP1Syntax.forEachListElement(value) { token in
-                        if HTTP1Syntax.equalsLowercaseLiteral(token, "close") { connectionClose = true }
-                        if HTTP1Syntax.equalsLowercaseLiteral(token, "keep-alive") { connectionKeepAlive = true }
-                        return true
-                    }
-                default:
-                    break
-                }
-            }
-        }
+        let f = HTTP1FramingFields(headers)
 
         let noBody = requestWasHEAD || status == 204 || status == 304
         var framing: HTTPBodyFraming
-        if transferEncodingSeen && contentLengthCount > 0 { return .failed(.contentLengthWithTransferEncoding) }
-        if transferEncodingSeen && version.minor == 0 { return .failed(.badTransferEncoding) }
-        if contentLengthCount > 1 || contentLengthIsList { return .failed(.duplicateContentLength) }
-        if contentLengthCount == 1 && contentLength == nil { return .failed(.badContentLength) }
+        if f.transferEncodingSeen && f.contentLengthCount > 0 { return .failed(.contentLengthWithTransferEncoding) }
+        if f.transferEncodingSeen && version.minor == 0 { return .failed(.badTransferEncoding) }
+        if f.contentLengthCount > 1 || f.contentLengthIsList { return .failed(.duplicateContentLength) }
+        if f.contentLengthCount == 1 && f.contentLength == nil { return .failed(.badContentLength) }
         if noBody {
             framing = .none
-        } else if transferEncodingSeen {
-            framing = chunkedLast ? .chunked : .untilClose
-        } else if let contentLength {
+        } else if f.transferEncodingSeen {
+            framing = f.chunkedLast ? .chunked : .untilClose
+        } else if let contentLength = f.contentLength {
             framing = contentLength == 0 ? .none : .contentLength(contentLength)
         } else {
             framing = .untilClose
         }
         if framing == .contentLength(0) { framing = .none }
-        let persistent = version.minor == 1 ? !connectionClose : (connectionKeepAlive && !connectionClose)
+        let persistent = version.minor == 1 ? !f.connectionClose : (f.connectionKeepAlive && !f.connectionClose)
         let head = HTTPResponseHead(status: status, reason: reason, version: version, headers: headers,
                                     framing: framing, keepAlive: persistent && framing != .untilClose)
         body = HTTP1BodyDecoder(framing: framing, limits: limits)

@@ -10,7 +10,7 @@ import Musl
 /// One bound listening socket of a server.
 final class HTTPListener: @unchecked Sendable {  // mutable state confined to the server's accept queue
     let fd: Int32
-    let requested: HTTPListenAddress
+    let requested: SocketEndpoint
     let bound: SocketAddress
     let unixPath: String?
     private let localDescription: String
@@ -20,7 +20,7 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
     private var closed = false
 
     /// Binds and listens (SO_REUSEADDR for TCP; a stale Unix socket file is replaced).
-    init(_ requested: HTTPListenAddress, backlog: Int, unixPermissions: UInt16?) throws {
+    init(_ requested: SocketEndpoint, backlog: Int, unixPermissions: UInt16?) throws {
         self.requested = requested
         let address: SocketAddress
         switch requested {

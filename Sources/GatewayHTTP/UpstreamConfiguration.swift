@@ -1,27 +1,11 @@
 // Configuration of one upstream (backend) and its connection pool.
 
-/// Where an upstream listens.
-public enum UpstreamAddress: Sendable, Hashable, CustomStringConvertible {
-    /// TCP `host:port`; a host name is resolved once when the pool is created (first address used).
-    case tcp(host: String, port: UInt16)
-    /// A Unix domain stream socket.
-    case unix(path: String)
-
-    /// `host:port` or `unix:path`.
-    public var description: String {
-        switch self {
-        case .tcp(let host, let port): return host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        case .unix(let path): return "unix:\(path)"
-        }
-    }
-}
-
 /// An upstream and the behaviour of its keep-alive connection pool. Durations are in seconds.
 public struct UpstreamConfiguration: Sendable {
     /// Name for logs and `HTTPAccessRecord.upstream`.
     public var name: String
     /// Where to connect.
-    public var address: UpstreamAddress
+    public var address: SocketEndpoint
     /// `Host` sent when the forwarded request has none (default `host:port` for TCP, `localhost` for Unix).
     public var hostHeader: String?
     /// Longest time to establish a connection: 504 `upstream_connect_timeout` (default 5 s).
@@ -38,7 +22,7 @@ public struct UpstreamConfiguration: Sendable {
     public var limits: HTTP1ParserLimits
 
     /// A configuration with defaults.
-    public init(name: String? = nil, address: UpstreamAddress, hostHeader: String? = nil, connectTimeout: Double = 5,
+    public init(name: String? = nil, address: SocketEndpoint, hostHeader: String? = nil, connectTimeout: Double = 5,
                 responseTimeout: Double = 60, idleTimeout: Double = 60, maxIdlePerLoop: Int = 32,
                 limits: HTTP1ParserLimits = HTTP1ParserLimits(maxHeaderBytes: 65536, maxHeaderCount: 200)) {
         self.name = name ?? address.description

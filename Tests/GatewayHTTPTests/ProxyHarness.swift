@@ -54,7 +54,7 @@ final class ProxyHarness {
     static let testTimeouts = HTTPServerTimeouts(headerRead: 0.3, bodyRead: 0.3, idle: 2, write: 5, linger: 0.5)
 
     init(timeouts: HTTPServerTimeouts = ProxyHarness.testTimeouts, limits: HTTP1ParserLimits = HTTP1ParserLimits(),
-         withUnixUpstream: Bool = false, extraListeners: [HTTPListenAddress] = [], maxRequestsPerConnection: Int = 0,
+         withUnixUpstream: Bool = false, extraListeners: [SocketEndpoint] = [], maxRequestsPerConnection: Int = 0,
          maxConnections: Int = 0) throws {
         tempDir = FileManager.default.temporaryDirectory.appendingPathComponent("gwhttp-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: tempDir, withIntermediateDirectories: true)
