@@ -56,12 +56,13 @@ public final class GatewayRuntime: Sendable {
 
         group = EventLoopGroup(loopCount: loopCount)
 
-        // Store: with Redis, one pipelined connection per event loop, on the loop's queue (no queue hop
-        // per command; completions run on the loop that asked).
+        // Store: with Redis, one pipelined connection per event loop, living in the loop (its queue, its
+        // poller, its end of turn): no queue hop per command, the commands of one batch in one send,
+        // replies picked up with the loop's other sockets, completions on the loop that asked.
         if let injectedStore {
             store = injectedStore
         } else {
-            store = try GatewayRuntime.makeStore(config.store, queues: group.loops.map(\.queue))
+            store = try GatewayRuntime.makeStore(config.store, loops: group.loops)
         }
 
         let appEntries = Dictionary(config.apps.map { ($0.appID.description, AppEntry($0)) }, uniquingKeysWith: { a, _ in a })
@@ -203,7 +204,7 @@ public final class GatewayRuntime: Sendable {
 
     // MARK: - Conversions
 
-    static func makeStore(_ configuration: StoreConfiguration, queues: [DispatchQueue] = []) throws -> any AttestStore {
+    static func makeStore(_ configuration: StoreConfiguration, loops: [EventLoop] = []) throws -> any AttestStore {
         switch configuration.kind {
         case .memory:
             return MemoryStore()
@@ -217,7 +218,7 @@ public final class GatewayRuntime: Sendable {
                                                                password: endpoint.password, database: endpoint.database))
             redis.commandTimeout = Int(millis(configuration.commandTimeout))
             redis.connectTimeout = Int(millis(configuration.connectTimeout))
-            redis.queues = queues
+            redis.loops = loops.map(EventLoopRedisHost.init)
             do {
                 return try RedisStore(configuration: redis)
             } catch {

@@ -35,6 +35,7 @@ public final class EventLoop: @unchecked Sendable {  // mutable state confined t
     private var residents: [ObjectIdentifier: any EventLoopResident] = [:]
     private var timer: DispatchSourceTimer?
     private var cachedDateSecond = 0
+    private var endOfTurnScheduled = false
     private var cachedDate: [UInt8] = []
     private let key = DispatchSpecificKey<ObjectIdentifier>()
 
@@ -73,6 +74,20 @@ public final class EventLoop: @unchecked Sendable {  // mutable state confined t
     /// Runs `work` on this loop's queue, asynchronously.
     public func execute(_ work: @escaping @Sendable () -> Void) {
         queue.async(execute: work)
+    }
+
+    /// Runs `work` on this loop's queue once the current turn is over: after the batch of ready
+    /// sockets being handled (before the loop looks for more), or, outside a batch, as the next
+    /// item on the queue. Work added by end-of-turn work runs in the same turn. Call on the queue.
+    /// Used to coalesce writes (all the Redis commands of one batch in one send).
+    public func atEndOfTurn(_ work: @escaping () -> Void) {
+        poller.endOfTurn.append(work)
+        guard !poller.polling, !endOfTurnScheduled else { return }
+        endOfTurnScheduled = true
+        queue.async { [self] in
+            endOfTurnScheduled = false
+            poller.runEndOfTurn()
+        }
     }
 
     /// Whether the caller runs on this loop's queue.

@@ -16,8 +16,9 @@ import Musl
 /// while armed). The descriptor is removed from the poller before it is closed, and an event
 /// fetched earlier in the same batch for a closed channel is dropped, so a descriptor number reused
 /// by a new connection never receives a stale event.
-final class SocketChannel {
-    let fd: Int32
+public final class SocketChannel {
+    /// The descriptor (owned: closed by `close()`).
+    public let fd: Int32
     private let poller: EventLoopPoller
     private var slot: Int
     private var reading = false
@@ -32,7 +33,9 @@ final class SocketChannel {
     private static let writeEvents = EPOLLOUT.rawValue
     private static let failureEvents = EPOLLERR.rawValue | EPOLLHUP.rawValue
 
-    init(fd: Int32, loop: EventLoop, onReadable: @escaping () -> Void, onWritable: @escaping () -> Void) {
+    /// Takes ownership of the non-blocking socket `fd` in `loop`'s poller; nothing is delivered
+    /// before `startReading()` / `armWrite()`. Call on the loop's queue; the callbacks run on it.
+    public init(fd: Int32, loop: EventLoop, onReadable: @escaping () -> Void, onWritable: @escaping () -> Void) {
         self.fd = fd
         poller = loop.poller
         self.onReadable = onReadable
@@ -58,7 +61,7 @@ final class SocketChannel {
     }
 
     /// Starts delivering readability (again after `stopReading`).
-    func startReading() {
+    public func startReading() {
         guard !isClosed, !reading else { return }
         reading = true
         readPaused = false
@@ -83,7 +86,7 @@ final class SocketChannel {
     }
 
     /// Stops reading (e.g. after end of file); `startReading()` starts again.
-    func stopReading() {
+    public func stopReading() {
         guard reading else { return }
         reading = false
         readPaused = false
@@ -91,14 +94,14 @@ final class SocketChannel {
     }
 
     /// Delivers writability until `disarmWrite()`.
-    func armWrite() {
+    public func armWrite() {
         guard !isClosed, !writeArmed else { return }
         writeArmed = true
         updateInterest()
     }
 
     /// Stops delivering writability.
-    func disarmWrite() {
+    public func disarmWrite() {
         guard writeArmed else { return }
         writeArmed = false
         updateInterest()
@@ -115,7 +118,7 @@ final class SocketChannel {
     }
 
     /// Closes: removes the descriptor from the poller, then closes it. Idempotent.
-    func close() {
+    public func close() {
         guard !isClosed else { return }
         reading = false
         writeArmed = false

@@ -23,6 +23,9 @@ typealias RedisCompletion = @Sendable (Result<RedisReply, StoreUnavailable>) -> 
 /// that queue skips the hop and its write is coalesced with the other commands of the same queue turn.
 final class RedisConnection: @unchecked Sendable {  // every mutable field is touched only on `queue`
     let queue: DispatchQueue
+    /// The event loop the connection lives in, if any (then its socket is watched by the loop and
+    /// its output flushed at the loop's end of turn); nil: own Dispatch sources on `queue`.
+    private let host: (any RedisEventLoopHost)?
     private let endpoint: RedisURL.Endpoint
     private var machine: RedisConnectionMachine<RedisCompletion>
     private var socket: Socket?
@@ -33,10 +36,12 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
     /// A flush of coalesced writes is queued on `queue`.
     private var flushScheduled = false
 
-    init(endpoint: RedisURL.Endpoint, machine: RedisConnectionMachine<RedisCompletion>, queue: DispatchQueue) {
+    init(endpoint: RedisURL.Endpoint, machine: RedisConnectionMachine<RedisCompletion>, queue: DispatchQueue,
+         host: (any RedisEventLoopHost)? = nil) {
         self.endpoint = endpoint
         self.machine = machine
-        self.queue = queue
+        self.queue = host?.queue ?? queue
+        self.host = host
         self.timer = DispatchSource.makeTimerSource(queue: queue)
         timer.setEventHandler { [unowned self] in
             self.armedDeadline = nil
@@ -79,12 +84,13 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
     private func scheduleFlush() {
         guard !flushScheduled else { return }
         flushScheduled = true
-        queue.async { [self] in
+        let flush: @Sendable () -> Void = { [self] in
             flushScheduled = false
             guard let socket, let failure = socket.flush() else { return }
             closeSocket()
             perform(machine.connectionLost(now: RedisConnection.now(), detail: failure))
         }
+        if let host { host.atEndOfTurn(flush) } else { queue.async(execute: flush) }
     }
 
     /// Closes for good: pending commands fail as `.closed`, the socket and timer are released.
@@ -177,7 +183,7 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
         guard fd >= 0 else {
             return connect(to: addresses, index: index + 1, attempt: attempt, lastError: "socket: \(errnoText())")
         }
-        let socket = Socket(fd: fd, queue: queue)
+        let socket = Socket(fd: fd, queue: queue, host: host)
         self.socket = socket
         let rc = address.withSockaddr { Glibc.connect(fd, $0, $1) }
         if rc == 0 {
@@ -259,13 +265,22 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
     }
 }
 
-/// A connected (or connecting) non-blocking socket with its Dispatch sources and output buffer.
-/// Used only on the owning connection's queue.
+/// A connected (or connecting) non-blocking socket, its readiness (the host loop's watch, or a pair
+/// of Dispatch sources) and its output buffer. Used only on the owning connection's queue.
 private final class Socket {
+    /// How readiness is delivered.
+    private enum Readiness {
+        /// Watched by the connection's event loop (`RedisEventLoopHost`).
+        case hosted(any RedisWatchedSocket)
+        /// Own Dispatch sources on the connection's queue (the write source resumed only while output is pending).
+        case sources(read: DispatchSourceRead, write: DispatchSourceWrite)
+        /// Only while `init` runs (the hosted watch's callbacks need `self`).
+        case unset
+    }
+
     let fd: Int32
     let parser: RedisReplyParser
-    private let readSource: DispatchSourceRead
-    private let writeSource: DispatchSourceWrite
+    private var readiness: Readiness
     private var readsResumed = false
     private var writesResumed = false
     private var cancelled = false
@@ -274,23 +289,56 @@ private final class Socket {
     var onReadable: () -> Void = {}
     var onWritable: () -> Void = {}
 
-    init(fd: Int32, queue: DispatchQueue) {
+    init(fd: Int32, queue: DispatchQueue, host: (any RedisEventLoopHost)?) {
         self.fd = fd
         // redisReaderCreate only fails when malloc fails; then the process is going down anyway.
         self.parser = RedisReplyParser() ?? { fatalError("hiredis: out of memory creating a reply reader") }()
-        readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+        readiness = .unset
+        if let host {
+            readiness = .hosted(host.watch(fd: fd, onReadable: { [unowned self] in self.onReadable() },
+                                           onWritable: { [unowned self] in self.onWritable() }))
+            return
+        }
+        let readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+        let writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
         // The descriptor is closed once both sources are cancelled (Dispatch requires it stay open until then).
         let closer = DescriptorCloser(fd: fd, users: 2)
         readSource.setCancelHandler { closer.release() }
         writeSource.setCancelHandler { closer.release() }
         readSource.setEventHandler { [unowned self] in self.onReadable() }
         writeSource.setEventHandler { [unowned self] in self.onWritable() }
+        readiness = .sources(read: readSource, write: writeSource)
     }
 
-    func resumeReads() { if !readsResumed && !cancelled { readsResumed = true; readSource.resume() } }
-    func resumeWrites() { if !writesResumed && !cancelled { writesResumed = true; writeSource.resume() } }
-    func suspendWrites() { if writesResumed && !cancelled { writesResumed = false; writeSource.suspend() } }
+    func resumeReads() {
+        guard !readsResumed, !cancelled else { return }
+        readsResumed = true
+        switch readiness {
+        case .hosted(let watch): watch.setReadInterest(true)
+        case .sources(let read, _): read.resume()
+        case .unset: break
+        }
+    }
+
+    func resumeWrites() {
+        guard !writesResumed, !cancelled else { return }
+        writesResumed = true
+        switch readiness {
+        case .hosted(let watch): watch.setWriteInterest(true)
+        case .sources(_, let write): write.resume()
+        case .unset: break
+        }
+    }
+
+    func suspendWrites() {
+        guard writesResumed, !cancelled else { return }
+        writesResumed = false
+        switch readiness {
+        case .hosted(let watch): watch.setWriteInterest(false)
+        case .sources(_, let write): write.suspend()
+        case .unset: break
+        }
+    }
 
     func enqueue(_ bytes: [UInt8]) {
         if outputOffset == output.count { output.removeAll(keepingCapacity: true); outputOffset = 0 }
@@ -315,15 +363,24 @@ private final class Socket {
         return nil
     }
 
+    /// Stops readiness and closes the descriptor (at once when hosted; once both Dispatch sources
+    /// are cancelled otherwise).
     func cancel() {
         guard !cancelled else { return }
         cancelled = true
         onReadable = {}
         onWritable = {}
-        if !readsResumed { readSource.resume() }
-        if !writesResumed { writeSource.resume() }
-        readSource.cancel()
-        writeSource.cancel()
+        switch readiness {
+        case .hosted(let watch):
+            watch.close()
+        case .sources(let read, let write):
+            if !readsResumed { read.resume() }
+            if !writesResumed { write.resume() }
+            read.cancel()
+            write.cancel()
+        case .unset:
+            _ = Glibc.close(fd)
+        }
     }
 }
 

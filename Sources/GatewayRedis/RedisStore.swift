@@ -42,6 +42,10 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         /// connection gets its own queue). Pass the caller's event-loop queues so that commands and
         /// completions stay on the loop that issued them.
         public var queues: [DispatchQueue] = []
+        /// Event loops to run the connections in, one connection per loop (1...64 loops; takes the
+        /// place of `queues`, which must then be empty): like `queues`, and the loop also watches the
+        /// connection's socket and flushes its commands at the end of its turn (`RedisEventLoopHost`).
+        public var loops: [any RedisEventLoopHost] = []
         /// Key name prefix (`aa` gives `aa:{<keyId>}:key`); printable ASCII without `{`, `}` or spaces.
         public var keyPrefix: String = "aa"
         /// How long a challenge is kept after its expiry so late use answers `challenge_expired`.
@@ -82,6 +86,8 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         guard c.maximumPendingCommands > 0 else { throw ConfigurationError.invalid("maximumPendingCommands must be > 0") }
         guard (1...64).contains(c.connections) else { throw ConfigurationError.invalid("connections must be 1...64") }
         guard c.queues.count <= 64 else { throw ConfigurationError.invalid("queues must be 0...64") }
+        guard c.loops.count <= 64 else { throw ConfigurationError.invalid("loops must be 0...64") }
+        guard c.loops.isEmpty || c.queues.isEmpty else { throw ConfigurationError.invalid("give queues or loops, not both") }
         guard c.challengeGrace >= 1_000 else { throw ConfigurationError.invalid("challengeGrace must be >= 1000 ms") }
         let prefix = Array(c.keyPrefix.utf8)
         guard !prefix.isEmpty, prefix.count <= 64,
@@ -115,17 +121,20 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         var seeds = SystemRandomNumberGenerator()
         let backoff = ReconnectBackoff(base: UInt64(c.reconnectBaseDelay) * 1_000_000,
                                        cap: UInt64(c.reconnectMaximumDelay) * 1_000_000)
-        let count = c.queues.isEmpty ? c.connections : c.queues.count
+        let hosts = c.loops
+        let queues = hosts.isEmpty ? c.queues : hosts.map(\.queue)
+        let count = queues.isEmpty ? c.connections : queues.count
         connections = (0..<count).map { index in
             let machine = RedisConnectionMachine<RedisCompletion>(
                 handshake: handshake, commandTimeout: UInt64(c.commandTimeout) * 1_000_000,
                 connectTimeout: UInt64(c.connectTimeout) * 1_000_000, maximumPending: c.maximumPendingCommands,
                 backoff: backoff, seed: seeds.next())
-            let queue = c.queues.isEmpty ? DispatchQueue(label: "attest-gateway.redis.\(index)") : c.queues[index]
-            return RedisConnection(endpoint: c.url.endpoint, machine: machine, queue: queue)
+            let queue = queues.isEmpty ? DispatchQueue(label: "attest-gateway.redis.\(index)") : queues[index]
+            return RedisConnection(endpoint: c.url.endpoint, machine: machine, queue: queue,
+                                   host: hosts.isEmpty ? nil : hosts[index])
         }
-        affinityQueues = c.queues
-        for (index, queue) in c.queues.enumerated() { queue.setSpecific(key: affinity, value: index) }
+        affinityQueues = queues
+        for (index, queue) in queues.enumerated() { queue.setSpecific(key: affinity, value: index) }
         for connection in connections { connection.start() }
     }
 
