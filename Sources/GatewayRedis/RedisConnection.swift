@@ -16,7 +16,8 @@ typealias RedisCompletion = @Sendable (Result<RedisReply, StoreUnavailable>) -> 
 /// make safe under Swift 6 concurrency checking. Owning the socket lets a value-type state machine decide
 /// timeouts, fail-fast, the bounded queue and reconnection (unit-tested without sockets), while hiredis
 /// still does all RESP framing and parsing. No thread per request: one DispatchSourceRead, one
-/// DispatchSourceWrite (only resumed while output is pending) and one timer per connection.
+/// DispatchSourceWrite (only resumed while output is pending) and one timer per connection - or, in
+/// an event loop (`RedisEventLoopHost`), the loop's readiness set instead of the two sources.
 ///
 /// Completions run on `queue`, never synchronously inside `submit`. The queue may be shared with the
 /// callers (an event loop, see `RedisStore.Configuration.queues`): then `submit(_:onQueue: true)` from

@@ -15,6 +15,9 @@ import Synchronization
 ///   to that queue's connection without a queue hop, its bytes are written together with the other
 ///   commands of the same queue turn (one `send` per turn), and its completion runs on that queue,
 ///   where the caller already is. Commands from any other thread are spread round-robin as above.
+///   With `Configuration.loops` (what the gateway uses) the loop also watches the connection's
+///   socket in its own readiness set and writes the turn's commands at its end of turn
+///   (`RedisEventLoopHost`).
 /// - Fail-closed: connection refused or lost, command timeout (outcome unknown), bounded queue full and
 ///   any Redis error reply (`OOM`, `READONLY`, `LOADING`, `NOAUTH`, `WRONGTYPE`...) complete with
 ///   `.failure(StoreUnavailable)`; only a script's own verdict is a `StoreRefusal`.
