@@ -17,9 +17,9 @@ protocol EventLoopResident: AnyObject {
 ///
 /// All state of a connection (parser, buffers, socket interest, timers) is confined to its loop's
 /// queue, so none of it needs locks. Socket readiness comes from the loop's `EventLoopPoller` (one
-/// Dispatch read source per loop). Timeouts are checked by one repeating timer per loop that
-/// visits every resident (resolution `EventLoopGroup.timerResolution`), instead of arming a Dispatch
-/// timer per request.
+/// thread waiting in epoll per loop, running the handlers on the loop's queue). Timeouts are checked
+/// by one repeating Dispatch timer per loop that visits every resident (resolution
+/// `EventLoopGroup.timerResolution`), instead of arming a Dispatch timer per request.
 public final class EventLoop: @unchecked Sendable {  // mutable state confined to `queue`
     /// Position of this loop in its group (0-based).
     public let index: Int
@@ -30,7 +30,7 @@ public final class EventLoop: @unchecked Sendable {  // mutable state confined t
 
     /// Receive buffer shared by every connection of this loop (the loop is serial, so one read at a time).
     let readBuffer: UnsafeMutableRawBufferPointer
-    /// Readiness of this loop's sockets (one epoll set, one Dispatch read source on this queue).
+    /// Readiness of this loop's sockets (one epoll set; its waiting thread runs handlers on this queue).
     let poller: EventLoopPoller
     private var residents: [ObjectIdentifier: any EventLoopResident] = [:]
     private var timer: DispatchSourceTimer?
@@ -64,7 +64,7 @@ public final class EventLoop: @unchecked Sendable {  // mutable state confined t
         readBuffer.deallocate()
     }
 
-    /// Stops the timer and the poller's source (the group is shutting down).
+    /// Stops the timer and the poller's waiting thread (the group is shutting down).
     func stopTimer() {
         timer?.cancel()
         timer = nil

@@ -154,4 +154,54 @@ final class EventLoopPollerTests: XCTestCase {
         XCTAssertGreaterThan(onLoop { counter.readable }, 0, "interest again: the hang-up is delivered")
         onLoop { channel?.close() }
     }
+
+    func testHandlersRunOnTheLoopQueueAndEndOfTurnWorkAfterTheBatch() throws {
+        let (a, b) = try socketPair()
+        defer { close(b) }
+        let order = Counter()
+        nonisolated(unsafe) var log: [String] = []
+        let delivered = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var channel: SocketChannel?
+        onLoop {
+            channel = SocketChannel(fd: a, loop: self.loop, onReadable: {
+                var buffer = [UInt8](repeating: 0, count: 16)
+                _ = read(a, &buffer, 16)
+                log.append(self.loop.inEventLoop ? "handler on loop" : "handler off loop")
+                self.loop.atEndOfTurn {
+                    log.append("end of turn")
+                    order.readable += 1
+                    delivered.signal()
+                }
+                log.append("handler done")
+            }, onWritable: {})
+            channel?.startReading()
+        }
+        // The loop is idle (its thread blocked in epoll_wait): a write must wake it.
+        Thread.sleep(forTimeInterval: 0.05)
+        _ = write(b, "x", 1)
+        XCTAssertEqual(delivered.wait(timeout: .now() + 5), .success, "an idle loop is woken by readiness")
+        XCTAssertEqual(onLoop { log }, ["handler on loop", "handler done", "end of turn"])
+        // Outside a batch, end-of-turn work runs next on the queue.
+        let outside = DispatchSemaphore(value: 0)
+        let loop = self.loop
+        loop.execute { loop.atEndOfTurn { outside.signal() } }
+        XCTAssertEqual(outside.wait(timeout: .now() + 5), .success)
+        onLoop { channel?.close() }
+    }
+
+    func testShutdownEndsTheWaitingThreadAndClosesItsDescriptors() throws {
+        func epollDescriptors() -> Int {
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+            return entries.filter {
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == "anon_inode:[eventpoll]"
+            }.count
+        }
+        let before = epollDescriptors()
+        let extra = EventLoopGroup(loopCount: 2, timerResolution: 0.02)
+        XCTAssertEqual(epollDescriptors(), before + 2, "one epoll set per loop")
+        extra.shutdown()
+        let deadline = Date().addingTimeInterval(5)
+        while epollDescriptors() != before && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(epollDescriptors(), before, "shutdown ends each loop's waiting thread, which closes its epoll set")
+    }
 }
