@@ -19,17 +19,6 @@ final class RedisStoreFailureTests: XCTestCase {
         return try RedisStore(configuration: configuration)
     }
 
-    /// Polls `ping` until it succeeds (bounded: fails the test after ~20 s instead of hanging).
-    private func waitUntilReady(_ store: RedisStore, file: StaticString = #filePath, line: UInt = #line) throws {
-        let suite = StoreConformance(store: store)
-        for _ in 0..<800 {
-            if case .success = try suite.wait("ping", { store.ping(completion: $0) }) { return }
-            usleep(25_000)
-        }
-        XCTFail("store did not become ready again", file: file, line: line)
-        throw XCTSkip("not ready")
-    }
-
     private func unavailable<T>(_ result: Result<T, StoreUnavailable>, _ what: String,
                                 file: StaticString = #filePath, line: UInt = #line) -> StoreUnavailable? {
         switch result {
@@ -67,7 +56,7 @@ final class RedisStoreFailureTests: XCTestCase {
         XCTAssertNotNil(ping)
 
         try server.start()  // same port, same folder: replays the append-only file
-        try waitUntilReady(store)
+        try StoreReadiness.waitUntilReady(store)
         XCTAssertEqual(try suite.fetch(record.keyId)?.counter, 20, "every acknowledged counter survived the restart")
         try suite.expectCommit(record.keyId, pending, counter: 20, now: suite.baseNow, refused: .counterReplay)
         try suite.expectCommit(record.keyId, pending, counter: 21, now: suite.baseNow, accepted: true)
@@ -112,7 +101,7 @@ final class RedisStoreFailureTests: XCTestCase {
         }
         stopped.wait()
         try server.start()
-        try waitUntilReady(store)
+        try StoreReadiness.waitUntilReady(store)
         print("stop during traffic: \(acknowledged.count) commits acknowledged, \(failures) unavailable")
         XCTAssertGreaterThan(failures, 0, "the stop landed while commits were flowing")
         let stored = try XCTUnwrap(try suite.fetch(record.keyId))
@@ -159,7 +148,7 @@ final class RedisStoreFailureTests: XCTestCase {
         }
         _ = unavailable(second, "second commit while paused")
 
-        try waitUntilReady(store)
+        try StoreReadiness.waitUntilReady(store)
         let counter = try suite.fetch(record.keyId)?.counter
         XCTAssertTrue(counter == 1 || counter == 2 || counter == 3, "timed-out commands have an unknown outcome: \(String(describing: counter))")
         try suite.expectCommit(record.keyId, try suite.issueAssert(record.keyId), counter: 10, now: suite.baseNow, accepted: true)
@@ -186,7 +175,7 @@ final class RedisStoreFailureTests: XCTestCase {
         }
         _ = unavailable(during, "commit during DEBUG SLEEP")
         XCTAssertEqual(sleeper.wait(), 0, sleeper.output)
-        try waitUntilReady(store)
+        try StoreReadiness.waitUntilReady(store)
         try suite.commit(record.keyId, counter: 1)
     }
 

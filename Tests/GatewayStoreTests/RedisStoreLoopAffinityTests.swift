@@ -43,7 +43,7 @@ final class RedisStoreLoopAffinityTests: XCTestCase {
 
     func testCompletionsRunOnTheCallingLoopAfterTheCall() throws {
         let store = try makeStore()
-        try waitUntilReady(store)
+        try StoreReadiness.waitUntilReady(store)
         let keyId = try KeyID([UInt8](repeating: 7, count: 32))
         for (index, loop) in loops.enumerated() {
             let results = Mutex<[(loop: Int?, insideCall: Bool, ok: Bool)]>([])
@@ -103,16 +103,5 @@ final class RedisStoreLoopAffinityTests: XCTestCase {
         XCTAssertTrue(all.allSatisfy(\.failed), "Redis is down: every ping fails (fail-closed)")
         XCTAssertTrue(all.allSatisfy { $0.loop == 1 }, "fail-fast answers run on the calling loop")
         XCTAssertTrue(all.allSatisfy { !$0.insideCall }, "fail-fast answers never run inside the call")
-    }
-
-    private func waitUntilReady(_ store: RedisStore) throws {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            let box = CompletionBox<Bool>()
-            store.ping { result in box.put((try? result.get()) != nil) }
-            if box.take(timeout: 5) == true { return }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        XCTFail("the store did not become ready")
     }
 }

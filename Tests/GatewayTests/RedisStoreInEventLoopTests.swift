@@ -52,7 +52,7 @@ final class RedisStoreInEventLoopTests: XCTestCase {
     func testCommandsOfOneTurnAreAnsweredInOrderOnTheCallingLoop() throws {
         let server = try RedisServer()
         let (store, loops) = try makeStore(server)
-        try waitUntilReady(store)
+        try StoreReadiness.waitUntilReady(store)
         let keyId = try KeyID([UInt8](repeating: 9, count: 32))
         for loop in loops {
             let count = 300
@@ -84,26 +84,15 @@ final class RedisStoreInEventLoopTests: XCTestCase {
     func testRedisRestartFailsClosedThenRecovers() throws {
         let server = try RedisServer()
         let (store, loops) = try makeStore(server)
-        try waitUntilReady(store)
+        try StoreReadiness.waitUntilReady(store)
         server.stop()
         let down = CompletionBox<Bool>()
         loops[0].execute { store.ping { down.put((try? $0.get()) != nil) } }
         XCTAssertEqual(down.take(timeout: 10), false, "Redis down: the command fails (unavailable), no silent success")
         try server.start()
-        try waitUntilReady(store)
+        try StoreReadiness.waitUntilReady(store)
         let up = CompletionBox<Bool>()
         loops[1].execute { store.ping { up.put((try? $0.get()) != nil) } }
         XCTAssertEqual(up.take(timeout: 10), true, "reconnected in the loop after the restart")
-    }
-
-    private func waitUntilReady(_ store: RedisStore) throws {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            let box = CompletionBox<Bool>()
-            store.ping { result in box.put((try? result.get()) != nil) }
-            if box.take(timeout: 5) == true { return }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        XCTFail("the store did not become ready")
     }
 }
