@@ -43,7 +43,7 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
         self.machine = machine
         self.queue = host?.queue ?? queue
         self.host = host
-        self.timer = DispatchSource.makeTimerSource(queue: queue)
+        self.timer = DispatchSource.makeTimerSource(queue: self.queue)
         timer.setEventHandler { [unowned self] in
             self.armedDeadline = nil
             self.perform(self.machine.tick(now: RedisConnection.now()))
