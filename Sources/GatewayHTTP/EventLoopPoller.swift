@@ -82,6 +82,8 @@ final class EventLoopPoller: @unchecked Sendable {  // state confined to `queue`
         }, retained.toOpaque())
         guard rc == 0 else {
             retained.release()
+            _ = Glibc.close(wake)
+            _ = Glibc.close(fd)
             throw Socket.Failure(call: "pthread_create", errno: rc)
         }
         pthread_detach(thread)
