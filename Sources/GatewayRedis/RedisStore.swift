@@ -39,7 +39,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         public var reconnectMaximumDelay: Int = 2_000
         /// Commands waiting or in flight per connection at most; beyond, fail fast as `.overloaded`.
         public var maximumPendingCommands: Int = 4_096
-        /// Pipelined connections in the pool (1...64); ignored when `queues` is not empty.
+        /// Pipelined connections in the pool (1...64); ignored when `queues` or `loops` is not empty.
         public var connections: Int = 1
         /// Serial queues to run the connections on, one connection per queue (1...64 queues; empty: each
         /// connection gets its own queue). Pass the caller's event-loop queues so that commands and
