@@ -66,11 +66,11 @@ struct RedisScript: Sendable {
         local counter = tonumber(ARGV[1])
         local size = tonumber(ARGV[2])
         local w = k[8]
-        local b = {}
+        local b
         if w and #w == 16 then
-          for i = 1, 16 do b[i] = string.byte(w, i) end
+          b = {string.byte(w, 1, 16)}
         elseif not w or #w == 0 then
-          for i = 1, 16 do b[i] = 0 end
+          b = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
         else
           return redis.error_reply('ERR corrupt replay window')
         end
@@ -81,15 +81,13 @@ struct RedisScript: Sendable {
           else
             local q = math.floor(n / 8)
             local s = n % 8
-            local nb = {}
-            for i = 1, 16 do
+            for i = 16, 1, -1 do
               local src = i - q
               local v = 0
               if src >= 1 then v = bit.band(bit.lshift(b[src], s), 255) end
               if s > 0 and src >= 2 then v = bit.bor(v, bit.rshift(b[src - 1], 8 - s)) end
-              nb[i] = v
+              b[i] = v
             end
-            b = nb
           end
           if n <= 128 then
             local m = n - 1
@@ -106,12 +104,11 @@ struct RedisScript: Sendable {
           if bit.band(b[j], mask) ~= 0 then return {'counter_replay'} end
           b[j] = bit.bor(b[j], mask)
         end
-        for i = 1, 16 do b[i] = string.char(b[i]) end
         local h = string.format('%d', highest)
-        redis.call('HSET', KEYS[1], 'ctr', h, 'win', table.concat(b))
+        redis.call('HSET', KEYS[1], 'ctr', h, 'win', string.char(unpack(b)))
         redis.call('DEL', KEYS[2])
         return {'ok', k[1], k[3], k[4], k[5], k[6], k[7] or '', h}
-        """, sha1: "87aeec67c1ef27934ac3afa39632045e301e0f0f")
+        """, sha1: "1f9634a8062d3f6bf34f16a8345503e5d0a311b9")
 
     /// `revokeKey`. KEYS[1] key record hash. Returns 1 after setting `status` to `revoked`, 0 when the key
     /// does not exist (nothing is created).
