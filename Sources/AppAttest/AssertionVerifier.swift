@@ -37,22 +37,13 @@ public enum AssertionVerifier {
     public static func verify(assertionObject: [UInt8], publicKey: P256PublicKey, rpIdHash: [UInt8], clientDataHash: [UInt8],
                               previousCounter: UInt32?) -> AssertionDecision {
         var trace = VerificationTrace()
+        let decoder = CBORDecoder()
         let signature: [UInt8]
         let rawAuthData: [UInt8]
-        let decoder = CBORDecoder()
-        if let entries = decoder.decodeFlatByteStringMap(assertionObject) {
-            // The usual shape, read without building CBOR values (same result as `decode`).
-            func field(_ name: StaticString) -> [UInt8]? {
-                let wanted = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
-                guard let entry = entries.first(where: { assertionObject[$0.key].elementsEqual(wanted) }) else { return nil }
-                return Array(assertionObject[entry.value])
-            }
-            guard let s = field("signature"), let a = field("authenticatorData") else {
-                return .rejected(.assertionMalformed, detail: "signature or authenticatorData missing or not bytes", trace: trace)
-            }
-            signature = s
-            rawAuthData = a
+        if let fields = flatFields(assertionObject, decoder: decoder) {
+            (signature, rawAuthData) = fields
         } else {
+            // Any other shape: the full strict decoder decides (and names the refusal).
             let value: CBORValue
             do {
                 value = try decoder.decode(assertionObject)
@@ -96,5 +87,19 @@ public enum AssertionVerifier {
         }
         if let failure { return .rejected(failure.0, detail: failure.1, trace: trace) }
         return .accepted(VerifiedAssertion(counter: authData.counter, flags: authData.flags, signals: authData.signals, trace: trace))
+    }
+
+    /// `signature` and `authenticatorData` of the usual assertion shape - a flat map of byte strings
+    /// holding both - read without building CBOR values (same bytes `decode` would give); nil for
+    /// any other shape, including a flat map that lacks either field.
+    private static func flatFields(_ object: [UInt8], decoder: CBORDecoder) -> (signature: [UInt8], authData: [UInt8])? {
+        guard let entries = decoder.decodeFlatByteStringMap(object) else { return nil }
+        func field(_ name: StaticString) -> [UInt8]? {
+            let wanted = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+            guard let entry = entries.first(where: { object[$0.key].elementsEqual(wanted) }) else { return nil }
+            return Array(object[entry.value])
+        }
+        guard let signature = field("signature"), let authData = field("authenticatorData") else { return nil }
+        return (signature, authData)
     }
 }
