@@ -3,6 +3,7 @@ import AttestCrypto
 import AttestSimulator
 import Dispatch
 import Foundation
+import Gateway
 import GatewayRedis
 import GatewayStore
 import Synchronization
@@ -67,6 +68,34 @@ enum BenchPrepareCommand {
         private let messages = Mutex<[String]>([])
         func add(_ message: String) { messages.withLock { $0.append(message) } }
         var first: String? { messages.withLock { $0.first } }
+    }
+
+    /// Writes one-time challenges with the gateway's own store code, at most 4000 in flight, from any
+    /// thread; `finish` waits for all of them.
+    final class ChallengeWriter: Sendable {
+        private let store: RedisStore
+        private let inFlight = DispatchSemaphore(value: 4000)
+        private let issued = DispatchGroup()
+        private let failures = Failures()
+
+        init(_ store: RedisStore) { self.store = store }
+
+        /// Starts writing one challenge (blocks while 4000 are in flight).
+        func issue(_ challenge: Challenge, keyId: KeyID, purpose: ChallengePurpose, expiresAt: UnixMillis, now: UnixMillis) {
+            inFlight.wait()
+            issued.enter()
+            store.issueChallenge(challenge, keyId: keyId, purpose: purpose, expiresAt: expiresAt, now: now) { [self] result in
+                if case .failure(let error) = result { failures.add("\(error)") }
+                inFlight.signal()
+                issued.leave()
+            }
+        }
+
+        /// Waits until every write was answered; the first store failure, if any.
+        func finish() -> String? {
+            issued.wait()
+            return failures.first
+        }
     }
 
     /// A failure while preparing (network, store, minting).
@@ -182,25 +211,24 @@ enum BenchPrepareCommand {
         let bodyHash = SHA256.hash([UInt8](repeating: UInt8(ascii: "x"), count: bodyBytes))
         let methodBytes = Array(method.utf8)
         let targetBytes = Array(target.utf8)
-        let now = unixMillis()
+        let now = GatewayClock.system.now()
         let expiresAt = now + 3_600_000
 
         // Partition p owns keys p, p+P, p+2P...; its j-th request uses its key j mod K with counter base+1+j/K.
         let owned: [[Int]] = (0..<partitions).map { p in Array(stride(from: p, to: keys.count, by: partitions)) }
         let perPartition: [Int] = (0..<partitions).map { p in count / partitions + (p < count % partitions ? 1 : 0) }
+        var uses = [Int](repeating: 0, count: keys.count)  // assertions per key
         for p in 0..<partitions {
             let k = owned[p].count
             for (slot, keyIndex) in owned[p].enumerated() {
-                let uses = perPartition[p] / k + (slot < perPartition[p] % k ? 1 : 0)
-                guard UInt64(keys[keyIndex].counter) + UInt64(uses) < UInt64(UInt32.max) else {
+                uses[keyIndex] = perPartition[p] / k + (slot < perPartition[p] % k ? 1 : 0)
+                guard UInt64(keys[keyIndex].counter) + UInt64(uses[keyIndex]) < UInt64(UInt32.max) else {
                     throw Failure("key \(keys[keyIndex].keyIdText): counter would pass 2^32-1")
                 }
             }
         }
         let frozenKeys = keys
-        let inFlight = DispatchSemaphore(value: 4000)
-        let issued = DispatchGroup()
-        let storeFailures = Failures()
+        let challenges = ChallengeWriter(store)
         let writeFailures = Mutex<[String]>([])
         // One writer per partition, chunks of rows minted in parallel inside it.
         for p in 0..<partitions {
@@ -231,14 +259,7 @@ enum BenchPrepareCommand {
                             var device = try SoftwareDevice(privateKey: key.privateKey, counter: key.counter)
                             let minted = try device.mintAssertion(appId: appId, clientData: clientData,
                                                                   options: AssertionOptions(counter: counter))
-                            inFlight.wait()
-                            issued.enter()
-                            store.issueChallenge(challenge, keyId: try KeyID(key.keyId), purpose: .assert, expiresAt: expiresAt,
-                                                 now: now) { result in
-                                if case .failure(let error) = result { storeFailures.add("\(error)") }
-                                inFlight.signal()
-                                issued.leave()
-                            }
+                            challenges.issue(challenge, keyId: try KeyID(key.keyId), purpose: .assert, expiresAt: expiresAt, now: now)
                             local.append((j, "\(key.keyIdText)\t\(Base64.encode(challengeBytes))\t\(Base64.encode(minted.assertionObject))"))
                         } catch {
                             mintFailures.withLock { $0.append("\(error)") }
@@ -254,18 +275,11 @@ enum BenchPrepareCommand {
                 start = end
             }
         }
-        issued.wait()
-        if let first = storeFailures.first { throw Failure("issuing challenges in Redis failed: \(first)") }
+        if let first = challenges.finish() { throw Failure("issuing challenges in Redis failed: \(first)") }
         if let first = writeFailures.withLock({ $0.first }) { throw Failure("writing the request file failed: \(first)") }
 
         // New last counters.
-        for p in 0..<partitions {
-            let k = owned[p].count
-            for (slot, keyIndex) in owned[p].enumerated() {
-                let uses = perPartition[p] / k + (slot < perPartition[p] % k ? 1 : 0)
-                keys[keyIndex].counter += UInt32(uses)
-            }
-        }
+        for keyIndex in keys.indices { keys[keyIndex].counter += UInt32(uses[keyIndex]) }
         try writeKeys(keys, to: keysPath)
         return [("assertions", .integer(Int64(count))), ("partitions", .integer(Int64(partitions))),
                 ("keys", .integer(Int64(keys.count))), ("out", .string(out))]
@@ -294,10 +308,9 @@ enum BenchPrepareCommand {
         let partitions = try options.integer("partitions", default: 1, in: 1...64) ?? 1
         let out = try options.required("out")
         guard count > 0 else { throw DeviceCommandError.usage("--count is required") }
-        let now = unixMillis()
+        let now = GatewayClock.system.now()
         let expiresAt = now + 3_600_000
-        let issued = DispatchGroup()
-        let inFlight = DispatchSemaphore(value: 4000)
+        let challenges = ChallengeWriter(store)
         let failures = Failures()
         let lines = Mutex<[Int: String]>([:])
         DispatchQueue.concurrentPerform(iterations: 8) { worker in
@@ -308,14 +321,8 @@ enum BenchPrepareCommand {
                     let device = try SoftwareDevice()
                     let challengeBytes = try SecureRandom.bytes(count: 32)
                     let minted = try device.mintAttestation(ca: ca, appId: appId, environment: environment, challenge: challengeBytes)
-                    inFlight.wait()
-                    issued.enter()
-                    store.issueChallenge(try Challenge(challengeBytes), keyId: try KeyID(device.keyId), purpose: .attest,
-                                         expiresAt: expiresAt, now: now) { result in
-                        if case .failure(let error) = result { failures.add("\(error)") }
-                        inFlight.signal()
-                        issued.leave()
-                    }
+                    challenges.issue(try Challenge(challengeBytes), keyId: try KeyID(device.keyId), purpose: .attest,
+                                     expiresAt: expiresAt, now: now)
                     local.append((i, "{\"keyId\":\"\(Base64.encode(device.keyId))\",\"challenge\":\"\(Base64.encode(challengeBytes))\","
                                     + "\"attestation\":\"\(Base64.encode(minted.attestationObject))\"}"))
                 } catch {
@@ -326,8 +333,7 @@ enum BenchPrepareCommand {
             }
             lines.withLock { dict in for (index, line) in local { dict[index] = line } }
         }
-        issued.wait()
-        if let first = failures.first { throw Failure("preparing attestations failed: \(first)") }
+        if let first = challenges.finish() ?? failures.first { throw Failure("preparing attestations failed: \(first)") }
         let all = lines.withLock { $0 }
         for p in 0..<partitions {
             let text = stride(from: p, to: count, by: partitions).compactMap { all[$0] }.joined(separator: "\n") + "\n"
@@ -344,11 +350,5 @@ enum BenchPrepareCommand {
         configuration.maximumPendingCommands = 8192
         configuration.commandTimeout = 10_000
         return try RedisStore(configuration: configuration)
-    }
-
-    static func unixMillis() -> Int64 {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
     }
 }
