@@ -25,22 +25,25 @@ let package = Package(
         // Software device and test CA minting Apple-format objects under a test root.
         .target(name: "AttestSimulator", dependencies: ["AppAttest", "AttestCrypto"]),
 
-        // State: store protocol + memory store; hiredis store on Dispatch.
+        // The I/O runtime both protocols and the Redis store share: event loops, poller, sockets,
+        // addresses, timers, clock, the TLS transport.
+        .target(name: "GatewayIO", dependencies: ["COpenSSL", "CEpoll"]),
+        // State: store protocol + memory store; hiredis store living in the event loops.
         .target(name: "GatewayStore"),
-        .target(name: "GatewayRedis", dependencies: ["GatewayStore", "CHiredis"]),
-        // Proxy core: event loop, HTTP/1.1, HTTP/2, TLS, upstream pool. Knows nothing of App Attest.
-        .target(name: "GatewayHTTP", dependencies: ["CNghttp2", "COpenSSL", "CEpoll"]),
+        .target(name: "GatewayRedis", dependencies: ["GatewayStore", "GatewayIO", "CHiredis"]),
+        // Proxy core: HTTP/1.1, HTTP/2, upstream pool. Knows nothing of App Attest.
+        .target(name: "GatewayHTTP", dependencies: ["GatewayIO", "CNghttp2", "COpenSSL"]),
         // YAML -> raw -> validated -> compiled route table.
         .target(name: "GatewayConfig", dependencies: ["CYAML"]),
         // Composition.
         .target(name: "Gateway", dependencies: [
-            "AppAttest", "AttestCrypto", "GatewayStore", "GatewayRedis", "GatewayHTTP", "GatewayConfig",
+            "AppAttest", "AttestCrypto", "GatewayStore", "GatewayRedis", "GatewayIO", "GatewayHTTP", "GatewayConfig",
         ]),
 
         .executableTarget(name: "attest-gateway", dependencies: ["Gateway"]),
-        .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto", "GatewayHTTP", "GatewayStore", "GatewayRedis"]),
+        .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto", "GatewayIO", "GatewayHTTP", "GatewayStore", "GatewayRedis"]),
         // Fuzzing harnesses (Fuzz/README.md): replays inputs in a plain build; libFuzzer with -DFUZZING (scripts/fuzz).
-        .executableTarget(name: "attest-fuzz", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayHTTP", "GatewayConfig", "GatewayRedis"],
+        .executableTarget(name: "attest-fuzz", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayIO", "GatewayHTTP", "GatewayConfig", "GatewayRedis"],
                           path: "Fuzz/Sources/attest-fuzz"),
 
         // Helpers shared by test targets: locating ../shared, free ports, child processes (redis-server, upstreams).
@@ -48,9 +51,9 @@ let package = Package(
 
         .testTarget(name: "AttestCryptoTests", dependencies: ["AttestCrypto", "GatewayTestSupport"]),
         .testTarget(name: "AppAttestTests", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayRedis", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayHTTP", "GatewayTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayIO", "GatewayRedis", "GatewayTestSupport"]),
+        .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayIO", "GatewayHTTP", "GatewayTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayIO", "GatewayTestSupport"], exclude: ["Fixtures"]),
     ]
 )

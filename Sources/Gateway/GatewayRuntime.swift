@@ -3,6 +3,7 @@ import AttestCrypto
 import Foundation
 import GatewayConfig
 import GatewayHTTP
+import GatewayIO
 import GatewayRedis
 import GatewayStore
 
@@ -218,7 +219,7 @@ public final class GatewayRuntime: Sendable {
                                                                password: endpoint.password, database: endpoint.database))
             redis.commandTimeout = Int(millis(configuration.commandTimeout))
             redis.connectTimeout = Int(millis(configuration.connectTimeout))
-            redis.loops = loops.map(EventLoopRedisHost.init)
+            redis.loops = loops
             do {
                 return try RedisStore(configuration: redis)
             } catch {

@@ -1,5 +1,7 @@
 // HTTP/1.1 request parser (RFC 9112, RFC 9110) as a value-type state machine.
 
+import GatewayIO
+
 /// Parses a stream of HTTP/1.1 (and 1.0) requests, strictly, as a value-type state machine.
 ///
 /// Feed bytes in pieces of any size; each call to `parse(_:)` consumes some of them and returns one

@@ -1,5 +1,7 @@
 // One downstream HTTP/1.1 connection: parsing, handler calls, responses, proxying, timeouts.
 
+import GatewayIO
+
 /// Drives one accepted connection on its event loop.
 ///
 /// Requests are handled strictly one at a time and answered in order (RFC 9112 section 9.3.2):

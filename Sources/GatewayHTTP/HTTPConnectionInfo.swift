@@ -1,5 +1,7 @@
 // What the server knows about the downstream connection a request arrived on.
 
+import GatewayIO
+
 /// Facts about the downstream connection of a request (for access logs, `X-Forwarded-For`, rate limits).
 public struct HTTPConnectionInfo: Sendable {
     /// Unique (per process) connection number, counting from 1.

@@ -1,5 +1,7 @@
 // Errors the proxy core answers by itself, with stable codes.
 
+import GatewayIO
+
 /// A failure the proxy core detects and answers itself (the handler renders the body through
 /// `HTTPHandler.errorResponse(for:head:)`).
 ///

@@ -1,5 +1,6 @@
 // A listening socket that accepts in batches and hands connections to event loops round-robin.
 
+import GatewayIO
 import Dispatch
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,7 @@
 // The head of a request as received (RFC 9112 section 3, RFC 9110 section 6).
 
+import GatewayIO
+
 /// The head of a request: method, request-target, version, header fields and derived framing.
 ///
 /// Protocol-agnostic: HTTP/1.1 fills it from the request line and header section; HTTP/2 will fill it

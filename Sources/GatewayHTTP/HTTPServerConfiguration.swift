@@ -1,5 +1,7 @@
 // Server configuration.
 
+import GatewayIO
+
 /// Everything an `HTTPServer` needs besides its handler and event loops.
 public struct HTTPServerConfiguration: Sendable {
     /// Addresses to listen on (at least one).

@@ -1,5 +1,7 @@
 // Normal form of a request-target (DESIGN.md section 5; RFC 9112 section 3.2, RFC 3986 sections 3.3 and 6).
 
+import GatewayIO
+
 /// The normal-form rules a request-target must satisfy before anything routes on it.
 ///
 /// A target that is not in normal form is refused (400 with a specific `HTTPError`), never matched

@@ -1,6 +1,7 @@
 // One HTTP/1.1 connection to an upstream, on one event loop.
 
 #if canImport(Glibc)
+import GatewayIO
 import Glibc
 #elseif canImport(Musl)
 import Musl

@@ -2,6 +2,7 @@ import AttestCrypto
 import Dispatch
 import Foundation
 import GatewayHTTP
+import GatewayIO
 
 /// `attestctl demo-upstream [--listen HOST:PORT]`: a tiny "legacy backend" for the quickstart. It
 /// answers every request with JSON describing what reached it - method, target, body size and

@@ -4,32 +4,35 @@
 ///
 /// Appends go to one `[UInt8]` whose capacity is kept between flushes (no allocation per response);
 /// a buffer that grew past `shrinkAbove` is released once empty.
-struct OutputBuffer {
+package struct OutputBuffer {
     private(set) var bytes: [UInt8] = []
     private var start = 0
-    static let shrinkAbove = 1 << 20
+    package static let shrinkAbove = 1 << 20
+
+    /// An empty buffer.
+    package init() {}
 
     /// Bytes not yet written.
-    var count: Int { bytes.count - start }
-    var isEmpty: Bool { start == bytes.count }
+    package var count: Int { bytes.count - start }
+    package var isEmpty: Bool { start == bytes.count }
 
-    enum Flush {
+    package enum Flush {
         case done
         case wouldBlock
         case failed(Int32)
     }
 
-    @inline(__always) mutating func append(_ byte: UInt8) { bytes.append(byte) }
-    @inline(__always) mutating func append(_ data: UnsafeRawBufferPointer) { bytes.append(contentsOf: data) }
-    @inline(__always) mutating func append(_ data: [UInt8]) { bytes.append(contentsOf: data) }
-    @inline(__always) mutating func append(_ literal: StaticString) {
+    @inline(__always) package mutating func append(_ byte: UInt8) { bytes.append(byte) }
+    @inline(__always) package mutating func append(_ data: UnsafeRawBufferPointer) { bytes.append(contentsOf: data) }
+    @inline(__always) package mutating func append(_ data: [UInt8]) { bytes.append(contentsOf: data) }
+    @inline(__always) package mutating func append(_ literal: StaticString) {
         bytes.append(contentsOf: UnsafeRawBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount))
     }
     /// Gives direct access for serializers.
-    @inline(__always) mutating func withBytes<R>(_ body: (inout [UInt8]) -> R) -> R { body(&bytes) }
+    @inline(__always) package mutating func withBytes<R>(_ body: (inout [UInt8]) -> R) -> R { body(&bytes) }
 
     /// Writes as much as the socket takes.
-    mutating func flush(to fd: Int32) -> (result: Flush, written: Int) {
+    package mutating func flush(to fd: Int32) -> (result: Flush, written: Int) {
         var written = 0
         while start < bytes.count {
             let r = bytes.withUnsafeBytes { Socket.write(fd, UnsafeRawBufferPointer(rebasing: $0[start...])) }
@@ -49,7 +52,7 @@ struct OutputBuffer {
     }
 
     /// Writes `data` straight to the socket when nothing is queued; queues whatever the socket did not take.
-    mutating func writeOrQueue(_ data: UnsafeRawBufferPointer, to fd: Int32) -> (result: Flush, written: Int) {
+    package mutating func writeOrQueue(_ data: UnsafeRawBufferPointer, to fd: Int32) -> (result: Flush, written: Int) {
         guard isEmpty else {
             append(data)
             return flush(to: fd)
@@ -64,7 +67,7 @@ struct OutputBuffer {
         }
     }
 
-    mutating func reset() {
+    package mutating func reset() {
         if bytes.capacity > OutputBuffer.shrinkAbove {
             bytes = []
         } else {
