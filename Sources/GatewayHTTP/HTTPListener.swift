@@ -79,7 +79,8 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
                                               remoteAddress: isUnix ? "unix:" : peer.description,
                                               localAddress: localDescription)
                 loop.execute {
-                    HTTP1ServerConnection(fd: connectionFD, loop: loop, context: context, info: info).start()
+                    HTTP1ServerConnection(stream: ByteStream(fd: connectionFD, loop: loop), loop: loop, context: context,
+                                          info: info).start()
                 }
             case .failure(let f):
                 // Out of descriptors or memory: stop accepting briefly instead of spinning.

@@ -33,9 +33,30 @@ package struct OutputBuffer {
 
     /// Writes as much as the socket takes.
     package mutating func flush(to fd: Int32) -> (result: Flush, written: Int) {
+        flush { Socket.write(fd, $0) }
+    }
+
+    /// Writes as much as the stream (plain or TLS) takes.
+    package mutating func flush(to stream: ByteStream) -> (result: Flush, written: Int) {
+        flush { stream.write($0) }
+    }
+
+    /// Writes `data` straight to the socket when nothing is queued; queues whatever the socket did not take.
+    package mutating func writeOrQueue(_ data: UnsafeRawBufferPointer, to fd: Int32) -> (result: Flush, written: Int) {
+        writeOrQueue(data) { Socket.write(fd, $0) }
+    }
+
+    /// `writeOrQueue(_:to:)` through a stream (plain or TLS).
+    package mutating func writeOrQueue(_ data: UnsafeRawBufferPointer, to stream: ByteStream) -> (result: Flush, written: Int) {
+        writeOrQueue(data) { stream.write($0) }
+    }
+
+    /// Writes as much as `write` takes (`write` returns the bytes taken, 0 when it would block).
+    @inline(__always)
+    package mutating func flush(using write: (UnsafeRawBufferPointer) -> Result<Int, Socket.Failure>) -> (result: Flush, written: Int) {
         var written = 0
         while start < bytes.count {
-            let r = bytes.withUnsafeBytes { Socket.write(fd, UnsafeRawBufferPointer(rebasing: $0[start...])) }
+            let r = bytes.withUnsafeBytes { write(UnsafeRawBufferPointer(rebasing: $0[start...])) }
             switch r {
             case .success(0):
                 compactIfLarge()
@@ -51,13 +72,14 @@ package struct OutputBuffer {
         return (.done, written)
     }
 
-    /// Writes `data` straight to the socket when nothing is queued; queues whatever the socket did not take.
-    package mutating func writeOrQueue(_ data: UnsafeRawBufferPointer, to fd: Int32) -> (result: Flush, written: Int) {
+    @inline(__always)
+    private mutating func writeOrQueue(_ data: UnsafeRawBufferPointer,
+                                       using write: (UnsafeRawBufferPointer) -> Result<Int, Socket.Failure>) -> (result: Flush, written: Int) {
         guard isEmpty else {
             append(data)
-            return flush(to: fd)
+            return flush(using: write)
         }
-        switch Socket.write(fd, data) {
+        switch write(data) {
         case .success(let n):
             if n == data.count { return (.done, n) }
             append(UnsafeRawBufferPointer(rebasing: data[n...]))
