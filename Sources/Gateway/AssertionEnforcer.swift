@@ -167,11 +167,11 @@ final class AssertionEnforcer: Sendable {
             switch result {
             case .failure:
                 completion(unavailable(route: route, keyId: keyId))
-            case .success(.accepted(let committed)):
+            case .success(.accepted):
                 var report = VerdictReport(.valid, keyId: keyId)
                 report.keyIdBase64 = key.keyIdBase64
                 report.counter = verified.counter
-                report.environment = committed.environment.rawValue
+                report.environment = key.environment.rawValue
                 report.signals = verified.signals
                 completion(Decision(report: report, refusal: nil))
             case .success(.refused(let refusal)):

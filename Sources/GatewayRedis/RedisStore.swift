@@ -349,26 +349,9 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
             guard items.count == 1, let refusal = refusal(code) else { return .failure(unexpected(reply)) }
             return .success(.refused(refusal))
         }
-        guard items.count == 8 else { return .failure(unexpected(reply)) }
-        var fields = [[UInt8]]()
-        for item in items.dropFirst() {
-            guard case .bulk(let bytes) = item else { return .failure(unexpected(reply)) }
-            fields.append(bytes)
-        }
-        let text = { (i: Int) in String(decoding: fields[i], as: UTF8.self) }
-        var expiresAt: Int64?
-        if !fields[5].isEmpty {
-            guard let value = RedisCommand.parseDecimal(fields[5]) else { return .failure(unexpected(reply)) }
-            expiresAt = value
-        }
-        guard fields[0].count == 65,
-              let environment = KeyEnvironment(rawValue: text(1)),
-              KeyRecord.isValidAppId(text(2)),
-              let status = KeyStatus(rawValue: text(3)),
-              let tier = TrustTier(rawValue: text(4)),
-              let highest = RedisCommand.parseDecimal(fields[6]), let counter = UInt32(exactly: highest)
-        else { return .failure(StoreUnavailable(.protocolError, detail: "corrupt key record in commit reply")) }
-        return .success(.accepted(CommittedAssertion(publicKey: fields[0], environment: environment, appId: text(2),
-                                                     status: status, trustTier: tier, expiresAt: expiresAt, counter: counter)))
+        guard items.count == 2, case .bulk(let highestText) = items[1],
+              let highest = RedisCommand.parseDecimal(highestText), let counter = UInt32(exactly: highest)
+        else { return .failure(StoreUnavailable(.protocolError, detail: "corrupt counter in commit reply")) }
+        return .success(.accepted(CommittedAssertion(counter: counter)))
     }
 }
