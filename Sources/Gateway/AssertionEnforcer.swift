@@ -107,7 +107,8 @@ final class AssertionEnforcer: Sendable {
             verifyAndCommit(key: key, keyId: keyId, challenge: challenge, assertion: assertion, clientData: clientData,
                             route: route, completion: completion)
         }
-        if let cached = keys.get(keyId) {
+        let shard = request.connection.loopIndex
+        if let cached = keys.get(keyId, shard: shard) {
             proceed(cached)
             return
         }
@@ -128,7 +129,7 @@ final class AssertionEnforcer: Sendable {
                     return
                 }
                 let cached = CachedKey(keyId: keyId, publicKey: publicKey, app: app.policy, environment: environment)
-                keys.put(keyId, cached)
+                keys.put(keyId, cached, shard: shard)
                 proceed(cached)
             }
         }

@@ -69,8 +69,8 @@ public final class GatewayRuntime: Sendable {
         let appEntries = Dictionary(config.apps.map { ($0.appID.description, AppEntry($0)) }, uniquingKeysWith: { a, _ in a })
         let verifier = AttestationVerifier(trust: anchors, apps: config.apps.map { AppEntry($0).policy })
         let family = HeaderFamily(config.headers)
-        keys = KeyCache()
-        metrics = GatewayMetrics()
+        keys = KeyCache(shards: group.loops.count)
+        metrics = GatewayMetrics(loops: group.loops.count)
         let issuer = ChallengeIssuer(store: store, byteCount: config.endpoints.challengeBytes,
                                      ttlMillis: GatewayRuntime.millis(config.endpoints.challengeTTL), clock: clock)
 
@@ -99,7 +99,7 @@ public final class GatewayRuntime: Sendable {
             routes.append(CompiledRoute(config: route, upstream: pool))
         }
 
-        accessLog = config.log.access ? AccessLog(clock: clock) : nil
+        accessLog = config.log.access ? AccessLog(clock: clock, loops: group.loops.count) : nil
         let endpoints = GatewayEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                          verifier: verifier, errorHeader: config.headers.error)
         let enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
@@ -119,7 +119,7 @@ public final class GatewayRuntime: Sendable {
             listeners: config.listen.map(GatewayRuntime.listenAddress), limits: limits, timeouts: timeouts,
             maxConnections: config.limits.maxConnections),
             group: group, handler: handler)
-        adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys)
+        adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys, accessLog: accessLog)
         if let admin = config.admin {
             adminServer = HTTPServer(configuration: HTTPServerConfiguration(listeners: [GatewayRuntime.listenAddress(admin)]),
                                      group: group, handler: adminHandler)

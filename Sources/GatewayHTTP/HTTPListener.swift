@@ -77,7 +77,7 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
                 context.connectionOpened()
                 let info = HTTPConnectionInfo(id: context.makeConnectionID(),
                                               remoteAddress: isUnix ? "unix:" : peer.description,
-                                              localAddress: localDescription)
+                                              localAddress: localDescription, loopIndex: loop.index)
                 loop.execute {
                     HTTP1ServerConnection(stream: ByteStream(fd: connectionFD, loop: loop), loop: loop, context: context,
                                           info: info).start()
