@@ -34,10 +34,14 @@ public final class GatewayRuntime: Sendable {
     ///   - clock: wall-clock source (tests inject one to move time).
     ///   - loopCount: event loops (default: one per core).
     ///   - store: a store to use instead of the configured one (tests).
+    ///   - events: where lifecycle events raised while running go (event name and fields; the
+    ///     executable writes them as JSON lines on standard error), e.g. `tls_handshake_failed`
+    ///     at most once per second. nil: dropped.
     /// - Throws: `GatewayStartupError` when an extra root cannot be read, a store URL cannot be used,
     ///   or an upstream pool cannot be created.
     public init(loaded: LoadedConfiguration, clock: GatewayClock = .system, loopCount: Int? = nil,
-                store injectedStore: (any AttestStore)? = nil) throws {
+                store injectedStore: (any AttestStore)? = nil,
+                events: (@Sendable (_ name: String, _ fields: [(String, String)]) -> Void)? = nil) throws {
         self.loaded = loaded
         let config = loaded.configuration
 
@@ -107,6 +111,7 @@ public final class GatewayRuntime: Sendable {
         let handler = GatewayHandler(routeTable: loaded.routeTable, routes: routes, endpoints: endpoints,
                                      enforcer: enforcer, family: family, endpointsPrefix: config.endpoints.prefix,
                                      accessLog: accessLog, metrics: metrics,
+                                     events: RateLimitedEvents(sink: events ?? { _, _ in }, now: { EventLoop.now() }),
                                      endpointLimiter: config.endpoints.rateLimit.map {
                                          ClientRateLimiter(requestsPerSecond: $0.requestsPerSecond, burst: $0.burst, clock: clock)
                                      })

@@ -152,6 +152,7 @@ extension Refusal {
         case .badTransferEncoding: return "only Transfer-Encoding: chunked is accepted"
         case .upstreamUnavailable, .upstreamReset, .upstreamBadResponse: return "the upstream could not be reached or failed"
         case .upstreamConnectTimeout, .upstreamTimeout: return "the upstream did not answer in time"
+        case .upstreamTLSFailed: return "the TLS handshake with the upstream failed"
         case .shuttingDown: return "the gateway is shutting down"
         default:
             if error.code.hasPrefix("target_") {

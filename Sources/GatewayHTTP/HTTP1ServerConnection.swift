@@ -9,7 +9,7 @@ import GatewayIO
 /// beyond) and parsed only after the response. Every error the parser reports is answered through
 /// the handler's error renderer and closes the connection after a bounded lingering close
 /// (RFC 9112 section 9.6), so a client's unread bytes never turn the answer into a TCP reset.
-final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, UpstreamResponseSink,
+final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, UpstreamResponseSink,
     @unchecked Sendable  // all state confined to `loop.queue`; `deliver` hops onto it
 {
     private enum Phase { case idle, head, body, handling, forwarding, closing, lingering, closed }

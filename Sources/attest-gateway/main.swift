@@ -78,7 +78,7 @@ for warning in loaded.warnings { event("config_warning", level: .warning, [("det
 let runtime: GatewayRuntime
 let listeners: GatewayRuntime.Listeners
 do {
-    runtime = try GatewayRuntime(loaded: loaded)
+    runtime = try GatewayRuntime(loaded: loaded, events: { name, fields in event(name, level: .warning, fields) })
     listeners = try runtime.start()
 } catch {
     fail("attest-gateway: cannot start: \(error)", code: 1)
