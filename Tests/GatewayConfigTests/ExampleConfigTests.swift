@@ -34,7 +34,7 @@ final class ExampleConfigTests: XCTestCase {
     func testIssueExampleLoadsWithItsValues() throws {
         let loaded = try GatewayConfiguration.parse(yaml: Self.issueExample, baseDirectory: "/etc/attest-gateway")
         let c = loaded.configuration
-        XCTAssertEqual(c.listen, [.ip(host: "127.0.0.1", port: 8080)])
+        XCTAssertEqual(c.listen, [.plain(.ip(host: "127.0.0.1", port: 8080))])
         XCTAssertEqual(c.admin, .ip(host: "127.0.0.1", port: 9901))
         XCTAssertEqual(c.store.kind, .redis(RedisEndpoint(address: .tcp(host: "127.0.0.1", port: 6379), database: 0)))
         XCTAssertEqual(c.store.commandTimeout, .milliseconds(500))
@@ -72,7 +72,7 @@ final class ExampleConfigTests: XCTestCase {
     func testSidecarLoads() throws {
         let loaded = try GatewayConfiguration.load(path: ConfigTestHelpers.configFolder.appendingPathComponent("sidecar.yaml").path)
         let c = loaded.configuration
-        XCTAssertEqual(c.listen, [.ip(host: "0.0.0.0", port: 8080)])
+        XCTAssertEqual(c.listen, [.plain(.ip(host: "0.0.0.0", port: 8080))])
         XCTAssertEqual(c.store.kind, .redis(RedisEndpoint(address: .tcp(host: "redis.attest.svc.cluster.local", port: 6379))))
         XCTAssertEqual(c.store.commandTimeout, .milliseconds(250))
         XCTAssertEqual(c.upstream(named: "app")?.responseTimeout, .seconds(15))
