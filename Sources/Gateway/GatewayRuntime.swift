@@ -35,11 +35,21 @@ public final class GatewayRuntime: Sendable {
     ///   - loopCount: event loops (default: one per core).
     ///   - store: a store to use instead of the configured one (tests).
     /// - Throws: `GatewayStartupError` when an extra root cannot be read, a store URL cannot be used,
-    ///   or an upstream pool cannot be created.
+    ///   an upstream pool cannot be created, or the configuration has a TLS listener or an `https://`
+    ///   upstream (not served yet: refused rather than spoken to in plain text).
     public init(loaded: LoadedConfiguration, clock: GatewayClock = .system, loopCount: Int? = nil,
                 store injectedStore: (any AttestStore)? = nil) throws {
         self.loaded = loaded
         let config = loaded.configuration
+
+        // TLS listeners and https upstreams are wired by the TLS transport; until then they are refused
+        // here, never served or spoken to in plain text.
+        if let i = config.listen.firstIndex(where: \.isTLS) {
+            throw GatewayStartupError("listen[\(i)]: TLS listeners are not served yet (the TLS transport is not wired)")
+        }
+        if let upstream = config.upstreams.first(where: { $0.endpoint.isTLS }) {
+            throw GatewayStartupError("upstreams.\(upstream.name): https upstreams are not served yet (the TLS transport is not wired)")
+        }
 
         // Trust: Apple's pinned roots plus, for test devices only, the configured extra roots.
         var extraRoots: [X509Certificate] = []
@@ -80,6 +90,7 @@ public final class GatewayRuntime: Sendable {
             let address: SocketEndpoint
             switch upstream.endpoint {
             case .http(let host, let port): address = .tcp(host: host, port: port)
+            case .https: throw GatewayStartupError("upstreams.\(upstream.name): https upstreams are not served yet")  // refused above
             case .unix(let path): address = .unix(path: path)
             }
             let pool = try UpstreamPool(GatewayHTTP.UpstreamConfiguration(
@@ -116,7 +127,7 @@ public final class GatewayRuntime: Sendable {
                                           bodyRead: GatewayRuntime.seconds(config.timeouts.body),
                                           idle: GatewayRuntime.seconds(config.timeouts.idle))
         server = HTTPServer(configuration: HTTPServerConfiguration(
-            listeners: config.listen.map(GatewayRuntime.listenAddress), limits: limits, timeouts: timeouts,
+            listeners: config.listenAddresses.map(GatewayRuntime.listenAddress), limits: limits, timeouts: timeouts,
             maxConnections: config.limits.maxConnections),
             group: group, handler: handler)
         adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys, accessLog: accessLog)
