@@ -146,7 +146,7 @@ extension Refusal {
         case .bodyTooLarge: return "the request body is larger than this route accepts"
         case .headerTooLarge, .tooManyHeaders: return "the request header section is too large"
         case .headerTimeout: return "the request headers did not arrive in time"
-        case .bodyTimeout: return "the request body stalled"
+        case .bodyTimeout: return "the request body did not arrive in time"
         case .contentLengthWithTransferEncoding: return "Content-Length and Transfer-Encoding together are refused"
         case .duplicateContentLength: return "more than one Content-Length"
         case .badTransferEncoding: return "only Transfer-Encoding: chunked is accepted"

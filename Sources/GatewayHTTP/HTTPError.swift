@@ -74,7 +74,7 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
     case expectationFailed = "expectation_failed"
     /// The header section did not arrive within the header timeout.
     case headerTimeout = "header_timeout"
-    /// The body stalled longer than the body timeout between two reads.
+    /// The body was not complete within the body timeout, counted from the end of the header section.
     case bodyTimeout = "body_timeout"
 
     // MARK: server side
