@@ -110,16 +110,24 @@ final class GatewayHandler: HTTPHandler {
         return .route(index)
     }
 
+    /// Order matters: the family is read and stripped from the fields as the client sent them; the
+    /// forward made from what is left drops the fields the client named in `Connection`
+    /// (`HTTPForward.init`); only then does the gateway set its own fields (forwarding, verdict), so
+    /// a client's connection options can never remove a field the gateway sets.
     private func forwardOnRoute(_ route: CompiledRoute, request: HTTPRequest, responder: HTTPResponder) {
-        var forward = HTTPForward(request, to: route.upstream)
+        var received = request.head.headers
         let mode = route.config.mode
         guard mode != .off else {
-            family.strip(&forward.headers)
+            family.strip(&received)
+            var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
+                                      headers: received, body: request.body)
             addForwardingHeaders(&forward, request: request)
             responder.forward(forward, annotation: RequestLogContext(route: route.config.name))
             return
         }
-        let evidence = family.stripAndExtract(&forward.headers)
+        let evidence = family.stripAndExtract(&received)
+        var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
+                                  headers: received, body: request.body)
         addForwardingHeaders(&forward, request: request)
         let prepared = forward
         let names = family.configuration.injected
