@@ -150,6 +150,7 @@ extension Refusal {
         case .contentLengthWithTransferEncoding: return "Content-Length and Transfer-Encoding together are refused"
         case .duplicateContentLength: return "more than one Content-Length"
         case .badTransferEncoding: return "only Transfer-Encoding: chunked is accepted"
+        case .hostInvalid: return "the request needs exactly one Host field (HTTP/1.1) whose value is host[:port]"
         case .upstreamUnavailable, .upstreamReset, .upstreamBadResponse: return "the upstream could not be reached or failed"
         case .upstreamConnectTimeout, .upstreamTimeout: return "the upstream did not answer in time"
         case .shuttingDown: return "the gateway is shutting down"

@@ -151,6 +151,14 @@ final class ServerSocketTests: XCTestCase {
         try assertRefused("GET http://h/local/a HTTP/1.1\r\nHost: h\r\n\r\n", status: 400, code: "target_not_origin_form")
     }
 
+    func testInvalidHostRefused() throws {
+        for host in ["Host: a b\r\n", "Host: a/b\r\n", "Host:\r\n", "Host: h\r\nHost: h\r\n", "", "Host: [::1\r\n"] {
+            try assertRefused("GET /local/a HTTP/1.1\r\n\(host)\r\n", status: 400, code: "host_invalid")
+        }
+        let ok = try raw([.send("GET /local/a HTTP/1.1\r\nHost: [::1]:8080\r\nConnection: close\r\n\r\n")])
+        XCTAssertEqual(ok.responses().first?.status, 200, ok.text)
+    }
+
     func testHeaderLimits() throws {
         try assertRefused("GET /local/a HTTP/1.1\r\nHost: h\r\nX-Big: " + String(repeating: "a", count: 40000) + "\r\n\r\n",
                           status: 431, code: "header_too_large")
