@@ -23,7 +23,7 @@ enum ConfigSchema {
     /// Keys of each section, in documentation order.
     static func keys(_ section: Section) -> [String] {
         switch section {
-        case .root: return ["listen", "admin", "tls", "store", "apps", "trust", "endpoints", "headers", "upstreams", "routes", "limits", "timeouts", "log"]
+        case .root: return ["listen", "admin", "tls", "trusted_proxies", "store", "apps", "trust", "endpoints", "headers", "upstreams", "routes", "limits", "timeouts", "log"]
         case .store: return ["url", "command_timeout", "connect_timeout"]
         case .app: return ["app_id", "environment"]
         case .trust: return ["extra_roots"]

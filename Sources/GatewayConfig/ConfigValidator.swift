@@ -202,6 +202,7 @@ extension ConfigValidator {
         if let node = root.node("tls") {
             error(.root.key("tls"), "TLS termination is not supported yet (the key is reserved for cert, key and ALPN h2): terminate TLS in front of the gateway for now", node.mark)
         }
+        let trustedProxies = trustedProxies(root)
         let store = store(root)
         let apps = apps(root, marks: &marks)
         let trust = trust(root)
@@ -215,10 +216,10 @@ extension ConfigValidator {
         crossCheck(Partial(listen: listen, admin: admin, store: store, apps: apps, endpoints: endpoints,
                            upstreamsComplete: upstreams != nil, routes: routes.valid, routesComplete: routes.complete,
                            storeWasWritten: root.has("store")), marks: marks)
-        guard let listen, let admin, let store, let apps, let trust, let endpoints, let headers, let upstreams,
+        guard let listen, let admin, let trustedProxies, let store, let apps, let trust, let endpoints, let headers, let upstreams,
               routes.complete, let limits, let timeouts, let log else { return nil }
         let configuration = GatewayConfiguration(
-            listen: listen, admin: admin, store: store, apps: apps, trust: trust, endpoints: endpoints, headers: headers,
+            listen: listen, admin: admin, trustedProxies: trustedProxies, store: store, apps: apps, trust: trust, endpoints: endpoints, headers: headers,
             upstreams: upstreams, routes: routes.valid.map(\.0), limits: limits, timeouts: timeouts, log: log)
         return errors.isEmpty ? configuration : nil
     }
