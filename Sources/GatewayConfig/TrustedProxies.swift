@@ -25,7 +25,7 @@ public struct TrustedProxies: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the peer host `host` (an IP address as text without brackets, as
     /// `HTTPConnectionInfo.remoteHost` gives it) lies in one of the networks. Anything that is not an
-    /// address (`unix:` for a Unix socket peer) is not trusted. Parses nothing when the list is empty.
+    /// address (`unix` for a Unix socket peer) is not trusted. Parses nothing when the list is empty.
     public func contains(host: String) -> Bool {
         guard !networks.isEmpty, let address = IPAddress(host) else { return false }
         return contains(address)
