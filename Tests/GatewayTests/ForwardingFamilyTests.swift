@@ -1,8 +1,8 @@
 import XCTest
 
-/// The forwarding family (`ForwardingHeaders`) over real sockets through the whole gateway: the standard environment trusts
-/// 127.0.0.2 (`trusted_proxies: [127.0.0.2/32]`); curl connects from 127.0.0.1 (a client) or from
-/// 127.0.0.2 (the trusted proxy).
+/// The forwarding family (`ForwardingHeaders`) over real sockets through the whole gateway: the
+/// standard environment trusts 127.0.0.2 (`trusted_proxies: [127.0.0.2/32]`); curl connects from
+/// 127.0.0.1 (a client) or from 127.0.0.2 (the trusted proxy).
 final class ForwardingFamilyTests: E2ETestCase {
     override class var storeKind: E2EEnvironment.StoreKind { .memory }
     override class var needsRefDevice: Bool { false }
