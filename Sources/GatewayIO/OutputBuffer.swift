@@ -51,6 +51,41 @@ package struct OutputBuffer {
         return (.done, written)
     }
 
+    /// What one write attempt of `flush(using:)` did.
+    package enum WriteStep {
+        /// `n` bytes (1...count) were taken from the start of the bytes offered; 0 counts as `wouldBlock`.
+        case wrote(Int)
+        /// Nothing was taken; stop until the transport is ready again.
+        case wouldBlock
+        /// The transport failed (an errno, or 0 when the writer keeps its own reason); stop.
+        case failed(Int32)
+    }
+
+    /// Writes as much as `write` takes, for transports other than a plain socket (TLS: the connection
+    /// encrypts what it takes). Offers all queued bytes from the first unwritten one, again and again
+    /// until they are gone or `write` stops; after a stop the next flush offers the same bytes first
+    /// (possibly moved and followed by newer ones), which is what a TLS write retry needs.
+    /// Returns `.done` (all written, buffer reset), `.wouldBlock`, or `.failed` with `write`'s code,
+    /// and the number of bytes taken. `flush(to:)` is unchanged and stays the socket fast path.
+    package mutating func flush(using write: (UnsafeRawBufferPointer) -> WriteStep) -> (result: Flush, written: Int) {
+        var written = 0
+        while start < bytes.count {
+            let step = bytes.withUnsafeBytes { write(UnsafeRawBufferPointer(rebasing: $0[start...])) }
+            switch step {
+            case .wrote(let n) where n > 0:
+                start += n
+                written += n
+            case .wrote, .wouldBlock:
+                compactIfLarge()
+                return (.wouldBlock, written)
+            case .failed(let code):
+                return (.failed(code), written)
+            }
+        }
+        reset()
+        return (.done, written)
+    }
+
     /// Writes `data` straight to the socket when nothing is queued; queues whatever the socket did not take.
     package mutating func writeOrQueue(_ data: UnsafeRawBufferPointer, to fd: Int32) -> (result: Flush, written: Int) {
         guard isEmpty else {
