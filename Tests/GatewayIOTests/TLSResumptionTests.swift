@@ -65,6 +65,13 @@ final class TLSResumptionTests: XCTestCase {
         XCTAssertFalse(try connect(server, client))
         XCTAssertEqual(client.cachedSessionCount, 0)
         XCTAssertFalse(try connect(server, client))
+
+        let keeping = try self.client()
+        XCTAssertFalse(try connect(server, keeping))
+        keeping.forgetSessions()
+        XCTAssertEqual(keeping.cachedSessionCount, 0)
+        XCTAssertFalse(try connect(server, keeping), "forgotten")
+        XCTAssertTrue(try connect(server, keeping))
     }
 
     func testATicketFromThePreviousKeyStillResumesAndTheKeyRotates() throws {

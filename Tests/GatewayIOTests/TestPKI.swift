@@ -34,9 +34,15 @@ final class TestPKI: Sendable {
     let address: (chainPath: String, keyPath: String)
     private static let lock = NSLock()
 
-    /// The process-wide set (made on first use).
+    /// The process-wide set (made on first use; its folder is removed when the test process exits).
     static let shared: TestPKI = {
-        do { return try TestPKI() } catch { fatalError("TestPKI: \(error)") }
+        do {
+            let pki = try TestPKI()
+            atexit { try? FileManager.default.removeItem(atPath: TestPKI.shared.directory) }
+            return pki
+        } catch {
+            fatalError("TestPKI: \(error)")
+        }
     }()
 
     init() throws {
