@@ -10,10 +10,16 @@ public struct HTTPListenerConfiguration: Sendable {
     /// The TLS context of a TLS listener (certificates by SNI, versions, ALPN), nil for plain.
     /// The context can swap its certificates at run time (`TLSServerContext.reload`): new
     /// handshakes use the new ones, established connections keep theirs.
-    public var tls: TLSServerContext?
+    package var tls: TLSServerContext?
+
+    /// A plain listener on `endpoint`.
+    public init(_ endpoint: SocketEndpoint) {
+        self.endpoint = endpoint
+        tls = nil
+    }
 
     /// A listener on `endpoint`, with TLS when `tls` is given.
-    public init(_ endpoint: SocketEndpoint, tls: TLSServerContext? = nil) {
+    package init(_ endpoint: SocketEndpoint, tls: TLSServerContext?) {
         self.endpoint = endpoint
         self.tls = tls
     }

@@ -21,8 +21,11 @@ final class TLSHandshakeConnection: DownstreamConnection {  // confined to `loop
     private let localAddress: String
     private let deadline: UInt64
     private var finished = false
+    /// Why no TLS session could be created for the socket (OpenSSL out of memory), if so.
+    private var setupFailure: String?
 
-    /// Takes over the accepted, non-blocking socket `fd` and puts a server TLS session over it.
+    /// Takes over the accepted, non-blocking socket `fd` and puts a server TLS session over it (when
+    /// OpenSSL cannot create one, the connection fails at `start()`).
     init(fd: Int32, tls: TLSServerContext, loop: EventLoop, context: HTTPServerContext, id: UInt64,
          remoteAddress: String, localAddress: String) {
         self.context = context
@@ -33,7 +36,11 @@ final class TLSHandshakeConnection: DownstreamConnection {  // confined to `loop
         stream = ByteStream(fd: fd, loop: loop)
         let timeout = context.tlsHandshakeTimeout
         deadline = timeout == 0 ? UInt64.max : EventLoop.now() &+ timeout
-        stream.attachTLS(tls.makeConnection(fd: fd))
+        do {
+            stream.attachTLS(try TLSConnection(server: tls, fd: fd))
+        } catch {
+            setupFailure = "\(error)"
+        }
         stream.setHandlers(onReadable: { [unowned self] in self.advance() },
                            onWritable: { [unowned self] in self.advance() })
     }
@@ -41,6 +48,10 @@ final class TLSHandshakeConnection: DownstreamConnection {  // confined to `loop
     /// Registers on the loop and waits for the client's first flight.
     func start() {
         loop.register(self)
+        if let setupFailure {
+            fail(setupFailure)
+            return
+        }
         if context.isDraining {
             fail("draining")
             return

@@ -24,7 +24,7 @@ public struct UpstreamConfiguration: Sendable {
     public var limits: HTTP1ParserLimits
     /// TLS for `https://` upstreams: the client context (peer verification, CAs) and the name sent
     /// as SNI and checked against the upstream's certificate. nil: plain.
-    public var tls: (context: TLSClientContext, serverName: String)?
+    package var tls: (context: TLSClientContext, serverName: String)?
 
     /// A configuration with defaults.
     public init(name: String? = nil, address: SocketEndpoint, hostHeader: String? = nil, connectTimeout: Double = 5,

@@ -98,7 +98,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
     func resumeReading() {
         guard paused, state == .active else { return }
         paused = false
-        channel.resumeReading()
+        stream.resumeReading()
         setDeadline(.response, pool.settings.responseTimeout)
     }
 
@@ -172,7 +172,12 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
     private func startTLS() {
         guard let tls = pool.settings.tls else { return }
         state = .handshaking
-        stream.attachTLS(tls.context.makeConnection(fd: channel.fd, serverName: tls.serverName))
+        do {
+            stream.attachTLS(try TLSConnection(client: tls.context, fd: channel.fd, serverName: tls.serverName))
+        } catch {
+            fail(.upstreamTLSFailed)
+            return
+        }
         advanceHandshake()
     }
 

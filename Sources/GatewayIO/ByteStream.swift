@@ -24,6 +24,7 @@ package final class ByteStream {
     package private(set) var channel: SocketChannel!
     /// The TLS session over the socket, if any (owned: freed by `close()`).
     package private(set) var tls: TLSConnection?
+    private let loop: EventLoop
     private var onReadable: () -> Void = {}
     private var onWritable: () -> Void = {}
     /// A TLS read asked for writability: the next writable event retries the read.
@@ -34,6 +35,7 @@ package final class ByteStream {
     /// Takes ownership of the non-blocking socket `fd` in `loop`'s poller; nothing is delivered
     /// before `channel.startReading()` / `channel.armWrite()`. Call on the loop's queue.
     package init(fd: Int32, loop: EventLoop) {
+        self.loop = loop
         channel = SocketChannel(fd: fd, loop: loop,
                                 onReadable: { [unowned self] in self.readable() },
                                 onWritable: { [unowned self] in self.writable() })
@@ -52,6 +54,39 @@ package final class ByteStream {
             onWritable()
         }
         onReadable()
+        deliverBufferedInput()
+    }
+
+    /// TLS reads ahead: OpenSSL may hold decrypted input the socket will never signal again. While
+    /// the handler still wants input, hand it over now (a few rounds), then on a later turn of the
+    /// loop, so one connection's buffered burst cannot starve the others.
+    private func deliverBufferedInput() {
+        var rounds = 0
+        while let tls, tls.hasBufferedInput, channel.isReading, !channel.isClosed {
+            if rounds == 4 {
+                loop.atEndOfTurn { [weak self] in
+                    guard let self, !self.channel.isClosed else { return }
+                    self.onReadable()
+                    self.deliverBufferedInput()
+                }
+                return
+            }
+            rounds += 1
+            onReadable()
+        }
+    }
+
+    /// Resumes reading after `channel.pauseReading()`; input TLS already holds is delivered on a
+    /// later turn (the socket will not signal it).
+    package func resumeReading() {
+        channel.resumeReading()
+        if let tls, tls.hasBufferedInput {
+            loop.atEndOfTurn { [weak self] in
+                guard let self, !self.channel.isClosed, self.channel.isReading else { return }
+                self.onReadable()
+                self.deliverBufferedInput()
+            }
+        }
     }
 
     private func writable() {

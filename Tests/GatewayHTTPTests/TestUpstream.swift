@@ -123,11 +123,13 @@ enum RawClient {
         func responses(headRequests: Set<Int> = []) -> [RawResponse] { RawResponse.parseAll(bytes, headRequests: headRequests) }
     }
 
-    static func run(port: UInt16? = nil, unixPath: String? = nil, timeout: Double = 5, _ steps: [Step]) throws -> Result {
+    static func run(port: UInt16? = nil, unixPath: String? = nil, timeout: Double = 5, tlsCA: String? = nil,
+                    _ steps: [Step]) throws -> Result {
         let script = TestUpstream.fixtures.appendingPathComponent("rawclient.py").path
         var args = [script, "--timeout", String(timeout)]
         if let port { args += ["--port", String(port)] }
         if let unixPath { args += ["--unix", unixPath] }
+        if let tlsCA { args += ["--tls", tlsCA] }
         let json: [[String: Any]] = steps.map {
             switch $0 {
             case .send(let s): return ["send": Data(s.utf8).base64EncodedString()]
