@@ -49,7 +49,7 @@ case "--help", "-h", "help":
     exit(0)
 case "check-config":
     guard arguments.count == 2 else { fail(usage) }
-    let report = ConfigCheckReport.check(path: arguments[1])
+    let report = ConfigCheckReport.check(path: arguments[1], checkFiles: { TLSFileChecker.check($0) })
     print(report.standardOutput, terminator: "")
     FileHandle.standardError.write(Data(report.standardError.utf8))
     exit(report.exitCode)
