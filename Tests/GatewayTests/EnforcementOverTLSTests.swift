@@ -31,3 +31,40 @@ final class EnforcementOverTLSTests: E2ETestCase {
         XCTAssertEqual(reply.echo?.values("X-Forwarded-Proto"), ["https"])
     }
 }
+
+/// The gateway's TLS listener scanned by testssl.sh (Debian), gated as in
+/// ../shared/tools/third-party-test-tools.md: protocols with ALPN, cipher classes, certificate and
+/// chain, renegotiation, heartbleed; no finding of severity MEDIUM or above except `cert_revocation`
+/// (a test CA has no CRL or OCSP responder).
+final class TLSScanTests: E2ETestCase {
+    override class var storeKind: E2EEnvironment.StoreKind { .memory }
+    override class var needsRefDevice: Bool { false }
+    override class var transport: ClientTransport { .http1TLS(ca: TestPKI.shared.root.certificate) }
+
+    func testTestsslFindsNothingOfMediumSeverityOrAbove() throws {
+        guard ChildProcess.isAvailable("testssl") else { throw XCTSkip("testssl.sh not installed (scripts/setup --tests)") }
+        let out = env.work.appendingPathComponent("testssl.json").path
+        let scan = try ChildProcess.run("testssl", [
+            "--quiet", "--color", "0", "--warnings", "off", "--nodns", "none", "--connect-timeout", "5",
+            "--openssl-timeout", "5", "-p", "-s", "-S", "-R", "-H", "--add-ca", TestPKI.shared.root.certificate,
+            "--jsonfile-pretty", out, "127.0.0.1:\(env.port)"])
+        let data = try Data(contentsOf: URL(fileURLWithPath: out))
+        let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: data) as? [String: Any], scan.output)
+        let results = try XCTUnwrap((json["scanResult"] as? [[String: Any]])?.first, "no scan result: \(scan.output)")
+        var findings: [[String: Any]] = []
+        for section in ["protocols", "ciphers", "serverDefaults", "vulnerabilities"] {
+            findings += results[section] as? [[String: Any]] ?? []
+        }
+        XCTAssertGreaterThan(findings.count, 20, "the scan ran its checks: \(scan.output)")
+        let serious = findings.filter {
+            ["MEDIUM", "HIGH", "CRITICAL"].contains($0["severity"] as? String ?? "") && $0["id"] as? String != "cert_revocation"
+        }
+        XCTAssertEqual(serious.map { "\($0["id"] ?? "") \($0["severity"] ?? ""): \($0["finding"] ?? "")" }, [])
+        let byID = Dictionary(findings.compactMap { f in (f["id"] as? String).map { ($0, f["finding"] as? String ?? "") } },
+                              uniquingKeysWith: { a, _ in a })
+        XCTAssertEqual(byID["TLS1"], "not offered")
+        XCTAssertEqual(byID["TLS1_1"], "not offered")
+        XCTAssertEqual(byID["TLS1_3"], "offered with final")
+        XCTAssertTrue(byID["ALPN"]?.contains("http/1.1") ?? false, "\(byID["ALPN"] ?? "no ALPN finding")")
+    }
+}
