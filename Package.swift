@@ -18,6 +18,10 @@ let package = Package(
         // Linux epoll header (sys/epoll.h is not in Swift's Glibc module): the event loops' poller.
         .systemLibrary(name: "CEpoll"),
 
+        // Rules two modules need, written once (DESIGN.md section 6): request-target normal form, URL
+        // grammars, environment names, JSON writing. A leaf: no dependencies.
+        .target(name: "GatewayRules"),
+
         // The only Swift face of libcrypto.
         .target(name: "AttestCrypto", dependencies: ["COpenSSL"]),
         // Pure verifier: no sockets, files, clock or store.
@@ -29,9 +33,9 @@ let package = Package(
         .target(name: "GatewayStore"),
         .target(name: "GatewayRedis", dependencies: ["GatewayStore", "CHiredis"]),
         // Proxy core: event loop, HTTP/1.1, HTTP/2, TLS, upstream pool. Knows nothing of App Attest.
-        .target(name: "GatewayHTTP", dependencies: ["CNghttp2", "COpenSSL", "CEpoll"]),
+        .target(name: "GatewayHTTP", dependencies: ["GatewayRules", "CNghttp2", "COpenSSL", "CEpoll"]),
         // YAML -> raw -> validated -> compiled route table.
-        .target(name: "GatewayConfig", dependencies: ["CYAML"]),
+        .target(name: "GatewayConfig", dependencies: ["GatewayRules", "CYAML"]),
         // Composition.
         .target(name: "Gateway", dependencies: [
             "AppAttest", "AttestCrypto", "GatewayStore", "GatewayRedis", "GatewayHTTP", "GatewayConfig",
@@ -40,17 +44,18 @@ let package = Package(
         .executableTarget(name: "attest-gateway", dependencies: ["Gateway"]),
         .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto", "GatewayHTTP", "GatewayStore", "GatewayRedis"]),
         // Fuzzing harnesses (Fuzz/README.md): replays inputs in a plain build; libFuzzer with -DFUZZING (scripts/fuzz).
-        .executableTarget(name: "attest-fuzz", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayHTTP", "GatewayConfig", "GatewayRedis"],
+        .executableTarget(name: "attest-fuzz", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayRules", "GatewayHTTP", "GatewayConfig", "GatewayRedis"],
                           path: "Fuzz/Sources/attest-fuzz"),
 
         // Helpers shared by test targets: locating ../shared, free ports, child processes (redis-server, upstreams).
         .target(name: "GatewayTestSupport", dependencies: ["GatewayStore"], path: "Tests/GatewayTestSupport"),
 
+        .testTarget(name: "GatewayRulesTests", dependencies: ["GatewayRules"]),
         .testTarget(name: "AttestCryptoTests", dependencies: ["AttestCrypto", "GatewayTestSupport"]),
         .testTarget(name: "AppAttestTests", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayTestSupport"]),
         .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayRedis", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayHTTP", "GatewayTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayConfig", "GatewayTestSupport"], exclude: ["Fixtures"]),
     ]
 )

@@ -66,7 +66,7 @@ extension ConfigValidator {
         case (.some(let node), nil):
             let kp = p.key("path_prefix")
             if let text = string(node, kp, expected: "a path like /v1/purchases") {
-                if let problem = HTTPSyntax.normalFormProblem(text) {
+                if let problem = PathSyntax.problem(text) {
                     error(kp, "\(ConfigText.quoted(text)) \(problem)", node.mark)
                 } else if text != "/" && text.hasSuffix("/") {
                     error(kp, "write \(text.dropLast()) without the trailing slash: prefixes match whole segments, so it already takes \(text)...", node.mark)
@@ -78,7 +78,7 @@ extension ConfigValidator {
         case (nil, .some(let node)):
             let kp = p.key("path")
             if let text = string(node, kp, expected: "a path like /v1/health") {
-                if let problem = HTTPSyntax.normalFormProblem(text) {
+                if let problem = PathSyntax.problem(text) {
                     error(kp, "\(ConfigText.quoted(text)) \(problem)", node.mark)
                 } else {
                     match = .exact(text)

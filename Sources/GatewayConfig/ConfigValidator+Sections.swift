@@ -1,4 +1,5 @@
 import Foundation
+import GatewayRules
 
 /// Sections other than routes: listeners, store, apps, trust, endpoints, headers, upstreams, limits,
 /// timeouts, log.
@@ -194,7 +195,7 @@ extension ConfigValidator {
         guard let f = fields(node, path, .endpoints) else { return nil }
         let prefix = optional(f, "prefix", default: EndpointsConfiguration.defaultPrefix) { node, p -> String? in
             guard let text = string(node, p, expected: "an absolute path like /app-attest/v1") else { return nil }
-            if let problem = HTTPSyntax.normalFormProblem(text) {
+            if let problem = PathSyntax.problem(text) {
                 error(p, "\(ConfigText.quoted(text)) \(problem)", node.mark)
                 return nil
             }
@@ -363,7 +364,7 @@ extension ConfigValidator {
         for entry in entries {
             let name = entry.key
             let p = path.key(name)
-            guard name.utf8.count <= 64, !name.isEmpty, name.utf8.allSatisfy({ HTTPSyntax.isUnreserved($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "~") }) else {
+            guard name.utf8.count <= 64, !name.isEmpty, name.utf8.allSatisfy({ URISyntax.isUnreserved($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "~") }) else {
                 error(p, "upstream names use letters, digits, _ and - (at most 64), got \(ConfigText.quoted(name))", entry.keyMark)
                 ok = false
                 continue

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayRules
 
 /// Strict readings of hosts, ports and file paths shared by listener, upstream and store addresses.
 enum NetworkSyntax {
@@ -31,7 +32,7 @@ enum NetworkSyntax {
         let labels = text.split(separator: ".", omittingEmptySubsequences: false)
         for label in labels {
             guard (1...63).contains(label.utf8.count), label.first != "-", label.last != "-",
-                  label.utf8.allSatisfy({ HTTPSyntax.isUnreserved($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "_") && $0 != UInt8(ascii: "~") })
+                  label.utf8.allSatisfy({ URISyntax.isUnreserved($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "_") && $0 != UInt8(ascii: "~") })
             else { return false }
         }
         return !text.allSatisfy { $0 == "." || ($0.isASCII && $0.isNumber) }

@@ -1,3 +1,5 @@
+import GatewayRules
+
 /// Where the Redis store lives and how to log in (DESIGN.md section 4).
 ///
 /// Written `redis://[[username]:password@]host[:port][/db]` (port 6379 and db 0 by default; user
@@ -131,7 +133,7 @@ extension String {
         var i = 0
         while i < b.count {
             if b[i] == UInt8(ascii: "%") {
-                guard i + 2 < b.count, let hi = HTTPSyntax.hex(b[i + 1]), let lo = HTTPSyntax.hex(b[i + 2]) else { return nil }
+                guard i + 2 < b.count, let hi = URISyntax.hexValue(b[i + 1]), let lo = URISyntax.hexValue(b[i + 2]) else { return nil }
                 out.append(hi * 16 + lo)
                 i += 3
             } else {

@@ -1,5 +1,7 @@
 // HTTP/1.1 request parser (RFC 9112, RFC 9110) as a value-type state machine.
 
+import GatewayRules
+
 /// Parses a stream of HTTP/1.1 (and 1.0) requests, strictly, as a value-type state machine.
 ///
 /// Feed bytes in pieces of any size; each call to `parse(_:)` consumes some of them and returns one
@@ -23,7 +25,7 @@
 /// no obs-fold, no whitespace before a field colon, one Content-Length value (duplicates refused even
 /// when equal), Transfer-Encoding exactly `chunked` and never with Content-Length nor on HTTP/1.0,
 /// HTTP/1.1 requests need exactly one Host (RFC 9112 section 3.2), request-target in normal form
-/// (`HTTPTargetPolicy`). Up to the head limit, empty lines before the request line are ignored
+/// (`GatewayRules.RequestTargetPolicy`). Up to the head limit, empty lines before the request line are ignored
 /// (RFC 9112 section 2.2).
 public struct HTTP1RequestParser: Sendable {
     /// One parse result.
@@ -70,7 +72,7 @@ public struct HTTP1RequestParser: Sendable {
     /// Limits applied to every request.
     public let limits: HTTP1ParserLimits
     /// Normal-form rules for request-targets.
-    public let targetPolicy: HTTPTargetPolicy
+    public let targetPolicy: RequestTargetPolicy
 
     private var state: State = .head
     private var lines = HTTP1LineReader()
@@ -84,7 +86,7 @@ public struct HTTP1RequestParser: Sendable {
     private var body = HTTP1BodyDecoder(framing: .none, limits: HTTP1ParserLimits())
 
     /// A parser at the start of a connection.
-    public init(limits: HTTP1ParserLimits = HTTP1ParserLimits(), targetPolicy: HTTPTargetPolicy = HTTPTargetPolicy()) {
+    public init(limits: HTTP1ParserLimits = HTTP1ParserLimits(), targetPolicy: RequestTargetPolicy = RequestTargetPolicy()) {
         self.limits = limits.clamped
         self.targetPolicy = targetPolicy
     }
@@ -212,7 +214,7 @@ public struct HTTP1RequestParser: Sendable {
         guard v.major == 1 && (v.minor == 0 || v.minor == 1) else { return .versionNotSupported }
         let targetBytes = UnsafeRawBufferPointer(rebasing: line[(sp1 + 1)..<sp2])
         let pathLength: Int
-        do throws(HTTPError) { pathLength = try targetPolicy.validate(targetBytes) } catch { return error }
+        do throws(TargetViolation) { pathLength = try targetPolicy.validate(targetBytes) } catch { return HTTPError(error) }
         method = HTTPMethod(validatedToken: UnsafeRawBufferPointer(rebasing: line[0..<sp1]))
         target = Array(targetBytes)
         self.pathLength = pathLength
