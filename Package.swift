@@ -31,18 +31,18 @@ let package = Package(
 
         // State: store protocol + memory store; hiredis store on Dispatch.
         .target(name: "GatewayStore"),
-        .target(name: "GatewayRedis", dependencies: ["GatewayStore", "CHiredis"]),
+        .target(name: "GatewayRedis", dependencies: ["GatewayStore", "GatewayRules", "CHiredis"]),
         // Proxy core: event loop, HTTP/1.1, HTTP/2, TLS, upstream pool. Knows nothing of App Attest.
         .target(name: "GatewayHTTP", dependencies: ["GatewayRules", "CNghttp2", "COpenSSL", "CEpoll"]),
         // YAML -> raw -> validated -> compiled route table.
         .target(name: "GatewayConfig", dependencies: ["GatewayRules", "CYAML"]),
         // Composition.
         .target(name: "Gateway", dependencies: [
-            "AppAttest", "AttestCrypto", "GatewayStore", "GatewayRedis", "GatewayHTTP", "GatewayConfig",
+            "AppAttest", "AttestCrypto", "GatewayRules", "GatewayStore", "GatewayRedis", "GatewayHTTP", "GatewayConfig",
         ]),
 
         .executableTarget(name: "attest-gateway", dependencies: ["Gateway"]),
-        .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto", "GatewayHTTP", "GatewayStore", "GatewayRedis"]),
+        .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto", "GatewayRules", "GatewayHTTP", "GatewayStore", "GatewayRedis"]),
         // Fuzzing harnesses (Fuzz/README.md): replays inputs in a plain build; libFuzzer with -DFUZZING (scripts/fuzz).
         .executableTarget(name: "attest-fuzz", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayRules", "GatewayHTTP", "GatewayConfig", "GatewayRedis"],
                           path: "Fuzz/Sources/attest-fuzz"),
@@ -53,9 +53,9 @@ let package = Package(
         .testTarget(name: "GatewayRulesTests", dependencies: ["GatewayRules"]),
         .testTarget(name: "AttestCryptoTests", dependencies: ["AttestCrypto", "GatewayTestSupport"]),
         .testTarget(name: "AppAttestTests", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayRedis", "GatewayTestSupport"]),
+        .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayRedis", "GatewayRules", "GatewayTestSupport"]),
         .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayConfig", "GatewayTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayRules", "GatewayTestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayConfig", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
     ]
 )

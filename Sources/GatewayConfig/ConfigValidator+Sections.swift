@@ -86,13 +86,17 @@ extension ConfigValidator {
         guard let text = string(node, path, expected: "memory, a redis:// URL or a mapping {url, command_timeout, connect_timeout}") else { return nil }
         if text == "memory" { return .memory }
         if Suggestion.closest(to: text, among: ["memory"]) != nil && !text.contains(":") {
-            error(path, "expected memory, redis://host:port/db or unix:///path/to/redis.sock, got \(ConfigText.quoted(text)); did you mean memory?", node.mark)
+            error(path, "expected memory, \(RedisURL.grammar), got \(ConfigText.quoted(text)); did you mean memory?", node.mark)
             return nil
         }
-        switch RedisEndpoint.parse(text, baseDirectory: baseDirectory) {
-        case .success(let endpoint): return .redis(endpoint)
-        case .failure(let e): error(path, e.message, node.mark); return nil
+        do throws(RedisURLError) {
+            return .redis(try RedisURL(parsing: text, baseDirectory: baseDirectory))
+        } catch .unsupportedScheme {
+            error(path, "expected memory, \(RedisURL.grammar), got \(ConfigText.redactedURL(text))", node.mark)
+        } catch let problem {
+            error(path, problem.description, node.mark)
         }
+        return nil
     }
 
     // MARK: apps

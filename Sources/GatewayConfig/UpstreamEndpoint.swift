@@ -1,3 +1,5 @@
+import GatewayRules
+
 /// Where an upstream lives: a plain-HTTP host and port, or a Unix domain socket speaking HTTP/1.1.
 ///
 /// Written `http://127.0.0.1:8081`, `http://backend.internal:8080`, `http://[::1]:8081`

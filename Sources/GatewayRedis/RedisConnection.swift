@@ -1,4 +1,5 @@
 import Dispatch
+import GatewayRules
 import GatewayStore
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import Dispatch
+import GatewayRules
 import GatewayStore
 import Synchronization
 
@@ -141,10 +142,11 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         for connection in connections { connection.start() }
     }
 
-    /// Parses `url` (see `RedisURL`) and creates the store with default tunables.
+    /// Parses `url` (`GatewayRules.RedisURL`; a relative `unix:` path resolves against `baseDirectory`)
+    /// and creates the store with default tunables.
     /// - Throws: `RedisURLError`, `ConfigurationError`.
-    public convenience init(url: String) throws {
-        try self.init(configuration: Configuration(url: try RedisURL(parsing: url)))
+    public convenience init(url: String, baseDirectory: String? = nil) throws {
+        try self.init(configuration: Configuration(url: try RedisURL(parsing: url, baseDirectory: baseDirectory)))
     }
 
     /// Closes every connection; pending and later commands fail as `.closed`.

@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Gateway
 import GatewayRedis
+import GatewayRules
 import GatewayStore
 import Synchronization
 
@@ -345,7 +346,7 @@ enum BenchPrepareCommand {
     // MARK: - helpers
 
     static func makeStore(_ url: String) throws -> RedisStore {
-        var configuration = RedisStore.Configuration(url: try RedisURL(parsing: url))
+        var configuration = RedisStore.Configuration(url: try RedisURL(parsing: url, baseDirectory: FileManager.default.currentDirectoryPath))
         configuration.connections = 2
         configuration.maximumPendingCommands = 8192
         configuration.commandTimeout = 10_000

@@ -1,4 +1,5 @@
 import GatewayRedis
+import GatewayRules
 import GatewayStore
 import GatewayTestSupport
 import XCTest

@@ -1,5 +1,6 @@
 import Dispatch
 import GatewayRedis
+import GatewayRules
 import GatewayStore
 import GatewayTestSupport
 import Synchronization

@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import GatewayHTTP
 import GatewayRedis
+import GatewayRules
 import GatewayStore
 import GatewayTestSupport
 import Synchronization
