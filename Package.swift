@@ -25,12 +25,12 @@ let package = Package(
         // The only Swift face of libcrypto.
         .target(name: "AttestCrypto", dependencies: ["COpenSSL"]),
         // Pure verifier: no sockets, files, clock or store.
-        .target(name: "AppAttest", dependencies: ["AttestCrypto"]),
+        .target(name: "AppAttest", dependencies: ["AttestCrypto", "GatewayRules"]),
         // Software device and test CA minting Apple-format objects under a test root.
-        .target(name: "AttestSimulator", dependencies: ["AppAttest", "AttestCrypto"]),
+        .target(name: "AttestSimulator", dependencies: ["AppAttest", "AttestCrypto", "GatewayRules"]),
 
         // State: store protocol + memory store; hiredis store on Dispatch.
-        .target(name: "GatewayStore"),
+        .target(name: "GatewayStore", dependencies: ["GatewayRules"]),
         .target(name: "GatewayRedis", dependencies: ["GatewayStore", "GatewayRules", "CHiredis"]),
         // Proxy core: event loop, HTTP/1.1, HTTP/2, TLS, upstream pool. Knows nothing of App Attest.
         .target(name: "GatewayHTTP", dependencies: ["GatewayRules", "CNghttp2", "COpenSSL", "CEpoll"]),
@@ -48,14 +48,14 @@ let package = Package(
                           path: "Fuzz/Sources/attest-fuzz"),
 
         // Helpers shared by test targets: locating ../shared, free ports, child processes (redis-server, upstreams).
-        .target(name: "GatewayTestSupport", dependencies: ["GatewayStore"], path: "Tests/GatewayTestSupport"),
+        .target(name: "GatewayTestSupport", dependencies: ["GatewayStore", "GatewayRules"], path: "Tests/GatewayTestSupport"),
 
         .testTarget(name: "GatewayRulesTests", dependencies: ["GatewayRules"]),
         .testTarget(name: "AttestCryptoTests", dependencies: ["AttestCrypto", "GatewayTestSupport"]),
-        .testTarget(name: "AppAttestTests", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayTestSupport"]),
+        .testTarget(name: "AppAttestTests", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayRules", "GatewayTestSupport"]),
         .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayRedis", "GatewayRules", "GatewayTestSupport"]),
         .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayRules", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayConfig", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayConfig", "GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
     ]
 )

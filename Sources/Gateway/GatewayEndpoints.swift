@@ -132,9 +132,8 @@ final class GatewayEndpoints: Sendable {
                 return
             }
             let receipt = key.receiptVerification?.receipt
-            guard let environment = KeyEnvironment(rawValue: key.environment.rawValue),
-                  let record = try? KeyRecord(
-                    keyId: keyId, publicKey: key.publicKeyPoint, environment: environment, appId: key.appId,
+            guard let record = try? KeyRecord(
+                    keyId: keyId, publicKey: key.publicKeyPoint, environment: key.environment, appId: key.appId,
                     createdAt: now, receipt: key.receipt,
                     receiptRiskMetric: receipt?.riskMetric.flatMap { UInt32(exactly: $0) },
                     receiptExpiresAt: receipt?.expirationTime.map { $0 * 1000 }) else {

@@ -1,3 +1,5 @@
+import GatewayRules
+
 /// Routes, and the checks that span sections (upstream names, apps, endpoints, loops, shadowing).
 extension ConfigValidator {
     /// Where a validated route's parts were written.
@@ -132,9 +134,9 @@ extension ConfigValidator {
         let maxBody = optional(f, "max_body", default: RouteConfiguration.defaultMaxBody) { size($0, $1, 0...RouteConfiguration.maximumMaxBody) }
         let onStoreError = optional(f, "on_store_error", default: RouteConfiguration.StoreErrorPolicy.failClosed) { choice($0, $1, RouteConfiguration.StoreErrorPolicy.self) }
         let window = optional(f, "counter_window", default: 0) { integer($0, $1, 0...RouteConfiguration.maximumCounterWindow) }
-        var environment: AttestEnvironment?
+        var environment: AppAttestEnvironment?
         if let node = f.node("environment") {
-            environment = choice(node, p.key("environment"), AttestEnvironment.self)
+            environment = choice(node, p.key("environment"), AppAttestEnvironment.self)
             if environment == nil { ok = false }
         }
 

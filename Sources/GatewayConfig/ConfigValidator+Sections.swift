@@ -134,7 +134,7 @@ extension ConfigValidator {
             } else {
                 missing(f, "app_id", " (TEAMID.bundle.identifier)")
             }
-            let environment = optional(f, "environment", default: AppConfiguration.EnvironmentPolicy.production) { choice($0, $1, AppConfiguration.EnvironmentPolicy.self) }
+            let environment = optional(f, "environment", default: EnvironmentPolicy.production) { choice($0, $1, EnvironmentPolicy.self) }
             guard let appID, let environment else { ok = false; continue }
             if environment == .any {
                 warn(itemPath.key("environment"), "\(appID) accepts development keys too (builds signed for development in Xcode); use production outside tests", f.mark("environment"))

@@ -368,7 +368,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
             expiresAt = value
         }
         guard fields[0].count == 65,
-              let environment = KeyEnvironment(rawValue: text(1)),
+              let environment = AppAttestEnvironment(rawValue: text(1)),
               KeyRecord.isValidAppId(text(2)),
               let status = KeyStatus(rawValue: text(3)),
               let tier = TrustTier(rawValue: text(4)),

@@ -2,6 +2,7 @@ import AppAttest
 import AttestCrypto
 import AttestSimulator
 import Foundation
+import GatewayRules
 
 /// `attestctl simulate --gateway URL --app-id ID --ca DIR [--env development] [--route /v1/purchases]
 /// [--requests 5] [--prefix /app-attest/v1] [--key KEYFILE] [--ios27-ext VERSION] [--method POST]

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import GatewayRules
 import GatewayStore
 
 /// A failed expectation of the store conformance suite (thrown; the XCTest case reports it).
@@ -475,7 +476,7 @@ public struct StoreConformance: Sendable {
     public func randomChallenge() throws -> Challenge { try Challenge((0..<32).map { _ in UInt8.random(in: 0...255) }) }
 
     /// A record with a random public key (and keyId unless given).
-    public func makeRecord(keyId: KeyID? = nil, environment: KeyEnvironment = .production, appId: String = "TEAMID1234.com.example.app",
+    public func makeRecord(keyId: KeyID? = nil, environment: AppAttestEnvironment = .production, appId: String = "TEAMID1234.com.example.app",
                            receipt: [UInt8]? = nil, riskMetric: UInt32? = nil, receiptExpiresAt: UnixMillis? = nil,
                            expiresAt: UnixMillis? = nil) throws -> KeyRecord {
         let publicKey = [0x04] + (0..<64).map { _ in UInt8.random(in: 0...255) }

@@ -5,6 +5,7 @@ import Foundation
 @testable import Gateway
 import GatewayConfig
 import GatewayHTTP
+import GatewayRules
 import GatewayStore
 import XCTest
 
@@ -51,7 +52,7 @@ final class AssertionEnforcerTests: XCTestCase {
             return try result.get().bytes
         }
 
-        func route(mode: RouteConfiguration.Mode = .enforce, window: Int = 0, environment: AttestEnvironment? = nil,
+        func route(mode: RouteConfiguration.Mode = .enforce, window: Int = 0, environment: AppAttestEnvironment? = nil,
                    apps: [AppID]? = nil, bind: [String] = [], failOpen: Bool = false) -> CompiledRoute {
             CompiledRoute(config: RouteConfiguration(name: "r", match: .prefix("/v1"), upstream: "u", mode: mode,
                                                      onStoreError: failOpen ? .failOpen : .failClosed, counterWindow: window,
