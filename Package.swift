@@ -41,7 +41,7 @@ let package = Package(
             "AppAttest", "AttestCrypto", "GatewayRules", "GatewayStore", "GatewayRedis", "GatewayHTTP", "GatewayConfig",
         ]),
 
-        .executableTarget(name: "attest-gateway", dependencies: ["Gateway"]),
+        .executableTarget(name: "attest-gateway", dependencies: ["Gateway", "GatewayConfig", "GatewayRules"]),
         .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto", "GatewayRules", "GatewayHTTP", "GatewayStore", "GatewayRedis"]),
         // Fuzzing harnesses (Fuzz/README.md): replays inputs in a plain build; libFuzzer with -DFUZZING (scripts/fuzz).
         .executableTarget(name: "attest-fuzz", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayRules", "GatewayHTTP", "GatewayConfig", "GatewayRedis"],

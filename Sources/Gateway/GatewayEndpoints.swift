@@ -2,6 +2,7 @@ import AppAttest
 import AttestCrypto
 import Dispatch
 import GatewayHTTP
+import GatewayRules
 import GatewayStore
 
 /// The gateway's own endpoints (DESIGN.md section 1): one-time challenges and attestations.

@@ -138,7 +138,8 @@ private struct Simulation {
             let separator = route.contains("?") ? "&" : "?"
             let target = gateway.basePath + route + separator + "n=\(n)"
             let body: [UInt8] = ["GET", "HEAD", "DELETE", "OPTIONS"].contains(method)
-                ? [] : Array("{\"item\":\"sku-\(n)\",\"quantity\":\(n),\"note\":\"attestctl simulate request \(n) of \(requests)\"}".utf8)
+                ? [] : Array(JSONText.object([("item", .string("sku-\(n)")), ("quantity", .integer(Int64(n))),
+                                               ("note", .string("attestctl simulate request \(n) of \(requests)"))]).rendered.utf8)
             let assertion: MintedAssertion
             do {
                 assertion = try device.mintAssertion(appId: appId, challenge: challengeBytes, method: method, target: target, body: body,
