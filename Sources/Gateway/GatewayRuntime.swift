@@ -166,7 +166,7 @@ public final class GatewayRuntime: Sendable {
         server.shutdown(gracePeriod: grace) {
             let finish: @Sendable () -> Void = {
                 for pool in pools { pool.shutdown() }
-                (store as? RedisStore)?.close()
+                store.close()
                 accessLog?.flush()
                 group.shutdown()
                 completion()

@@ -149,7 +149,8 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         try self.init(configuration: Configuration(url: try RedisURL(parsing: url, baseDirectory: baseDirectory)))
     }
 
-    /// Closes every connection; pending and later commands fail as `.closed`.
+    /// See `AttestStore.close`: closes every connection (socket, timer, no more reconnects); pending
+    /// and later commands fail as `.closed`.
     public func close() {
         for queue in affinityQueues { queue.setSpecific(key: affinity, value: nil) }
         for connection in connections { connection.close() }

@@ -34,6 +34,7 @@ enum KeysCommand {
             } catch {
                 throw DeviceCommandError.usage("--store: \(error)")
             }
+            defer { store.close() }
             switch action {
             case "show":
                 guard let record = try wait({ store.fetchKey(keyId, completion: $0) }).get() else {

@@ -372,7 +372,7 @@ final class RedisStoreConstructionTests: XCTestCase {
         XCTAssertThrowsError(try AttestStores.make(url: "memory:"), "the configuration's spelling only")
         let redis = try AttestStores.make(url: "redis://127.0.0.1:1/0")
         XCTAssertTrue(redis is RedisStore)
-        (redis as? RedisStore)?.close()
+        redis.close()
         XCTAssertThrowsError(try AttestStores.make(url: "mysql://x"))
         var configuration = RedisStore.Configuration(url: try RedisURL(parsing: "redis://h"))
         configuration.keyPrefix = "a{b"

@@ -321,5 +321,6 @@ final class AssertionEnforcerTests: XCTestCase {
         func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) { completion(.failure(error)) }
         func deleteKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) { completion(.failure(error)) }
         func ping(completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) { completion(.failure(error)) }
+        func close() {}
     }
 }
