@@ -29,22 +29,25 @@ let package = Package(
         // Software device and test CA minting Apple-format objects under a test root.
         .target(name: "AttestSimulator", dependencies: ["AppAttest", "AttestCrypto", "GatewayRules"]),
 
-        // State: store protocol + memory store; hiredis store on Dispatch.
+        // The I/O runtime both protocols and the Redis store share: event loops, poller, sockets,
+        // addresses, timers, clock, the TLS transport.
+        .target(name: "GatewayIO", dependencies: ["COpenSSL", "CEpoll"]),
+        // State: store protocol + memory store; hiredis store living in the event loops.
         .target(name: "GatewayStore", dependencies: ["GatewayRules"]),
-        .target(name: "GatewayRedis", dependencies: ["GatewayStore", "GatewayRules", "CHiredis"]),
-        // Proxy core: event loop, HTTP/1.1, HTTP/2, TLS, upstream pool. Knows nothing of App Attest.
-        .target(name: "GatewayHTTP", dependencies: ["GatewayRules", "CNghttp2", "COpenSSL", "CEpoll"]),
+        .target(name: "GatewayRedis", dependencies: ["GatewayStore", "GatewayIO", "GatewayRules", "CHiredis"]),
+        // Proxy core: HTTP/1.1, HTTP/2, upstream pool. Knows nothing of App Attest.
+        .target(name: "GatewayHTTP", dependencies: ["GatewayIO", "GatewayRules", "CNghttp2", "COpenSSL"]),
         // YAML -> raw -> validated -> compiled route table.
         .target(name: "GatewayConfig", dependencies: ["GatewayRules", "CYAML"]),
         // Composition.
         .target(name: "Gateway", dependencies: [
-            "AppAttest", "AttestCrypto", "GatewayRules", "GatewayStore", "GatewayRedis", "GatewayHTTP", "GatewayConfig",
+            "AppAttest", "AttestCrypto", "GatewayRules", "GatewayStore", "GatewayRedis", "GatewayIO", "GatewayHTTP", "GatewayConfig",
         ]),
 
         .executableTarget(name: "attest-gateway", dependencies: ["Gateway", "GatewayConfig", "GatewayRules"]),
-        .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto", "GatewayRules", "GatewayHTTP", "GatewayStore", "GatewayRedis"]),
+        .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto", "GatewayRules", "GatewayIO", "GatewayHTTP", "GatewayStore", "GatewayRedis"]),
         // Fuzzing harnesses (Fuzz/README.md): replays inputs in a plain build; libFuzzer with -DFUZZING (scripts/fuzz).
-        .executableTarget(name: "attest-fuzz", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayRules", "GatewayHTTP", "GatewayConfig", "GatewayRedis"],
+        .executableTarget(name: "attest-fuzz", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayRules", "GatewayIO", "GatewayHTTP", "GatewayConfig", "GatewayRedis"],
                           path: "Fuzz/Sources/attest-fuzz"),
 
         // Helpers shared by test targets: locating ../shared, free ports, child processes (redis-server, upstreams).
@@ -53,9 +56,9 @@ let package = Package(
         .testTarget(name: "GatewayRulesTests", dependencies: ["GatewayRules"]),
         .testTarget(name: "AttestCryptoTests", dependencies: ["AttestCrypto", "GatewayTestSupport"]),
         .testTarget(name: "AppAttestTests", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayRules", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayRedis", "GatewayRules", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayIO", "GatewayRedis", "GatewayRules", "GatewayTestSupport"]),
+        .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayIO", "GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayRules", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayConfig", "GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayConfig", "GatewayIO", "GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
     ]
 )

@@ -12,27 +12,37 @@ import Glibc
 /// `upstream`, `bytes_in`, `bytes_out`, `client`, and `error` when the proxy core answered by itself.
 /// Challenges, assertions, keyIds of failed requests and bodies are never written.
 ///
-/// Lines are appended to an in-memory buffer under a `Mutex` and written with one `write(2)` when
-/// the buffer passes 32 KiB or at the latest every 200 ms, so request handling never waits on the
-/// terminal or a pipe.
-final class AccessLog: @unchecked Sendable {  // `buffer` is a Mutex; `timer` is set once in init and only cancelled in deinit (DispatchSource is thread-safe)
-    private let buffer = Mutex<[UInt8]>([])
+/// Never writes on an event loop: each loop appends its lines to its own buffer (`PerLoop`, a lock
+/// no other loop takes on the request path) and one writer queue writes them out with `write(2)`
+/// every 200 ms, or sooner when a buffer passes 32 KiB (the loop only signals the writer). When the
+/// output is slower than the traffic (a blocked pipe), a loop's buffer stops growing at 4 MiB and
+/// further lines are dropped and counted (`droppedLines`) rather than stalling requests.
+final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `flushRequested`/`dropped` atomic; `timer` is set once in init and only cancelled in deinit (DispatchSource is thread-safe)
+    private let shards: PerLoop<[UInt8]>
     private let fd: Int32
     private let clock: GatewayClock
+    private let writer = DispatchQueue(label: "attest-gateway.access-log")
     private let timer: DispatchSourceTimer
+    private let flushRequested = Atomic<Bool>(false)
+    private let dropped = Atomic<UInt64>(0)
     private static let flushThreshold = 32 * 1024
+    private static let shardLimit = 4 << 20
 
-    /// A log writing to file descriptor `fd` (default standard output).
-    init(fd: Int32 = 1, clock: GatewayClock) {
+    /// A log writing to file descriptor `fd` (default standard output), buffered per event loop.
+    init(fd: Int32 = 1, clock: GatewayClock, loops: Int = 1) {
         self.fd = fd
         self.clock = clock
-        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "attest-gateway.access-log"))
+        shards = PerLoop(count: loops) { [] }
+        timer = DispatchSource.makeTimerSource(queue: writer)
         timer.schedule(deadline: .now() + 0.2, repeating: 0.2, leeway: .milliseconds(50))
-        timer.setEventHandler { [weak self] in self?.flush() }
+        timer.setEventHandler { [weak self] in self?.writeBuffered() }
         timer.resume()
     }
 
     deinit { timer.cancel() }
+
+    /// Lines dropped because a loop's buffer was full (the output could not keep up).
+    var droppedLines: UInt64 { dropped.load(ordering: .relaxed) }
 
     /// Appends the line for `record`.
     func write(_ record: HTTPAccessRecord, context: RequestLogContext?) {
@@ -58,22 +68,42 @@ final class AccessLog: @unchecked Sendable {  // `buffer` is a Mutex; `timer` is
         json.field("client", record.connection.remoteAddress)
         if record.aborted { json.field("aborted", true) }
         json.endObject()
-        var line = json.bytes
-        line.append(0x0A)
-        let full: [UInt8]? = buffer.withLock { buffered in
+        let line = json.bytes
+        let full: Bool? = shards.withShard(record.connection.loopIndex) { buffered in
+            guard buffered.count + line.count < AccessLog.shardLimit else { return nil }
             buffered.append(contentsOf: line)
-            guard buffered.count >= AccessLog.flushThreshold else { return nil }
-            defer { buffered.removeAll(keepingCapacity: true) }
-            return buffered
+            buffered.append(0x0A)
+            return buffered.count >= AccessLog.flushThreshold
         }
-        if let full { writeAll(full) }
+        guard let full else {
+            dropped.add(1, ordering: .relaxed)
+            return
+        }
+        if full && !flushRequested.exchange(true, ordering: .acquiringAndReleasing) {
+            writer.async { [self] in
+                flushRequested.store(false, ordering: .releasing)
+                writeBuffered()
+            }
+        }
     }
 
-    /// Writes whatever is buffered.
+    /// Writes whatever is buffered and returns once it is written (shutdown, tests; never call it
+    /// on an event loop).
     func flush() {
-        let pending: [UInt8] = buffer.withLock { buffered in
-            defer { buffered.removeAll(keepingCapacity: true) }
-            return buffered
+        writer.sync { writeBuffered() }
+    }
+
+    /// Takes every loop's buffer and writes it (on the writer queue).
+    private func writeBuffered() {
+        var pending: [UInt8] = []
+        shards.forEach { buffered in
+            guard !buffered.isEmpty else { return }
+            if pending.isEmpty {
+                swap(&pending, &buffered)
+            } else {
+                pending.append(contentsOf: buffered)
+                buffered.removeAll(keepingCapacity: true)
+            }
         }
         if !pending.isEmpty { writeAll(pending) }
     }

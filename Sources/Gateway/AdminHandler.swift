@@ -10,9 +10,12 @@ final class AdminHandler: HTTPHandler {
     let store: any AttestStore
     let metrics: GatewayMetrics
     let keys: KeyCache
+    /// The access log, for its dropped-lines counter (nil when access logging is off).
+    let accessLog: AccessLog?
     private let draining = Atomic<Bool>(false)
 
-    init(store: any AttestStore, metrics: GatewayMetrics, keys: KeyCache) {
+    init(store: any AttestStore, metrics: GatewayMetrics, keys: KeyCache, accessLog: AccessLog? = nil) {
+        self.accessLog = accessLog
         self.store = store
         self.metrics = metrics
         self.keys = keys
@@ -51,9 +54,14 @@ final class AdminHandler: HTTPHandler {
         case "/metrics":
             var headers = HTTPHeaders()
             try? headers.add(name: "Content-Type", value: "text/plain; version=0.0.4")
-            let text = metrics.prometheusText(extra: [
+            var text = metrics.prometheusText(extra: [
                 ("attest_gateway_key_cache_entries", "Parsed public keys held in memory.", keys.count),
             ])
+            if let accessLog {
+                text += "# HELP attest_gateway_access_log_dropped_lines_total Access log lines dropped because the output could not keep up.\n"
+                text += "# TYPE attest_gateway_access_log_dropped_lines_total counter\n"
+                text += "attest_gateway_access_log_dropped_lines_total \(accessLog.droppedLines)\n"
+            }
             responder.respond(HTTPResponse(status: 200, headers: headers, body: Array(text.utf8)))
         default:
             responder.respond(AdminHandler.json(404, [("error", "not_found")]))

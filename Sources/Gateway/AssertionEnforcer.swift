@@ -107,7 +107,8 @@ final class AssertionEnforcer: Sendable {
             verifyAndCommit(key: key, keyId: keyId, challenge: challenge, assertion: assertion, clientData: clientData,
                             route: route, completion: completion)
         }
-        if let cached = keys.get(keyId) {
+        let shard = request.connection.loopIndex
+        if let cached = keys.get(keyId, shard: shard) {
             proceed(cached)
             return
         }
@@ -127,7 +128,7 @@ final class AssertionEnforcer: Sendable {
                     return
                 }
                 let cached = CachedKey(keyId: keyId, publicKey: publicKey, app: app.policy, environment: record.environment)
-                keys.put(keyId, cached)
+                keys.put(keyId, cached, shard: shard)
                 proceed(cached)
             }
         }
@@ -166,11 +167,11 @@ final class AssertionEnforcer: Sendable {
             switch result {
             case .failure:
                 completion(unavailable(route: route, keyId: keyId))
-            case .success(.accepted(let committed)):
+            case .success(.accepted):
                 var report = VerdictReport(.valid, keyId: keyId)
                 report.keyIdBase64 = key.keyIdBase64
                 report.counter = verified.counter
-                report.environment = committed.environment.rawValue
+                report.environment = key.environment.rawValue
                 report.signals = verified.signals
                 completion(Decision(report: report, refusal: nil))
             case .success(.refused(let refusal)):

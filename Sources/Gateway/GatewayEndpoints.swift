@@ -74,7 +74,7 @@ final class GatewayEndpoints: Sendable {
                 }
             }
         }
-        guard purpose == .assert, keys.get(keyId) == nil else {
+        guard purpose == .assert, keys.get(keyId, shard: request.connection.loopIndex) == nil else {
             issue()
             return
         }
@@ -157,9 +157,10 @@ final class GatewayEndpoints: Sendable {
                         refuse(withChallenge, route: route, completion)
                     }
                 case .success(.accepted):
+                    // Every loop's shard: the device's next requests may land on any loop.
                     keys.put(keyId, CachedKey(keyId: keyId, publicKey: key.publicKey, app: AppPolicy(appId: key.appId,
                                               environment: apps[key.appId]?.policy.environment ?? .any),
-                                              environment: key.environment))
+                                              environment: key.environment), shard: nil)
                     var json = JSONWriter(capacity: 256)
                     json.beginObject()
                     json.field("keyId", Base64.encode(keyId.bytes))

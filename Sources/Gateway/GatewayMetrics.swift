@@ -1,5 +1,4 @@
 import GatewayHTTP
-import Synchronization
 
 /// Request counters and latency histograms, exposed in the Prometheus text format on the admin
 /// listener's `/metrics`.
@@ -7,7 +6,8 @@ import Synchronization
 /// - `attest_gateway_requests_total{route, status, verdict}` (counter)
 /// - `attest_gateway_request_duration_seconds{route}` (histogram, seconds from first request byte to
 ///   last response byte)
-/// Thread-safe: one `Mutex` around small dictionaries (one short critical section per request).
+/// Per event loop (`PerLoop`): each loop counts into its own shard under a lock no other loop takes
+/// on the request path; a scrape merges the shards.
 final class GatewayMetrics: Sendable {
     private struct CounterKey: Hashable {
         let route: String
@@ -30,18 +30,38 @@ final class GatewayMetrics: Sendable {
     private struct State {
         var requests: [CounterKey: UInt64] = [:]
         var durations: [String: Histogram] = [:]
+
+        /// Adds `other`'s counts to these.
+        mutating func merge(_ other: State) {
+            requests.merge(other.requests, uniquingKeysWith: +)
+            for (route, histogram) in other.durations {
+                if var mine = durations[route] {
+                    for i in mine.buckets.indices { mine.buckets[i] += histogram.buckets[i] }
+                    mine.count += histogram.count
+                    mine.sum += histogram.sum
+                    durations[route] = mine
+                } else {
+                    durations[route] = histogram
+                }
+            }
+        }
     }
 
     /// Upper bounds of the latency buckets, seconds.
     static let bucketBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
-    private let state = Mutex(State())
+    private let shards: PerLoop<State>
+
+    /// Metrics with one shard per event loop.
+    init(loops: Int = 1) {
+        shards = PerLoop(count: loops) { State() }
+    }
 
     /// Counts one finished request.
     func record(_ record: HTTPAccessRecord, context: RequestLogContext?) {
         let route = context?.route ?? "none"
         let key = CounterKey(route: route, status: record.status, verdict: context?.verdict?.rawValue ?? "")
         let seconds = Double(record.latencyNanoseconds) / 1e9
-        state.withLock { state in
+        shards.withShard(record.connection.loopIndex) { state in
             state.requests[key, default: 0] += 1
             // Updated in place (a copy taken out of the dictionary would copy the bucket array each time).
             state.durations[route, default: Histogram(buckets: Array(repeating: 0, count: GatewayMetrics.bucketBounds.count))]
@@ -51,12 +71,12 @@ final class GatewayMetrics: Sendable {
 
     /// The number of requests counted for `route` with `status` (tests and tools).
     func requests(route: String, status: Int) -> UInt64 {
-        state.withLock { $0.requests.filter { $0.key.route == route && $0.key.status == status }.values.reduce(0, +) }
+        snapshot().requests.filter { $0.key.route == route && $0.key.status == status }.values.reduce(0, +)
     }
 
     /// Prometheus text exposition format 0.0.4.
     func prometheusText(extra: [(name: String, help: String, value: Int)] = []) -> String {
-        let snapshot = state.withLock { $0 }
+        let snapshot = snapshot()
         var out = "# HELP attest_gateway_requests_total Requests by route, final status and App Attest verdict.\n"
         out += "# TYPE attest_gateway_requests_total counter\n"
         for (key, count) in snapshot.requests.sorted(by: { ($0.key.route, $0.key.status, $0.key.verdict) < ($1.key.route, $1.key.status, $1.key.verdict) }) {
@@ -77,6 +97,13 @@ final class GatewayMetrics: Sendable {
             out += "# HELP \(item.name) \(item.help)\n# TYPE \(item.name) gauge\n\(item.name) \(item.value)\n"
         }
         return out
+    }
+
+    /// Every shard merged.
+    private func snapshot() -> State {
+        var merged = State()
+        shards.forEach { merged.merge($0) }
+        return merged
     }
 
     private static func escape(_ text: String) -> String {

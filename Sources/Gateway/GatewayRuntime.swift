@@ -3,6 +3,7 @@ import AttestCrypto
 import Foundation
 import GatewayConfig
 import GatewayHTTP
+import GatewayIO
 import GatewayRedis
 import GatewayStore
 
@@ -34,11 +35,21 @@ public final class GatewayRuntime: Sendable {
     ///   - loopCount: event loops (default: one per core).
     ///   - store: a store to use instead of the configured one (tests).
     /// - Throws: `GatewayStartupError` when an extra root cannot be read, a store URL cannot be used,
-    ///   or an upstream pool cannot be created.
+    ///   an upstream pool cannot be created, or the configuration has a TLS listener or an `https://`
+    ///   upstream (not served yet: refused rather than spoken to in plain text).
     public init(loaded: LoadedConfiguration, clock: GatewayClock = .system, loopCount: Int? = nil,
                 store injectedStore: (any AttestStore)? = nil) throws {
         self.loaded = loaded
         let config = loaded.configuration
+
+        // TLS listeners and https upstreams are wired by the TLS transport; until then they are refused
+        // here, never served or spoken to in plain text.
+        if let i = config.listen.firstIndex(where: \.isTLS) {
+            throw GatewayStartupError("listen[\(i)]: TLS listeners are not served yet (the TLS transport is not wired)")
+        }
+        if let upstream = config.upstreams.first(where: { $0.endpoint.isTLS }) {
+            throw GatewayStartupError("upstreams.\(upstream.name): https upstreams are not served yet (the TLS transport is not wired)")
+        }
 
         // Trust: Apple's pinned roots plus, for test devices only, the configured extra roots.
         var extraRoots: [X509Certificate] = []
@@ -68,8 +79,8 @@ public final class GatewayRuntime: Sendable {
         let appEntries = Dictionary(config.apps.map { ($0.appID.description, AppEntry($0)) }, uniquingKeysWith: { a, _ in a })
         let verifier = AttestationVerifier(trust: anchors, apps: config.apps.map { AppEntry($0).policy })
         let family = HeaderFamily(config.headers)
-        keys = KeyCache()
-        metrics = GatewayMetrics()
+        keys = KeyCache(shards: group.loops.count)
+        metrics = GatewayMetrics(loops: group.loops.count)
         let issuer = ChallengeIssuer(store: store, byteCount: config.endpoints.challengeBytes,
                                      ttlMillis: GatewayRuntime.millis(config.endpoints.challengeTTL), clock: clock)
 
@@ -79,6 +90,7 @@ public final class GatewayRuntime: Sendable {
             let address: SocketEndpoint
             switch upstream.endpoint {
             case .http(let host, let port): address = .tcp(host: host, port: port)
+            case .https: throw GatewayStartupError("upstreams.\(upstream.name): https upstreams are not served yet")  // refused above
             case .unix(let path): address = .unix(path: path)
             }
             let pool = try UpstreamPool(GatewayHTTP.UpstreamConfiguration(
@@ -98,7 +110,7 @@ public final class GatewayRuntime: Sendable {
             routes.append(CompiledRoute(config: route, upstream: pool))
         }
 
-        accessLog = config.log.access ? AccessLog(clock: clock) : nil
+        accessLog = config.log.access ? AccessLog(clock: clock, loops: group.loops.count) : nil
         let endpoints = GatewayEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                          verifier: verifier, errorHeader: config.headers.error)
         let enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
@@ -115,10 +127,10 @@ public final class GatewayRuntime: Sendable {
                                           bodyRead: GatewayRuntime.seconds(config.timeouts.body),
                                           idle: GatewayRuntime.seconds(config.timeouts.idle))
         server = HTTPServer(configuration: HTTPServerConfiguration(
-            listeners: config.listen.map(GatewayRuntime.listenAddress), limits: limits, timeouts: timeouts,
+            listeners: config.listenAddresses.map(GatewayRuntime.listenAddress), limits: limits, timeouts: timeouts,
             maxConnections: config.limits.maxConnections),
             group: group, handler: handler)
-        adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys)
+        adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys, accessLog: accessLog)
         if let admin = config.admin {
             adminServer = HTTPServer(configuration: HTTPServerConfiguration(listeners: [GatewayRuntime.listenAddress(admin)]),
                                      group: group, handler: adminHandler)
@@ -212,7 +224,7 @@ public final class GatewayRuntime: Sendable {
             var redis = RedisStore.Configuration(url: url)
             redis.commandTimeout = Int(millis(configuration.commandTimeout))
             redis.connectTimeout = Int(millis(configuration.connectTimeout))
-            redis.loops = loops.map(EventLoopRedisHost.init)
+            redis.loops = loops
             do {
                 return try RedisStore(configuration: redis)
             } catch {

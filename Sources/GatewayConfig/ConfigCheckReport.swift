@@ -4,6 +4,10 @@
 /// a summary of listeners, store, apps and the route table (in match order) to standard output.
 /// Exit 1: it does not; every error goes to standard error as `error: path: message (line L, column C)`,
 /// followed by the warnings found on the way.
+///
+/// The TLS files the configuration names (certificates, CA bundles) are not opened by `GatewayConfig`;
+/// `check(path:checkFiles:)` takes the checker that opens them and reports its findings at the key
+/// paths that named the files.
 public struct ConfigCheckReport: Sendable {
     /// 0 when the configuration loads, 1 when it does not.
     public var exitCode: Int32
@@ -13,12 +17,28 @@ public struct ConfigCheckReport: Sendable {
     public var standardError: String
 
     /// Loads the file at `path` and reports.
-    public static func check(path: String) -> ConfigCheckReport {
+    ///
+    /// - Parameter checkFiles: called once per entry of `LoadedConfiguration.tlsFiles` when the file
+    ///   loads (never for a configuration with errors); returns the problems found in those files,
+    ///   built with `TLSFileReference.issue(_:_:)` so that they carry the entry's key path and position.
+    ///   An error among them makes the report fail (exit 1) like a configuration error; warnings are
+    ///   printed with the others. Default: no file checks.
+    public static func check(path: String, checkFiles: (TLSFileReference) -> [ConfigIssue] = { _ in [] }) -> ConfigCheckReport {
+        let loaded: LoadedConfiguration
         do {
-            return ConfigCheckReport(loaded: try GatewayConfiguration.load(path: path))
+            loaded = try GatewayConfiguration.load(path: path)
         } catch {
             return ConfigCheckReport(error: error, source: path)
         }
+        let fileIssues = loaded.tlsFiles.flatMap(checkFiles)
+        let errors = fileIssues.filter { $0.severity == .error }
+        let warnings = loaded.warnings + fileIssues.filter { $0.severity == .warning }
+        guard errors.isEmpty else {
+            return ConfigCheckReport(error: ConfigError(issues: errors, warnings: warnings), source: path)
+        }
+        var withWarnings = loaded
+        withWarnings.warnings = ConfigIssue.sortedByPosition(warnings)
+        return ConfigCheckReport(loaded: withWarnings)
     }
 
     /// The report of a configuration that loaded.
@@ -30,6 +50,13 @@ public struct ConfigCheckReport: Sendable {
         if !loaded.warnings.isEmpty { out += " (\(ConfigText.plural(loaded.warnings.count, "warning")))" }
         out += "\n"
         out += "listen     \(c.listen.map(\.description).joined(separator: ", "))\n"
+        for (i, listener) in c.listen.enumerated() {
+            guard let tls = listener.tls else { continue }
+            let certificates = tls.certificates.enumerated().map { j, pair in
+                "\(pair.chain) + \(pair.key)" + (j == 0 ? " (default)" : "")
+            }
+            out += "tls        listen[\(i)]: \(certificates.joined(separator: ", "))\n"
+        }
         out += "admin      \(c.admin?.description ?? "none")\n"
         out += "store      \(c.store)\n"
         out += "apps       \(c.apps.map { "\($0.appID) (\($0.environment.rawValue))" }.joined(separator: ", "))\n"
@@ -37,7 +64,7 @@ public struct ConfigCheckReport: Sendable {
             out += "trust      TEST ROOTS: \(c.trust.extraRoots.joined(separator: ", "))\n"
         }
         out += "endpoints  \(c.endpoints.challengePath), \(c.endpoints.attestPath) (served before routes; challenge ttl \(DurationSyntax.format(c.endpoints.challengeTTL)), \(c.endpoints.challengeBytes) bytes)\n"
-        out += "upstreams  \(c.upstreams.map { "\($0.name) = \($0.endpoint)" }.joined(separator: ", "))\n"
+        out += "upstreams  \(c.upstreams.map { "\($0.name) = \($0.endpoint)" + Self.summary($0.tls) }.joined(separator: ", "))\n"
         out += "routes (first match wins):\n"
         let shadowed = Set(loaded.routeTable.shadowedRoutes().map(\.route))
         for (i, r) in c.routes.enumerated() {
@@ -56,6 +83,13 @@ public struct ConfigCheckReport: Sendable {
             out += line + "\n"
         }
         standardOutput = out
+    }
+
+    /// ` (ca FILE, name NAME)` / ` (system CAs, NO VERIFICATION)` for an https upstream, else empty.
+    private static func summary(_ tls: UpstreamTLSConfiguration?) -> String {
+        guard let tls else { return "" }
+        guard tls.verify else { return " (NO VERIFICATION, name \(tls.serverName))" }
+        return " (\(tls.ca.map { "ca \($0)" } ?? "system CAs"), name \(tls.serverName))"
     }
 
     /// The report of a configuration that did not load.

@@ -5,6 +5,9 @@ enum ConfigSchema {
     /// A kind of mapping in the document.
     enum Section: String, CaseIterable, Sendable {
         case root = "top level"
+        case listener = "listen[]"
+        case listenerTLS = "listen[].tls"
+        case certificate = "listen[].tls.certificates[]"
         case store = "store"
         case app = "apps[]"
         case trust = "trust"
@@ -14,8 +17,10 @@ enum ConfigSchema {
         case evidence = "headers.evidence"
         case injected = "headers.injected"
         case upstream = "upstreams.NAME"
+        case upstreamTLS = "upstreams.NAME.tls"
         case route = "routes[]"
         case limits = "limits"
+        case http2 = "http2"
         case timeouts = "timeouts"
         case log = "log"
     }
@@ -23,7 +28,10 @@ enum ConfigSchema {
     /// Keys of each section, in documentation order.
     static func keys(_ section: Section) -> [String] {
         switch section {
-        case .root: return ["listen", "admin", "tls", "store", "apps", "trust", "endpoints", "headers", "upstreams", "routes", "limits", "timeouts", "log"]
+        case .root: return ["listen", "admin", "tls", "store", "apps", "trust", "endpoints", "headers", "upstreams", "routes", "limits", "http2", "timeouts", "log"]
+        case .listener: return ["address", "tls"]
+        case .listenerTLS: return ["certificates", "min_version"]
+        case .certificate: return ["chain", "key"]
         case .store: return ["url", "command_timeout", "connect_timeout"]
         case .app: return ["app_id", "environment"]
         case .trust: return ["extra_roots"]
@@ -32,10 +40,12 @@ enum ConfigSchema {
         case .headers: return ["prefix", "evidence", "injected", "error"]
         case .evidence: return ["key_id", "challenge", "assertion", "client_data"]
         case .injected: return ["verdict", "reason", "key_id", "counter", "environment", "risk_metric", "validation_category", "bundle_version"]
-        case .upstream: return ["url", "connect_timeout", "response_timeout", "max_idle_connections"]
+        case .upstream: return ["url", "connect_timeout", "response_timeout", "max_idle_connections", "tls"]
+        case .upstreamTLS: return ["ca", "server_name", "verify"]
         case .route: return ["name", "path_prefix", "path", "methods", "upstream", "mode", "max_body", "on_store_error", "counter_window", "environment", "bind_headers", "apps"]
         case .limits: return ["max_header_bytes", "max_headers", "max_connections"]
-        case .timeouts: return ["header", "body", "idle", "drain"]
+        case .http2: return ["max_concurrent_streams", "initial_window_size", "max_header_list_size"]
+        case .timeouts: return ["header", "body", "idle", "drain", "tls_handshake"]
         case .log: return ["access", "format", "level"]
         }
     }

@@ -331,7 +331,7 @@ extension ConfigValidator {
     static func reaches(_ endpoint: UpstreamEndpoint, _ listener: SocketAddress) -> Bool {
         switch (endpoint, listener) {
         case (.unix(let a), .unix(let b)): return a == b
-        case (.http(let host, let port), .ip(let lhost, let lport)):
+        case (.http(let host, let port), .ip(let lhost, let lport)), (.https(let host, let port), .ip(let lhost, let lport)):
             guard port == lport, lport != 0 else { return false }
             if host == lhost { return true }
             let loopbackish = host == "localhost" || host == "::1" || host.hasPrefix("127.")

@@ -1,8 +1,8 @@
 import Foundation
 import GatewayRules
 
-/// Sections other than routes: listeners, store, apps, trust, endpoints, headers, upstreams, limits,
-/// timeouts, log.
+/// Sections other than routes and listeners: store, apps, trust, endpoints, headers, upstreams,
+/// limits, timeouts, log.
 extension ConfigValidator {
     /// Where each validated item came from, for cross-section checks.
     struct Marks {
@@ -15,45 +15,6 @@ extension ConfigValidator {
         /// Upstreams that validated, even when others did not.
         var validUpstreams: [UpstreamConfiguration] = []
         var apps: [AppID: ConfigPath] = [:]
-    }
-
-    // MARK: listen / admin
-
-    func listeners(_ root: Fields, marks: inout Marks) -> [SocketAddress]? {
-        guard let node = root.node("listen") else {
-            missing(root, "listen", " (e.g. listen: 127.0.0.1:8080)")
-            return nil
-        }
-        let path = root.path.key("listen")
-        var items: [(YAMLNode, ConfigPath)]
-        if case .sequence(let list) = node.kind {
-            if list.isEmpty { error(path, "needs at least one address", node.mark); return nil }
-            if list.count > 16 { error(path, "at most 16 addresses, got \(list.count)", node.mark); return nil }
-            items = list.enumerated().map { ($0.element, path.index($0.offset)) }
-        } else {
-            items = [(node, path)]
-        }
-        var result: [SocketAddress] = []
-        var ok = true
-        for (item, itemPath) in items {
-            guard let address = address(item, itemPath) else { ok = false; continue }
-            if let clash = result.firstIndex(where: { $0.conflicts(with: address) }) {
-                error(itemPath, "\(address) overlaps listen[\(clash)] (\(result[clash]))", item.mark)
-                ok = false
-                continue
-            }
-            result.append(address)
-            marks.listen.append(item.mark)
-        }
-        return ok ? result : nil
-    }
-
-    func address(_ node: YAMLNode, _ path: ConfigPath) -> SocketAddress? {
-        guard let text = string(node, path, expected: "an address like 127.0.0.1:8080") else { return nil }
-        switch SocketAddress.parse(text, baseDirectory: baseDirectory) {
-        case .success(let a): return a
-        case .failure(let e): error(path, e.message, node.mark); return nil
-        }
     }
 
     // MARK: store
@@ -377,15 +338,17 @@ extension ConfigValidator {
             if case .mapping = entry.value.kind {
                 guard let f = fields(entry.value, p, .upstream) else { ok = false; continue }
                 var endpoint: UpstreamEndpoint?
-                if let urlNode = f.node("url") { endpoint = upstreamEndpoint(urlNode, p.key("url")) } else { missing(f, "url", " (http://host:port or unix:/path)") }
+                if let urlNode = f.node("url") { endpoint = upstreamEndpoint(urlNode, p.key("url")) } else { missing(f, "url", " (http://host:port, https://host:port or unix:/path)") }
                 let connect = optional(f, "connect_timeout", default: UpstreamConfiguration.defaultConnectTimeout) { duration($0, $1, connectRange) }
                 let response = optional(f, "response_timeout", default: UpstreamConfiguration.defaultResponseTimeout) { duration($0, $1, responseRange) }
                 let idle = optional(f, "max_idle_connections", default: UpstreamConfiguration.defaultMaxIdleConnections) { integer($0, $1, 0...4096) }
-                if let endpoint, let connect, let response, let idle {
-                    upstream = UpstreamConfiguration(name: name, endpoint: endpoint, connectTimeout: connect, responseTimeout: response, maxIdleConnections: idle)
+                let tls = upstreamTLS(f, endpoint: endpoint)
+                if let endpoint, let connect, let response, let idle, let tls {
+                    upstream = UpstreamConfiguration(name: name, endpoint: endpoint, connectTimeout: connect, responseTimeout: response,
+                                                     maxIdleConnections: idle, tls: tls)
                 }
             } else if entry.value.isNull {
-                error(p, "expected a URL (http://host:port or unix:/path) or a mapping {url, ...}, got null", entry.value.mark)
+                error(p, "expected a URL (http://host:port, https://host:port or unix:/path) or a mapping {url, ...}, got null", entry.value.mark)
             } else if let endpoint = upstreamEndpoint(entry.value, p) {
                 upstream = UpstreamConfiguration(name: name, endpoint: endpoint)
             }
@@ -398,7 +361,7 @@ extension ConfigValidator {
     }
 
     private func upstreamEndpoint(_ node: YAMLNode, _ path: ConfigPath) -> UpstreamEndpoint? {
-        guard let text = string(node, path, expected: "a URL (http://host:port or unix:/path) or a mapping {url, ...}") else { return nil }
+        guard let text = string(node, path, expected: "a URL (http://host:port, https://host:port or unix:/path) or a mapping {url, ...}") else { return nil }
         switch UpstreamEndpoint.parse(text, baseDirectory: baseDirectory) {
         case .success(let e): return e
         case .failure(let e): error(path, e.message, node.mark); return nil
@@ -425,8 +388,9 @@ extension ConfigValidator {
         let body = optional(f, "body", default: d.body) { duration($0, $1, .milliseconds(100) ... .seconds(3600)) }
         let idle = optional(f, "idle", default: d.idle) { duration($0, $1, .seconds(1) ... .seconds(3600)) }
         let drain = optional(f, "drain", default: d.drain) { duration($0, $1, .zero ... .seconds(600)) }
-        guard let header, let body, let idle, let drain else { return nil }
-        return TimeoutsConfiguration(header: header, body: body, idle: idle, drain: drain)
+        let handshake = optional(f, "tls_handshake", default: d.tlsHandshake) { duration($0, $1, .milliseconds(100) ... .seconds(300)) }
+        guard let header, let body, let idle, let drain, let handshake else { return nil }
+        return TimeoutsConfiguration(header: header, body: body, idle: idle, drain: drain, tlsHandshake: handshake)
     }
 
     func log(_ root: Fields) -> LogConfiguration? {

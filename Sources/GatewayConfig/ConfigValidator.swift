@@ -9,6 +9,8 @@ final class ConfigValidator {
     private(set) var errors: [ConfigIssue] = []
     /// Problems an operator should see but that do not refuse it.
     private(set) var warnings: [ConfigIssue] = []
+    /// TLS files named by validated entries, in document order (not opened here).
+    var tlsFiles: [TLSFileReference] = []
 
     init(baseDirectory: String) {
         self.baseDirectory = baseDirectory
@@ -200,7 +202,7 @@ extension ConfigValidator {
             admin = address(node, .root.key("admin")).map { .some($0) }
         }
         if let node = root.node("tls") {
-            error(.root.key("tls"), "TLS termination is not supported yet (the key is reserved for cert, key and ALPN h2): terminate TLS in front of the gateway for now", node.mark)
+            error(.root.key("tls"), "TLS is set per listener: listen: [{address: 0.0.0.0:8443, tls: {certificates: [{chain: PEM file, key: PEM file}]}}]", node.mark)
         }
         let store = store(root)
         let apps = apps(root, marks: &marks)
@@ -210,16 +212,18 @@ extension ConfigValidator {
         let upstreams = upstreams(root, marks: &marks)
         let routes = routes(root, headers: headers ?? HeadersConfiguration())
         let limits = limits(root)
+        let http2 = http2(root, limits: limits ?? LimitsConfiguration())
         let timeouts = timeouts(root)
         let log = log(root)
-        crossCheck(Partial(listen: listen, admin: admin, store: store, apps: apps, endpoints: endpoints,
+        if let listen { unusedTLSSettings(root, listen: listen) }
+        crossCheck(Partial(listen: listen?.map(\.address), admin: admin, store: store, apps: apps, endpoints: endpoints,
                            upstreamsComplete: upstreams != nil, routes: routes.valid, routesComplete: routes.complete,
                            storeWasWritten: root.has("store")), marks: marks)
         guard let listen, let admin, let store, let apps, let trust, let endpoints, let headers, let upstreams,
-              routes.complete, let limits, let timeouts, let log else { return nil }
+              routes.complete, let limits, let http2, let timeouts, let log else { return nil }
         let configuration = GatewayConfiguration(
             listen: listen, admin: admin, store: store, apps: apps, trust: trust, endpoints: endpoints, headers: headers,
-            upstreams: upstreams, routes: routes.valid.map(\.0), limits: limits, timeouts: timeouts, log: log)
+            upstreams: upstreams, routes: routes.valid.map(\.0), limits: limits, http2: http2, timeouts: timeouts, log: log)
         return errors.isEmpty ? configuration : nil
     }
 }

@@ -9,8 +9,9 @@ import GatewayRules
 /// (YAML -> raw tree -> validated configuration -> compiled `RouteTable`) and either return everything
 /// or throw a `ConfigError` listing every problem with its key path, line and column.
 public struct GatewayConfiguration: Sendable, Hashable {
-    /// Downstream listeners (`listen`: one address or a list; at least one).
-    public var listen: [SocketAddress]
+    /// Downstream listeners, in the order written (`listen`: one listener or a list of 1 to 16; each
+    /// a plain address or a mapping `{address, tls}`; no two addresses overlap).
+    public var listen: [ListenerConfiguration]
     /// Admin listener for `/healthz` and `/readyz` (`admin`; nil: none).
     public var admin: SocketAddress?
     /// State store (`store`; default memory).
@@ -29,6 +30,8 @@ public struct GatewayConfiguration: Sendable, Hashable {
     public var routes: [RouteConfiguration]
     /// Downstream protocol limits (`limits`).
     public var limits: LimitsConfiguration
+    /// HTTP/2 settings announced to downstream clients (`http2`).
+    public var http2: HTTP2Configuration
     /// Downstream timeouts (`timeouts`).
     public var timeouts: TimeoutsConfiguration
     /// Logging (`log`).
@@ -36,11 +39,11 @@ public struct GatewayConfiguration: Sendable, Hashable {
 
     /// Creates a configuration from parts (tests, tools). No validation happens here: configurations
     /// from files come from `load(path:)` / `parse(yaml:baseDirectory:)`.
-    public init(listen: [SocketAddress], admin: SocketAddress? = nil, store: StoreConfiguration = .memory,
+    public init(listen: [ListenerConfiguration], admin: SocketAddress? = nil, store: StoreConfiguration = .memory,
                 apps: [AppConfiguration], trust: TrustConfiguration = TrustConfiguration(),
                 endpoints: EndpointsConfiguration = EndpointsConfiguration(), headers: HeadersConfiguration = HeadersConfiguration(),
                 upstreams: [UpstreamConfiguration], routes: [RouteConfiguration], limits: LimitsConfiguration = LimitsConfiguration(),
-                timeouts: TimeoutsConfiguration = TimeoutsConfiguration(), log: LogConfiguration = LogConfiguration()) {
+                http2: HTTP2Configuration = HTTP2Configuration(), timeouts: TimeoutsConfiguration = TimeoutsConfiguration(), log: LogConfiguration = LogConfiguration()) {
         self.listen = listen
         self.admin = admin
         self.store = store
@@ -51,6 +54,7 @@ public struct GatewayConfiguration: Sendable, Hashable {
         self.upstreams = upstreams
         self.routes = routes
         self.limits = limits
+        self.http2 = http2
         self.timeouts = timeouts
         self.log = log
     }
@@ -65,8 +69,11 @@ public struct GatewayConfiguration: Sendable, Hashable {
         apps.first { $0.appID == appID }
     }
 
+    /// The listeners' addresses, in order (plain and TLS alike).
+    public var listenAddresses: [SocketAddress] { listen.map(\.address) }
+
     /// Reads, validates and compiles the configuration file at `path`. Relative paths inside it
-    /// (extra roots, Unix sockets) resolve against the file's folder.
+    /// (extra roots, certificates, CA bundles, Unix sockets) resolve against the file's folder.
     ///
     /// - Throws: `ConfigError` with every problem found (file unreadable or larger than 1MiB, YAML
     ///   errors, schema and consistency errors), each with key path, line and column.
@@ -106,7 +113,8 @@ public struct GatewayConfiguration: Sendable, Hashable {
             throw ConfigError(issues: validator.errors, warnings: validator.warnings)
         }
         return LoadedConfiguration(configuration: configuration, routeTable: RouteTable(routes: configuration.routes),
-                                   warnings: ConfigIssue.sortedByPosition(validator.warnings), sourcePath: nil)
+                                   warnings: ConfigIssue.sortedByPosition(validator.warnings), sourcePath: nil,
+                                   tlsFiles: validator.tlsFiles)
     }
 
     /// The file's bytes, refusing anything larger than `YAMLReader.maximumBytes`.

@@ -9,12 +9,19 @@ public struct LoadedConfiguration: Sendable {
     public var warnings: [ConfigIssue]
     /// Absolute path of the file it came from (nil when parsed from text).
     public var sourcePath: String?
+    /// Every TLS file the configuration names (listener certificates, upstream CA bundles), in
+    /// document order, each with the key path and position that named it. Not opened while loading:
+    /// the caller checks them (check-config through `ConfigCheckReport.check(path:checkFiles:)`, the
+    /// gateway when it builds its TLS contexts) and reports problems at these paths.
+    public var tlsFiles: [TLSFileReference]
 
     /// Creates a loaded configuration.
-    public init(configuration: GatewayConfiguration, routeTable: RouteTable, warnings: [ConfigIssue], sourcePath: String?) {
+    public init(configuration: GatewayConfiguration, routeTable: RouteTable, warnings: [ConfigIssue], sourcePath: String?,
+                tlsFiles: [TLSFileReference] = []) {
         self.configuration = configuration
         self.routeTable = routeTable
         self.warnings = warnings
         self.sourcePath = sourcePath
+        self.tlsFiles = tlsFiles
     }
 }

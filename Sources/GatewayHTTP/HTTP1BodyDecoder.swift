@@ -1,6 +1,8 @@
 // Body decoding for HTTP/1.1 messages: Content-Length, chunked (with trailers), close-delimited.
 // RFC 9112 sections 6.2, 6.3, 7.1.
 
+import GatewayIO
+
 /// Value-type state machine that delimits and decodes one message body.
 ///
 /// Consumes input and returns one event at a time; body events are ranges into the input given to

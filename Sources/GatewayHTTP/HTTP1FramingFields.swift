@@ -1,5 +1,7 @@
 // The header fields that decide an HTTP/1.1 message's framing and persistence, gathered in one pass.
 
+import GatewayIO
+
 /// What one message head says about its framing (RFC 9112 sections 6.1-6.3, 9.3) and, for
 /// requests, about `Host` and `Expect`: counted, not judged. `HTTP1RequestParser` and
 /// `HTTP1ResponseParser` apply their own rules to it (a request refuses what a response tolerates).

@@ -1,5 +1,7 @@
 // CRLF-terminated line scanning shared by the HTTP/1.1 parsers (RFC 9112 section 2.2).
 
+import GatewayIO
+
 /// Finds CRLF-terminated lines in input that may arrive in arbitrary pieces.
 ///
 /// A line that ends inside the current input is handed out in place (no copy); only a line split

@@ -1,5 +1,7 @@
 // Size limits of the HTTP/1.1 parsers.
 
+import GatewayIO
+
 /// Size limits applied while parsing an HTTP/1.1 message (requests downstream, responses upstream).
 ///
 /// Every limit is in bytes or in fields. Exceeding one is an error, never a truncation:

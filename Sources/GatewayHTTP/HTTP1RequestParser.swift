@@ -1,5 +1,6 @@
 // HTTP/1.1 request parser (RFC 9112, RFC 9110) as a value-type state machine.
 
+import GatewayIO
 import GatewayRules
 
 /// Parses a stream of HTTP/1.1 (and 1.0) requests, strictly, as a value-type state machine.

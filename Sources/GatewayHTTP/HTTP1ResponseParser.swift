@@ -1,5 +1,7 @@
 // HTTP/1.1 response parser for the upstream side (RFC 9112 sections 4, 6.3, 7), value-type state machine.
 
+import GatewayIO
+
 /// Parses the responses of an upstream HTTP/1.1 connection, as strictly as `HTTP1RequestParser`.
 ///
 /// Before each response call `expectResponse(to:)` with the request method (a response to HEAD has

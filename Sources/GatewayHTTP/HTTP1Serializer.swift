@@ -1,5 +1,7 @@
 // Writing HTTP/1.1 heads: handler responses, proxied responses, upstream requests (RFC 9112).
 
+import GatewayIO
+
 /// How a response body goes out downstream.
 enum DownstreamBody: Equatable {
     /// No body; `passLength` keeps the upstream's Content-Length (HEAD, 304).

@@ -1,5 +1,7 @@
 // One downstream HTTP/1.1 connection: parsing, handler calls, responses, proxying, timeouts.
 
+import GatewayIO
+
 /// Drives one accepted connection on its event loop.
 ///
 /// Requests are handled strictly one at a time and answered in order (RFC 9112 section 9.3.2):
@@ -16,7 +18,9 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
     let loop: EventLoop
     let context: HTTPServerContext
     let info: HTTPConnectionInfo
-    private var channel: SocketChannel!
+    /// The connection's bytes (plain or TLS) and, through `stream.channel`, its readiness interest.
+    private let stream: ByteStream
+    private var channel: SocketChannel { stream.channel }
     private var phase = Phase.idle
     private var parser: HTTP1RequestParser
     private var pending: [UInt8] = []
@@ -56,14 +60,16 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
 
     private var pendingLimit: Int { context.configuration.limits.clamped.maxHeaderBytes + 65536 }
 
-    init(fd: Int32, loop: EventLoop, context: HTTPServerContext, info: HTTPConnectionInfo) {
+    /// A connection over `stream` (accepted, and past its TLS handshake when it has one); it takes
+    /// over the stream's readiness handlers.
+    init(stream: ByteStream, loop: EventLoop, context: HTTPServerContext, info: HTTPConnectionInfo) {
         self.loop = loop
         self.context = context
         self.info = info
+        self.stream = stream
         parser = HTTP1RequestParser(limits: context.configuration.limits, targetPolicy: context.configuration.targetPolicy)
-        channel = SocketChannel(fd: fd, loop: loop,
-                                onReadable: { [unowned self] in self.readable() },
-                                onWritable: { [unowned self] in self.flush() })
+        stream.setHandlers(onReadable: { [unowned self] in self.readable() },
+                           onWritable: { [unowned self] in self.flush() })
     }
 
     func start() {
@@ -85,7 +91,7 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
         while reads < 4 && phase != .closed && channel.isReading {
             reads += 1
             let buffer = loop.readBuffer
-            switch Socket.read(channel.fd, into: buffer) {
+            switch stream.read(into: buffer) {
             case .bytes(let n):
                 received(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n))
                 if n < buffer.count { return }
@@ -403,7 +409,7 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
             if out.count >= HTTP1ServerConnection.coalesceLimit { flush() }
         case .length, .untilClose:
             if out.isEmpty && bytes.count >= HTTP1ServerConnection.coalesceLimit {
-                let (result, written) = out.writeOrQueue(bytes, to: channel.fd)  // large: no copy when possible
+                let (result, written) = out.writeOrQueue(bytes, to: stream)  // large: no copy when possible
                 wrote(result, written)
             } else {
                 out.append(bytes)
@@ -445,7 +451,7 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
 
     private func flush() {
         guard phase != .closed else { return }
-        let (result, written) = out.flush(to: channel.fd)
+        let (result, written) = out.flush(to: stream)
         wrote(result, written)
     }
 
@@ -499,7 +505,7 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
             close()
             return
         }
-        channel.shutdownWrite()
+        stream.shutdownWrite()
         phase = .lingering
         pending = []
         channel.resumeReading()
@@ -524,7 +530,7 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
         deadlineKind = .none
         exchange?.cancel()
         exchange = nil
-        channel.close()
+        stream.close()
         loop.unregister(self)
         context.connectionClosed()
     }

@@ -1,6 +1,8 @@
 // Byte classes and small strict parsers shared by the HTTP/1.1 request and response parsers.
 // RFC 9110 section 5.6 (tokens, field values), RFC 9112 sections 2-7, RFC 3986 section 2.
 
+import GatewayIO
+
 /// Byte-level grammar of HTTP/1.1 (RFC 9110 section 5.6, RFC 9112) as branch-light table lookups.
 ///
 /// Internal: every check works on single bytes so parsers never build `String`s on the hot path.

@@ -1,5 +1,7 @@
 // One line of access log: what happened to a request.
 
+import GatewayIO
+
 /// What happened to one request, reported to `HTTPHandler.requestCompleted(_:)` when its response
 /// is fully handed to the connection (or the exchange was aborted).
 public struct HTTPAccessRecord: Sendable {

@@ -1,5 +1,7 @@
 // How a message body is delimited on the HTTP/1.1 wire (RFC 9112 section 6.3).
 
+import GatewayIO
+
 /// How the body of an HTTP/1 message is delimited (RFC 9112 section 6.3).
 public enum HTTPBodyFraming: Sendable, Hashable {
     /// No body (no Content-Length nor Transfer-Encoding on a request; HEAD / 1xx / 204 / 304 responses).

@@ -1,5 +1,7 @@
 // A listener after binding.
 
+import GatewayIO
+
 /// A listener after binding: what was asked and what the kernel gave.
 public struct HTTPBoundListener: Sendable {
     /// The configured address.

@@ -1,5 +1,7 @@
 // What the server knows about the downstream connection a request arrived on.
 
+import GatewayIO
+
 /// Facts about the downstream connection of a request (for access logs, `X-Forwarded-For`, rate limits).
 public struct HTTPConnectionInfo: Sendable {
     /// Unique (per process) connection number, counting from 1.
@@ -13,13 +15,18 @@ public struct HTTPConnectionInfo: Sendable {
     /// The host part of `remoteAddress` (`1.2.3.4`, `::1` without brackets, `unix:`), computed once
     /// per connection (e.g. for `X-Forwarded-For` on every request).
     public let remoteHost: String
+    /// `EventLoop.index` of the loop the connection lives on: every handler call for its requests
+    /// runs on that loop, so a handler can keep per-loop state (caches, counters) without a lock
+    /// shared across loops.
+    public let loopIndex: Int
 
     /// Info from parts.
-    public init(id: UInt64, remoteAddress: String, localAddress: String, isSecure: Bool = false) {
+    public init(id: UInt64, remoteAddress: String, localAddress: String, isSecure: Bool = false, loopIndex: Int = 0) {
         self.id = id
         self.remoteAddress = remoteAddress
         self.localAddress = localAddress
         self.isSecure = isSecure
+        self.loopIndex = loopIndex
         remoteHost = HTTPConnectionInfo.host(of: remoteAddress)
     }
 

@@ -1,5 +1,6 @@
 // Errors the proxy core answers by itself, with stable codes.
 
+import GatewayIO
 import GatewayRules
 
 /// A failure the proxy core detects and answers itself (the handler renders the body through

@@ -1,5 +1,7 @@
 // Instruction to send a request upstream and stream the response back.
 
+import GatewayIO
+
 /// "Send this request to this upstream pool and stream its response back downstream."
 ///
 /// The handler builds it from the received request, rewriting what it needs (headers, target).

@@ -1,5 +1,7 @@
 // The interface between the proxy core and whatever decides what to do with requests.
 
+import GatewayIO
+
 /// Decides what happens to requests. Protocol-agnostic: HTTP/1.1 connections call it now, HTTP/2
 /// streams will call it the same way.
 ///

@@ -1,5 +1,7 @@
 // What a handler decides once a request head is in.
 
+import GatewayIO
+
 /// A handler's decision after the request head, before any body byte is read.
 public enum HTTPHeadDecision: Sendable {
     /// Read the body, at most `bodyLimit` decoded bytes (a larger Content-Length is refused with 413

@@ -1,5 +1,7 @@
 // Ordered, case-preserving HTTP field list with case-insensitive lookup (RFC 9110 section 5).
 
+import GatewayIO
+
 /// An ordered list of HTTP fields (header or trailer section), RFC 9110 section 5.
 ///
 /// - Order and the received case of names are preserved; several fields with the same name are kept

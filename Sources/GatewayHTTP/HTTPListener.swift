@@ -1,5 +1,6 @@
 // A listening socket that accepts in batches and hands connections to event loops round-robin.
 
+import GatewayIO
 import Dispatch
 #if canImport(Glibc)
 import Glibc
@@ -76,9 +77,10 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
                 context.connectionOpened()
                 let info = HTTPConnectionInfo(id: context.makeConnectionID(),
                                               remoteAddress: isUnix ? "unix:" : peer.description,
-                                              localAddress: localDescription)
+                                              localAddress: localDescription, loopIndex: loop.index)
                 loop.execute {
-                    HTTP1ServerConnection(fd: connectionFD, loop: loop, context: context, info: info).start()
+                    HTTP1ServerConnection(stream: ByteStream(fd: connectionFD, loop: loop), loop: loop, context: context,
+                                          info: info).start()
                 }
             case .failure(let f):
                 // Out of descriptors or memory: stop accepting briefly instead of spinning.

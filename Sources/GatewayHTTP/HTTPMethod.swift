@@ -1,5 +1,7 @@
 // Request method (RFC 9110 section 9).
 
+import GatewayIO
+
 /// A request method token (RFC 9110 section 9.1), case-sensitive as the RFC requires.
 ///
 /// The standard methods are stored without allocation; any other valid token is kept as bytes.

@@ -1,5 +1,7 @@
 // A whole request: head, decoded body, trailers.
 
+import GatewayIO
+
 /// A complete request as the handler receives it: head, the whole decoded body, trailer fields.
 ///
 /// Handed over only once every byte is in (DESIGN.md section 5: nothing touches the store before).

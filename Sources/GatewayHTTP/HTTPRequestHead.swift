@@ -1,5 +1,6 @@
 // The head of a request as received (RFC 9112 section 3, RFC 9110 section 6).
 
+import GatewayIO
 import GatewayRules
 
 /// The head of a request: method, request-target, version, header fields and derived framing.

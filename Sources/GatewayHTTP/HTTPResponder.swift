@@ -1,5 +1,6 @@
 // The one-shot answer channel a handler gets with each request.
 
+import GatewayIO
 import Synchronization
 
 /// How a responder's answer reaches the connection (HTTP/1.1 now, HTTP/2 streams later).

@@ -1,5 +1,7 @@
 // A complete response produced by a handler (or by the server for its own errors).
 
+import GatewayIO
+
 /// A complete response: status, header fields and the whole body.
 ///
 /// The server frames it: it removes any `Content-Length`, `Transfer-Encoding`, `Connection` and

@@ -1,5 +1,7 @@
 // The head of a response (RFC 9112 section 4, RFC 9110 section 15).
 
+import GatewayIO
+
 /// The head of a response: status, reason phrase, version, header fields and derived framing.
 public struct HTTPResponseHead: Sendable {
     /// Status code, 100...999 as received (RFC 9110 section 15).

@@ -1,5 +1,6 @@
 // The HTTP/1.1 server: listeners, event loops, graceful shutdown.
 
+import GatewayIO
 import Dispatch
 import Synchronization
 

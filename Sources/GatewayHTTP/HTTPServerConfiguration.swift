@@ -1,5 +1,6 @@
 // Server configuration.
 
+import GatewayIO
 import GatewayRules
 
 /// Everything an `HTTPServer` needs besides its handler and event loops.

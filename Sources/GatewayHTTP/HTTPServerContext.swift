@@ -1,5 +1,6 @@
 // State shared by a server's listeners and connections.
 
+import GatewayIO
 import Synchronization
 
 /// What every connection of one server shares: configuration, handler, timeouts in nanoseconds,

@@ -1,5 +1,7 @@
 // Downstream timeouts.
 
+import GatewayIO
+
 /// Downstream timeouts, in seconds. Each fires up to `EventLoopGroup.timerResolution` late.
 public struct HTTPServerTimeouts: Sendable, Hashable {
     /// From the first byte of a request (or from accept, for the first request) until its header

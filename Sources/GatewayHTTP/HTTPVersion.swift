@@ -1,5 +1,7 @@
 // Protocol version of a message (RFC 9110 section 2.5).
 
+import GatewayIO
+
 /// The HTTP version of a message: 1.0 and 1.1 on the HTTP/1 wire (RFC 9112 section 2.3),
 /// 2.0 for HTTP/2 streams (RFC 9113).
 public struct HTTPVersion: Sendable, Hashable, CustomStringConvertible {

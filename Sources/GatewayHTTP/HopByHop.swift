@@ -1,5 +1,7 @@
 // Hop-by-hop fields (RFC 9110 section 7.6.1) and what a proxy never forwards.
 
+import GatewayIO
+
 /// Which fields are connection-specific and must not be forwarded (RFC 9110 section 7.6.1).
 enum HopByHop {
     /// Fields never forwarded upstream: the hop-by-hop set plus `Expect` (answered here) and

@@ -1,5 +1,7 @@
 // Configuration of one upstream (backend) and its connection pool.
 
+import GatewayIO
+
 /// An upstream and the behaviour of its keep-alive connection pool. Durations are in seconds.
 public struct UpstreamConfiguration: Sendable {
     /// Name for logs and `HTTPAccessRecord.upstream`.

@@ -1,6 +1,7 @@
 // One HTTP/1.1 connection to an upstream, on one event loop.
 
 #if canImport(Glibc)
+import GatewayIO
 import Glibc
 #elseif canImport(Musl)
 import Musl
@@ -14,7 +15,9 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
     private enum Deadline { case none, connect, response, idle }
 
     private let pool: UpstreamLoopPool
-    private var channel: SocketChannel!
+    /// The connection's bytes (plain, or TLS for `https://` upstreams) and its readiness interest.
+    private let stream: ByteStream
+    private var channel: SocketChannel { stream.channel }
     private var state: State
     private var parser: HTTP1ResponseParser
     /// The request being sent (shares the exchange's storage: no copy) and how much of it is written.
@@ -32,9 +35,9 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         self.pool = pool
         state = connected ? .active : .connecting
         parser = HTTP1ResponseParser(limits: pool.settings.limits)
-        channel = SocketChannel(fd: fd, loop: pool.loop,
-                                onReadable: { [unowned self] in self.readable() },
-                                onWritable: { [unowned self] in self.writable() })
+        stream = ByteStream(fd: fd, loop: pool.loop)
+        stream.setHandlers(onReadable: { [unowned self] in self.readable() },
+                           onWritable: { [unowned self] in self.writable() })
         pool.loop.register(self)
     }
 
@@ -107,7 +110,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         let wasIdle = state == .idle
         state = .closed
         deadlineKind = .none
-        channel.close()
+        stream.close()
         pool.loop.unregister(self)
         if wasIdle { pool.remove(self) }
     }
@@ -117,7 +120,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
     private func flush() {
         while requestBytesWritten < request.count {
             let offset = requestBytesWritten
-            let r = request.withUnsafeBytes { Socket.write(channel.fd, UnsafeRawBufferPointer(rebasing: $0[offset...])) }
+            let r = request.withUnsafeBytes { stream.write(UnsafeRawBufferPointer(rebasing: $0[offset...])) }
             switch r {
             case .success(0):
                 channel.armWrite()
@@ -163,7 +166,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
             close()
         case .active:
             let buffer = pool.loop.readBuffer
-            switch Socket.read(channel.fd, into: buffer) {
+            switch stream.read(into: buffer) {
             case .bytes(let n):
                 if deadlineKind == .response { setDeadline(.response, pool.settings.responseTimeout) }
                 process(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n))

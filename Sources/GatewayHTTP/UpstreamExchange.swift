@@ -1,5 +1,7 @@
 // One request/response exchange with an upstream, including the single retry on a stale connection.
 
+import GatewayIO
+
 /// Receives the upstream response of an exchange (implemented by downstream connections).
 protocol UpstreamResponseSink: AnyObject {
     /// The final response head arrived.

@@ -1,5 +1,7 @@
 // The part of an upstream pool that lives on one event loop.
 
+import GatewayIO
+
 /// Idle upstream connections of one event loop.
 final class UpstreamLoopPool: @unchecked Sendable {  // mutable state confined to `loop.queue`
     struct Settings: Sendable {

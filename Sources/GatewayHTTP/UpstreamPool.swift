@@ -1,5 +1,6 @@
 // Keep-alive connection pool for one upstream, one sub-pool per event loop.
 
+import GatewayIO
 import Synchronization
 
 /// A keep-alive HTTP/1.1 connection pool to one upstream (TCP or Unix socket).

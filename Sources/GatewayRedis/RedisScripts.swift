@@ -50,22 +50,23 @@ struct RedisScript: Sendable {
     /// `commitAssertion`. KEYS[1] key record hash, KEYS[2] challenge hash. ARGV: counter, window W
     /// (0...128), now (ms). Returns `{code}` on refusal (`key_unknown`, `key_revoked`, `key_expired`,
     /// `challenge_unknown`, `challenge_expired`, `challenge_wrong_purpose`, `counter_replay`) or
-    /// `{'ok', pk, env, app, status, tier, exp or '', highest}` after storing the new highest counter and
-    /// 16-byte window (layout of `ReplayWindow`) and deleting the challenge.
+    /// `{'ok', highest}` after storing the new highest counter and 16-byte window (layout of
+    /// `ReplayWindow`) and deleting the challenge. It reads only the key fields it checks or updates
+    /// (counter, status, expiry, window); the rest is cached by the gateway.
     static let commit = RedisScript("""
-        local k = redis.call('HMGET', KEYS[1], 'pk', 'ctr', 'env', 'app', 'status', 'tier', 'exp', 'win')
+        local k = redis.call('HMGET', KEYS[1], 'ctr', 'status', 'exp', 'win')
         if not k[1] then return {'key_unknown'} end
-        if k[5] ~= 'active' then return {'key_revoked'} end
+        if k[2] ~= 'active' then return {'key_revoked'} end
         local now = tonumber(ARGV[3])
-        if k[7] and now >= tonumber(k[7]) then return {'key_expired'} end
+        if k[3] and now >= tonumber(k[3]) then return {'key_expired'} end
         local c = redis.call('HMGET', KEYS[2], 'p', 'exp')
         if not c[1] or not c[2] then return {'challenge_unknown'} end
         if now >= tonumber(c[2]) then return {'challenge_expired'} end
         if c[1] ~= 'assert' then return {'challenge_wrong_purpose'} end
-        local highest = tonumber(k[2])
+        local highest = tonumber(k[1])
         local counter = tonumber(ARGV[1])
         local size = tonumber(ARGV[2])
-        local w = k[8]
+        local w = k[4]
         local b
         if w and #w == 16 then
           b = {string.byte(w, 1, 16)}
@@ -107,8 +108,8 @@ struct RedisScript: Sendable {
         local h = string.format('%d', highest)
         redis.call('HSET', KEYS[1], 'ctr', h, 'win', string.char(unpack(b)))
         redis.call('DEL', KEYS[2])
-        return {'ok', k[1], k[3], k[4], k[5], k[6], k[7] or '', h}
-        """, sha1: "1f9634a8062d3f6bf34f16a8345503e5d0a311b9")
+        return {'ok', h}
+        """, sha1: "bb85578265933e8f60adca5dadb38d6444a3cd3c")
 
     /// `revokeKey`. KEYS[1] key record hash. Returns 1 after setting `status` to `revoked`, 0 when the key
     /// does not exist (nothing is created).

@@ -1,4 +1,5 @@
 import Dispatch
+import GatewayIO
 import GatewayRules
 import GatewayStore
 import Synchronization
@@ -8,17 +9,14 @@ import Synchronization
 ///
 /// - Every state change is one Lua script (`RedisScript`), run with `EVALSHA` (scripts are loaded at
 ///   connect) and retried once as `EVAL` when Redis answers `NOSCRIPT`; a refusal changes nothing.
-/// - Connections: a small fixed pool (`connections`, default 1) of pipelined connections, commands
-///   spread round-robin; each connection is a `RedisConnection` with its own serial queue. Completions
-///   run on that queue (fail-fast decisions included), never synchronously inside the call.
-/// - Event-loop affinity (`Configuration.queues`): one connection per given serial queue (the
-///   gateway's event loops), running on that queue. A command submitted from one of those queues goes
-///   to that queue's connection without a queue hop, its bytes are written together with the other
-///   commands of the same queue turn (one `send` per turn), and its completion runs on that queue,
-///   where the caller already is. Commands from any other thread are spread round-robin as above.
-///   With `Configuration.loops` (what the gateway uses) the loop also watches the connection's
-///   socket in its own readiness set and writes the turn's commands at its end of turn
-///   (`RedisEventLoopHost`).
+/// - Connections: one pipelined `RedisConnection` per event loop (`Configuration.loops`, the
+///   gateway's loops; or, when none are given, `connections` loops of a group the store creates and
+///   owns). A connection's socket sits in its loop's poller next to the loop's client and upstream
+///   sockets. A command submitted on one of those loops goes to that loop's connection without a
+///   queue hop, its bytes are written together with the other commands of the same loop turn (one
+///   `send` per turn, at the loop's end of turn), and its completion runs on that loop, where the
+///   caller already is. Commands from any other thread are spread round-robin. Completions never
+///   run synchronously inside the call (fail-fast decisions included).
 /// - Fail-closed: connection refused or lost, command timeout (outcome unknown), bounded queue full and
 ///   any Redis error reply (`OOM`, `READONLY`, `LOADING`, `NOAUTH`, `WRONGTYPE`...) complete with
 ///   `.failure(StoreUnavailable)`; only a script's own verdict is a `StoreRefusal`.
@@ -40,16 +38,12 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         public var reconnectMaximumDelay: Int = 2_000
         /// Commands waiting or in flight per connection at most; beyond, fail fast as `.overloaded`.
         public var maximumPendingCommands: Int = 4_096
-        /// Pipelined connections in the pool (1...64); ignored when `queues` or `loops` is not empty.
+        /// Pipelined connections (1...64) when `loops` is empty: the store then runs them in a group
+        /// of as many event loops of its own (released by `close()`).
         public var connections: Int = 1
-        /// Serial queues to run the connections on, one connection per queue (1...64 queues; empty: each
-        /// connection gets its own queue). Pass the caller's event-loop queues so that commands and
-        /// completions stay on the loop that issued them.
-        public var queues: [DispatchQueue] = []
-        /// Event loops to run the connections in, one connection per loop (1...64 loops; takes the
-        /// place of `queues`, which must then be empty): like `queues`, and the loop also watches the
-        /// connection's socket and flushes its commands at the end of its turn (`RedisEventLoopHost`).
-        public var loops: [any RedisEventLoopHost] = []
+        /// Event loops to run the connections in, one connection per loop (0...64; the gateway passes
+        /// its own so that commands and completions stay on the loop that issued them).
+        public var loops: [EventLoop] = []
         /// Key name prefix (`aa` gives `aa:{<keyId>}:key`); printable ASCII without `{`, `}` or spaces.
         public var keyPrefix: String = "aa"
         /// How long a challenge is kept after its expiry so late use answers `challenge_expired`.
@@ -69,6 +63,9 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     }
 
     private let connections: [RedisConnection]
+    /// The loops the store created for itself (no `Configuration.loops` given), stopped by `close()`.
+    private let ownGroup: EventLoopGroup?
+    private let closed = Atomic<Bool>(false)
     private let next = Atomic<UInt64>(0)
     /// Set on each queue of `Configuration.queues` to the index of the connection that runs on it.
     private let affinity = DispatchSpecificKey<Int>()
@@ -89,9 +86,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
         guard c.maximumPendingCommands > 0 else { throw ConfigurationError.invalid("maximumPendingCommands must be > 0") }
         guard (1...64).contains(c.connections) else { throw ConfigurationError.invalid("connections must be 1...64") }
-        guard c.queues.count <= 64 else { throw ConfigurationError.invalid("queues must be 0...64") }
         guard c.loops.count <= 64 else { throw ConfigurationError.invalid("loops must be 0...64") }
-        guard c.loops.isEmpty || c.queues.isEmpty else { throw ConfigurationError.invalid("give queues or loops, not both") }
         guard c.challengeGrace >= 1_000 else { throw ConfigurationError.invalid("challengeGrace must be >= 1000 ms") }
         let prefix = Array(c.keyPrefix.utf8)
         guard !prefix.isEmpty, prefix.count <= 64,
@@ -125,20 +120,18 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         var seeds = SystemRandomNumberGenerator()
         let backoff = ReconnectBackoff(base: UInt64(c.reconnectBaseDelay) * 1_000_000,
                                        cap: UInt64(c.reconnectMaximumDelay) * 1_000_000)
-        let hosts = c.loops
-        let queues = hosts.isEmpty ? c.queues : hosts.map(\.queue)
-        let count = queues.isEmpty ? c.connections : queues.count
-        connections = (0..<count).map { index in
+        let ownGroup = c.loops.isEmpty ? EventLoopGroup(loopCount: c.connections) : nil
+        self.ownGroup = ownGroup
+        let loops = ownGroup?.loops ?? c.loops
+        connections = loops.map { loop in
             let machine = RedisConnectionMachine<RedisCompletion>(
                 handshake: handshake, commandTimeout: UInt64(c.commandTimeout) * 1_000_000,
                 connectTimeout: UInt64(c.connectTimeout) * 1_000_000, maximumPending: c.maximumPendingCommands,
                 backoff: backoff, seed: seeds.next())
-            let queue = queues.isEmpty ? DispatchQueue(label: "attest-gateway.redis.\(index)") : queues[index]
-            return RedisConnection(endpoint: c.url.endpoint, machine: machine, queue: queue,
-                                   host: hosts.isEmpty ? nil : hosts[index])
+            return RedisConnection(endpoint: c.url.endpoint, machine: machine, loop: loop)
         }
-        affinityQueues = queues
-        for (index, queue) in queues.enumerated() { queue.setSpecific(key: affinity, value: index) }
+        affinityQueues = loops.map(\.queue)
+        for (index, queue) in affinityQueues.enumerated() { queue.setSpecific(key: affinity, value: index) }
         for connection in connections { connection.start() }
     }
 
@@ -152,8 +145,11 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     /// See `AttestStore.close`: closes every connection (socket, timer, no more reconnects); pending
     /// and later commands fail as `.closed`.
     public func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for queue in affinityQueues { queue.setSpecific(key: affinity, value: nil) }
         for connection in connections { connection.close() }
+        // The store's own loops stop after the connections' close work queued on them.
+        for loop in ownGroup?.loops ?? [] { loop.execute { loop.stopTimer() } }
     }
 
     deinit { close() }
@@ -356,26 +352,9 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
             guard items.count == 1, let refusal = refusal(code) else { return .failure(unexpected(reply)) }
             return .success(.refused(refusal))
         }
-        guard items.count == 8 else { return .failure(unexpected(reply)) }
-        var fields = [[UInt8]]()
-        for item in items.dropFirst() {
-            guard case .bulk(let bytes) = item else { return .failure(unexpected(reply)) }
-            fields.append(bytes)
-        }
-        let text = { (i: Int) in String(decoding: fields[i], as: UTF8.self) }
-        var expiresAt: Int64?
-        if !fields[5].isEmpty {
-            guard let value = RedisCommand.parseDecimal(fields[5]) else { return .failure(unexpected(reply)) }
-            expiresAt = value
-        }
-        guard fields[0].count == 65,
-              let environment = AppAttestEnvironment(rawValue: text(1)),
-              KeyRecord.isValidAppId(text(2)),
-              let status = KeyStatus(rawValue: text(3)),
-              let tier = TrustTier(rawValue: text(4)),
-              let highest = RedisCommand.parseDecimal(fields[6]), let counter = UInt32(exactly: highest)
-        else { return .failure(StoreUnavailable(.protocolError, detail: "corrupt key record in commit reply")) }
-        return .success(.accepted(CommittedAssertion(publicKey: fields[0], environment: environment, appId: text(2),
-                                                     status: status, trustTier: tier, expiresAt: expiresAt, counter: counter)))
+        guard items.count == 2, case .bulk(let highestText) = items[1],
+              let highest = RedisCommand.parseDecimal(highestText), let counter = UInt32(exactly: highest)
+        else { return .failure(StoreUnavailable(.protocolError, detail: "corrupt counter in commit reply")) }
+        return .success(.accepted(CommittedAssertion(counter: counter)))
     }
 }

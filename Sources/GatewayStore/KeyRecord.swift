@@ -69,7 +69,6 @@ public struct KeyRecord: Equatable, Sendable {
 
     /// The fields `commitAssertion` reports back on success.
     public var committedFields: CommittedAssertion {
-        CommittedAssertion(publicKey: publicKey, environment: environment, appId: appId, status: status,
-                           trustTier: trustTier, expiresAt: expiresAt, counter: counter)
+        CommittedAssertion(counter: counter)
     }
 }

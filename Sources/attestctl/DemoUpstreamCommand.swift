@@ -2,6 +2,7 @@ import AttestCrypto
 import Dispatch
 import Foundation
 import GatewayHTTP
+import GatewayIO
 import GatewayRules
 
 /// `attestctl demo-upstream [--listen HOST:PORT]`: a tiny "legacy backend" for the quickstart. It

@@ -57,6 +57,80 @@ final class ConfigCheckReportTests: XCTestCase {
         """)
     }
 
+    /// A file with a plain and a TLS listener, an https upstream with a CA and one without verification.
+    private func writeTLSConfiguration(in folder: URL) throws -> URL {
+        let file = folder.appendingPathComponent("gw.yaml")
+        try """
+        listen:
+          - 127.0.0.1:8080
+          - address: 0.0.0.0:8443
+            tls:
+              certificates: [{chain: tls/a.pem, key: tls/a.key}]
+              min_version: "1.3"
+        store: memory
+        apps: [{app_id: ABCDE12345.com.example.app}]
+        upstreams:
+          app: {url: https://api.internal, tls: {ca: ca.pem}}
+          raw: {url: https://10.0.0.1, tls: {verify: false}}
+        routes:
+          - {path_prefix: /raw, upstream: raw}
+          - {path_prefix: /, upstream: app}
+        """.write(to: file, atomically: true, encoding: .utf8)
+        return file
+    }
+
+    func testTLSListenersAndHTTPSUpstreamsInTheSummary() throws {
+        let folder = try ConfigTestHelpers.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let report = ConfigCheckReport.check(path: try writeTLSConfiguration(in: folder).path)
+        let path = folder.standardizedFileURL.path
+        XCTAssertEqual(report.exitCode, 0, report.standardError)
+        XCTAssertTrue(report.standardOutput.contains("""
+        listen     127.0.0.1:8080, 0.0.0.0:8443 (TLS 1.3+, 1 certificate)
+        tls        listen[1]: \(path)/tls/a.pem + \(path)/tls/a.key (default)
+
+        """), report.standardOutput)
+        XCTAssertTrue(report.standardOutput.contains("upstreams  app = https://api.internal:443 (ca \(path)/ca.pem, name api.internal), raw = https://10.0.0.1:443 (NO VERIFICATION, name 10.0.0.1)\n"), report.standardOutput)
+        XCTAssertTrue(report.standardError.contains("warning: upstreams.raw.tls.verify: TLS VERIFICATION OFF: any certificate is accepted from https://10.0.0.1:443"), report.standardError)
+    }
+
+    func testFileCheckerFindingsAreReportedAtTheirKeyPaths() throws {
+        let folder = try ConfigTestHelpers.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = try writeTLSConfiguration(in: folder)
+        let path = folder.standardizedFileURL.path
+        // Errors from the checker fail the check like configuration errors, in document order.
+        let failed = ConfigCheckReport.check(path: file.path, checkFiles: ConfigTestHelpers.pemFilesExist)
+        XCTAssertEqual(failed.exitCode, 1)
+        XCTAssertEqual(failed.standardOutput, "")
+        XCTAssertEqual(failed.standardError.split(separator: "\n").filter { $0.hasPrefix("error: ") }, [
+            "error: listen[1].tls.certificates[0]: \(path)/tls/a.pem does not exist or cannot be read (line 5, column 22)",
+            "error: listen[1].tls.certificates[0]: \(path)/tls/a.key does not exist or cannot be read (line 5, column 22)",
+            "error: upstreams.app.tls.ca: \(path)/ca.pem does not exist or cannot be read (line 10, column 46)",
+        ])
+        XCTAssertTrue(failed.standardError.hasSuffix("\(file.path): invalid (3 errors)\n"), failed.standardError)
+        // Warnings from the checker are printed with the configuration's own, and the check passes.
+        var seen: [String] = []
+        let warned = ConfigCheckReport.check(path: file.path) { reference in
+            seen.append(reference.path)
+            return [reference.issue(.warning, "expires in 3 days")]
+        }
+        XCTAssertEqual(seen, ["listen[1].tls.certificates[0]", "upstreams.app.tls.ca"])
+        XCTAssertEqual(warned.exitCode, 0, warned.standardError)
+        XCTAssertTrue(warned.standardOutput.contains("OK (4 warnings)"), warned.standardOutput)
+        XCTAssertEqual(warned.standardError.split(separator: "\n").map { $0.prefix(48) }, [
+            "warning: store: the memory store keeps challenge",
+            "warning: listen[1].tls.certificates[0]: expires ",
+            "warning: upstreams.app.tls.ca: expires in 3 days",
+            "warning: upstreams.raw.tls.verify: TLS VERIFICAT",
+        ])
+        // A configuration with errors is not file-checked.
+        try "listen: 127.0.0.1:8080\n".write(to: file, atomically: true, encoding: .utf8)
+        seen = []
+        XCTAssertEqual(ConfigCheckReport.check(path: file.path) { seen.append($0.path); return [] }.exitCode, 1)
+        XCTAssertEqual(seen, [])
+    }
+
     func testUnreadableFile() {
         let report = ConfigCheckReport.check(path: "/nonexistent/gw.yaml")
         XCTAssertEqual(report.exitCode, 1)

@@ -17,6 +17,17 @@ enum ConfigTestHelpers {
         return url
     }
 
+    /// A stand-in for the TLS layer's file checker (`ConfigCheckReport.check(path:checkFiles:)`):
+    /// every file of `reference` must be readable and hold a PEM block.
+    static func pemFilesExist(_ reference: TLSFileReference) -> [ConfigIssue] {
+        reference.filePaths.compactMap { path in
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                return reference.issue(.error, "\(path) does not exist or cannot be read")
+            }
+            return text.contains("-----BEGIN ") ? nil : reference.issue(.error, "\(path) is not a PEM file")
+        }
+    }
+
     /// A minimal valid configuration; `extra` lines are appended at the top level.
     static func minimal(routes: String = """
         routes:

@@ -35,7 +35,7 @@ final class ExampleConfigTests: XCTestCase {
     func testIssueExampleLoadsWithItsValues() throws {
         let loaded = try GatewayConfiguration.parse(yaml: Self.issueExample, baseDirectory: "/etc/attest-gateway")
         let c = loaded.configuration
-        XCTAssertEqual(c.listen, [.ip(host: "127.0.0.1", port: 8080)])
+        XCTAssertEqual(c.listen, [.plain(.ip(host: "127.0.0.1", port: 8080))])
         XCTAssertEqual(c.admin, .ip(host: "127.0.0.1", port: 9901))
         XCTAssertEqual(c.store.kind, .redis(RedisURL(endpoint: .tcp(host: "127.0.0.1", port: 6379), database: 0)))
         XCTAssertEqual(c.store.commandTimeout, .milliseconds(500))
@@ -73,7 +73,7 @@ final class ExampleConfigTests: XCTestCase {
     func testSidecarLoads() throws {
         let loaded = try GatewayConfiguration.load(path: ConfigTestHelpers.configFolder.appendingPathComponent("sidecar.yaml").path)
         let c = loaded.configuration
-        XCTAssertEqual(c.listen, [.ip(host: "0.0.0.0", port: 8080)])
+        XCTAssertEqual(c.listen, [.plain(.ip(host: "0.0.0.0", port: 8080))])
         XCTAssertEqual(c.store.kind, .redis(RedisURL(endpoint: .tcp(host: "redis.attest.svc.cluster.local", port: 6379))))
         XCTAssertEqual(c.store.commandTimeout, .milliseconds(250))
         XCTAssertEqual(c.upstream(named: "app")?.responseTimeout, .seconds(15))
@@ -127,10 +127,74 @@ final class ExampleConfigTests: XCTestCase {
         XCTAssertTrue(loaded.warnings[1].message.hasPrefix("TEST DEVICES ONLY"))
     }
 
+    func testTLSEdgeLoadsWithItsValues() throws {
+        // GatewayConfig resolves certificate paths without opening them, so the committed file loads
+        // although its Config/tls/ files are not in the repository.
+        let loaded = try GatewayConfiguration.load(path: ConfigTestHelpers.configFolder.appendingPathComponent("tls.yaml").path)
+        let folder = ConfigTestHelpers.configFolder.standardizedFileURL.path + "/tls/"
+        let c = loaded.configuration
+        XCTAssertEqual(c.listen, [ListenerConfiguration(address: .ip(host: "0.0.0.0", port: 8443), tls: TLSListenerConfiguration(certificates: [
+            TLSCertificatePair(chain: folder + "api.example.com.pem", key: folder + "api.example.com.key"),
+            TLSCertificatePair(chain: folder + "www.example.com.pem", key: folder + "www.example.com.key"),
+        ], minVersion: .v1_3))])
+        XCTAssertEqual(c.admin, .ip(host: "127.0.0.1", port: 9901))
+        XCTAssertEqual(c.upstreams, [UpstreamConfiguration(name: "api", endpoint: .https(host: "10.0.2.15", port: 8443),
+                                                           connectTimeout: .seconds(1), responseTimeout: .seconds(15),
+                                                           tls: UpstreamTLSConfiguration(ca: folder + "internal-ca.pem", serverName: "api.internal"))])
+        XCTAssertEqual(c.routes.map(\.name), ["purchases", "default"])
+        XCTAssertEqual(c.http2, HTTP2Configuration(maxConcurrentStreams: 128, initialWindowSize: 256 << 10, maxHeaderListSize: 16 << 10))
+        XCTAssertEqual(c.timeouts.tlsHandshake, .seconds(5))
+        XCTAssertEqual(loaded.warnings, [], "\(loaded.warnings)")
+        XCTAssertEqual(loaded.tlsFiles.map(\.path), ["listen[0].tls.certificates[0]", "listen[0].tls.certificates[1]", "upstreams.api.tls.ca"])
+    }
+
+    func testTLSEdgePassesCheckConfigWithItsFiles() throws {
+        let source = ConfigTestHelpers.configFolder.appendingPathComponent("tls.yaml")
+        // In the repository Config/tls/ is absent (git-ignored: operators put their own keys there), so a
+        // file check reports exactly those files, at the key paths that name them, and nothing else.
+        let committed = ConfigTestHelpers.configFolder.appendingPathComponent("tls")
+        if !FileManager.default.fileExists(atPath: committed.path) {
+            let report = ConfigCheckReport.check(path: source.path, checkFiles: ConfigTestHelpers.pemFilesExist)
+            XCTAssertEqual(report.exitCode, 1)
+            let errors = report.standardError.split(separator: "\n").filter { $0.hasPrefix("error: ") }
+            XCTAssertTrue(report.standardError.hasSuffix("\(source.path): invalid (5 errors)\n"), report.standardError)
+            XCTAssertEqual(errors.map { $0.dropFirst(7).prefix { $0 != ":" } }, [
+                "listen[0].tls.certificates[0]", "listen[0].tls.certificates[0]",
+                "listen[0].tls.certificates[1]", "listen[0].tls.certificates[1]", "upstreams.api.tls.ca",
+            ], report.standardError)
+            XCTAssertTrue(errors[0].hasSuffix("\(committed.standardizedFileURL.path)/api.example.com.pem does not exist or cannot be read (line 16, column 11)"), report.standardError)
+        }
+        // A copy next to generated certificates and keys (openssl) passes the same check.
+        let folder = try ConfigTestHelpers.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let tls = folder.appendingPathComponent("tls")
+        try FileManager.default.createDirectory(at: tls, withIntermediateDirectories: true)
+        for name in ["api.example.com", "www.example.com", "internal-ca"] {
+            let result = try ChildProcess.run("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                                          "-keyout", tls.appendingPathComponent("\(name).key").path,
+                                                          "-out", tls.appendingPathComponent("\(name).pem").path,
+                                                          "-subj", "/CN=\(name)", "-addext", "subjectAltName=DNS:\(name)", "-days", "1"])
+            XCTAssertEqual(result.status, 0, result.output)
+        }
+        let copy = folder.appendingPathComponent("tls.yaml")
+        try FileManager.default.copyItem(at: source, to: copy)
+        let report = ConfigCheckReport.check(path: copy.path, checkFiles: ConfigTestHelpers.pemFilesExist)
+        XCTAssertEqual(report.exitCode, 0, report.standardError)
+        XCTAssertEqual(report.standardError, "")
+        let path = folder.standardizedFileURL.path
+        XCTAssertTrue(report.standardOutput.contains("""
+        listen     0.0.0.0:8443 (TLS 1.3+, 2 certificates)
+        tls        listen[0]: \(path)/tls/api.example.com.pem + \(path)/tls/api.example.com.key (default), \(path)/tls/www.example.com.pem + \(path)/tls/www.example.com.key
+        admin      127.0.0.1:9901
+
+        """), report.standardOutput)
+        XCTAssertTrue(report.standardOutput.contains("upstreams  api = https://10.0.2.15:8443 (ca \(path)/tls/internal-ca.pem, name api.internal)\n"), report.standardOutput)
+    }
+
     func testEveryCommittedYAMLIsCoveredAbove() throws {
         let files = try FileManager.default.contentsOfDirectory(atPath: ConfigTestHelpers.configFolder.path)
             .filter { $0.hasSuffix(".yaml") || $0.hasSuffix(".yml") }.sorted()
-        XCTAssertEqual(files, ["gateway.yaml", "quickstart.yaml", "sidecar.yaml"], "a new example needs a loading test")
+        XCTAssertEqual(files, ["gateway.yaml", "quickstart.yaml", "sidecar.yaml", "tls.yaml"], "a new example needs a loading test")
     }
 
     func testReferenceDocumentsEveryKey() throws {

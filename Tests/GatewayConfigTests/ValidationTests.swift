@@ -12,7 +12,7 @@ final class ValidationTests: XCTestCase {
         apps:
           - app_id: abcde12345.com.example.app
         upstreams:
-          legacy: https://127.0.0.1:8081
+          legacy: ftp://127.0.0.1:8081
         routes:
           - path_prefix: /v1/purchases
             upstream: legacy
@@ -23,7 +23,7 @@ final class ValidationTests: XCTestCase {
         XCTAssertEqual(lines, [
             "listen: listeners take an IP address, not a host name (\"localhost\"): write 127.0.0.1:8080 or [::1]:8080 (line 1, column 9)",
             "apps[0].app_id: the team ID must be upper case: ABCDE12345.com.example.app (line 3, column 13)",
-            "upstreams.legacy: https upstreams are not supported yet: use http:// on a trusted network or a Unix socket (line 5, column 11)",
+            "upstreams.legacy: expected http://host:port, https://host:port or unix:/path/to.sock, got \"ftp://127.0.0.1:8081\" (line 5, column 11)",
             "routes[0].max_body: expected a size like 64KiB or 1MiB (or plain bytes), got \"lots\" (line 9, column 15)",
             "routes[0].mode: expected one of enforce | monitor | off, got \"enforcing\"; did you mean enforce? (line 10, column 11)",
             "timeouts.header: expected a duration like 300s, 500ms, 2m or 1h, got \"10\": add a unit (10s or 10ms) (line 11, column 20)",
@@ -69,11 +69,11 @@ final class ValidationTests: XCTestCase {
 
     func testListenAcceptsOneOrAListAndRefusesOverlaps() throws {
         let ok = loadOK(ConfigTestHelpers.minimal().replacingOccurrences(of: "listen: 127.0.0.1:8080", with: "listen: [127.0.0.1:8080, '[::1]:8080', unix:run/gw.sock]"), base: "/srv/gw")
-        XCTAssertEqual(ok?.configuration.listen, [.ip(host: "127.0.0.1", port: 8080), .ip(host: "::1", port: 8080), .unix(path: "/srv/gw/run/gw.sock")])
+        XCTAssertEqual(ok?.configuration.listen, [.plain(.ip(host: "127.0.0.1", port: 8080)), .plain(.ip(host: "::1", port: 8080)), .plain(.unix(path: "/srv/gw/run/gw.sock"))])
         let lines = errorLines(ConfigTestHelpers.minimal().replacingOccurrences(of: "listen: 127.0.0.1:8080", with: "listen:\n  - 0.0.0.0:8080\n  - 127.0.0.1:8080\n  - []"))
         XCTAssertEqual(lines, [
             "listen[1]: 127.0.0.1:8080 overlaps listen[0] (0.0.0.0:8080) (line 3, column 5)",
-            "listen[2]: expected an address like 127.0.0.1:8080, got a list (line 4, column 5)",
+            "listen[2]: expected an address like 127.0.0.1:8080 or a mapping {address, tls}, got a list (line 4, column 5)",
         ])
         XCTAssertEqual(errorLines(ConfigTestHelpers.minimal().replacingOccurrences(of: "listen: 127.0.0.1:8080", with: "listen: []")),
                        ["listen: needs at least one address (line 1, column 9)"])
@@ -84,9 +84,9 @@ final class ValidationTests: XCTestCase {
         XCTAssertEqual(lines, ["admin: 127.0.0.1:8080 overlaps listen[0] (127.0.0.1:8080): the admin endpoints need their own address (line 10, column 8)"])
     }
 
-    func testTLSIsReservedButRefused() {
+    func testTopLevelTLSPointsToListeners() {
         let lines = errorLines(ConfigTestHelpers.minimal(extra: "tls: {cert: a.pem, key: a.key}"))
-        XCTAssertEqual(lines, ["tls: TLS termination is not supported yet (the key is reserved for cert, key and ALPN h2): terminate TLS in front of the gateway for now (line 10, column 6)"])
+        XCTAssertEqual(lines, ["tls: TLS is set per listener: listen: [{address: 0.0.0.0:8443, tls: {certificates: [{chain: PEM file, key: PEM file}]}}] (line 10, column 6)"])
     }
 
     // MARK: store
@@ -239,7 +239,7 @@ final class ValidationTests: XCTestCase {
             errorLines(ConfigTestHelpers.minimal().replacingOccurrences(of: "upstreams:\n  app: http://127.0.0.1:8081", with: upstreams))
         }
         XCTAssertEqual(lines("upstreams:\n  app: 127.0.0.1:8081"),
-                       ["upstreams.app: expected http://host:port or unix:/path/to.sock, got \"127.0.0.1:8081\"; did you mean http://127.0.0.1:8081? (line 6, column 8)"])
+                       ["upstreams.app: expected http://host:port, https://host:port or unix:/path/to.sock, got \"127.0.0.1:8081\"; did you mean http://127.0.0.1:8081? (line 6, column 8)"])
         XCTAssertEqual(lines("upstreams:\n  app: http://127.0.0.1:8081/api"),
                        ["upstreams.app: upstream URLs take no path (\"/api\"): requests are forwarded with the path they arrived with (line 6, column 8)"])
         XCTAssertEqual(lines("upstreams:\n  app: http://127.0.0.1:8080"),
@@ -247,7 +247,7 @@ final class ValidationTests: XCTestCase {
         XCTAssertEqual(lines("upstreams:\n  app: {url: http://b:1, connect_timeout: 0, max_idle_connections: 5000, pool: 3}"), [
             "upstreams.app.connect_timeout: must be from 1ms to 1m, got 0 (line 6, column 43)",
             "upstreams.app.max_idle_connections: must be from 0 to 4096, got 5000 (line 6, column 68)",
-            "upstreams.app.pool: unknown key (known keys: url, connect_timeout, response_timeout, max_idle_connections) (line 6, column 74)",
+            "upstreams.app.pool: unknown key (known keys: url, connect_timeout, response_timeout, max_idle_connections, tls) (line 6, column 74)",
         ])
         XCTAssertEqual(lines("upstreams:\n  my.app: http://b:1"), [
             "upstreams.my.app: upstream names use letters, digits, _ and - (at most 64), got \"my.app\" (line 6, column 3)",

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 @testable import GatewayHTTP
+import GatewayIO
 import XCTest
 
 /// `SocketChannel` on the loop's `EventLoopPoller`, over real socket pairs: level-triggered delivery,

@@ -1,5 +1,6 @@
 import Foundation
 import GatewayHTTP
+import GatewayIO
 import GatewayTestSupport
 import XCTest
 #if canImport(Glibc)

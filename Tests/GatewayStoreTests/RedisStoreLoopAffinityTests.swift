@@ -1,4 +1,5 @@
 import Dispatch
+import GatewayIO
 import GatewayRedis
 import GatewayRules
 import GatewayStore
@@ -6,12 +7,13 @@ import GatewayTestSupport
 import Synchronization
 import XCTest
 
-/// `RedisStore` with `Configuration.queues` (how the gateway runs it: one pipelined connection per
+/// `RedisStore` with `Configuration.loops` (how the gateway runs it: one pipelined connection per
 /// event loop, on the loop's queue) against a real redis-server: the shared conformance suite with
 /// every call made from a loop queue, completions on the calling loop and never inside the call, and
 /// many commands of one queue turn (written with one send) answered in order.
 final class RedisStoreLoopAffinityTests: XCTestCase {
-    private let loops = [DispatchQueue(label: "test.loop.0"), DispatchQueue(label: "test.loop.1")]
+    private let group = EventLoopGroup(loopCount: 2, timerResolution: 0.01)
+    private var loops: [DispatchQueue] { group.loops.map(\.queue) }
     private let loopKey = DispatchSpecificKey<Int>()
     private var store: RedisStore?
 
@@ -23,12 +25,13 @@ final class RedisStoreLoopAffinityTests: XCTestCase {
     override func tearDown() {
         store?.close()
         store = nil
+        group.shutdown()
         super.tearDown()
     }
 
     private func makeStore(url: String? = nil) throws -> RedisStore {
         var configuration = RedisStore.Configuration(url: try RedisURL(parsing: url ?? SharedRedis.server().url))
-        configuration.queues = loops
+        configuration.loops = group.loops
         configuration.connectTimeout = 500
         let store = try RedisStore(configuration: configuration)
         self.store = store

@@ -3,6 +3,7 @@ import AttestCrypto
 import AttestSimulator
 import Foundation
 @testable import Gateway
+import GatewayIO
 import GatewayConfig
 import GatewayHTTP
 import GatewayRules

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 @testable import Gateway
+import GatewayIO
 import GatewayHTTP
 import GatewayRedis
 import GatewayRules
@@ -9,8 +10,8 @@ import GatewayTestSupport
 import Synchronization
 import XCTest
 
-/// `RedisStore` living in the gateway's event loops (`Configuration.loops` with
-/// `EventLoopRedisHost`, as `GatewayRuntime` runs it): the connection's socket sits in the loop's
+/// `RedisStore` living in the gateway's event loops (`Configuration.loops`, as `GatewayRuntime`
+/// runs it): the connection's socket sits in the loop's
 /// poller and its commands are flushed at the loop's end of turn. Against a real redis-server: the
 /// shared conformance suite with every call made on a loop; many commands of one turn answered in
 /// order on the calling loop, never inside the call; a Redis restart failing commands as unavailable
@@ -31,7 +32,7 @@ final class RedisStoreInEventLoopTests: XCTestCase {
         let group = EventLoopGroup(loopCount: 2, timerResolution: 0.01)
         self.group = group
         var configuration = RedisStore.Configuration(url: try RedisURL(parsing: server.url))
-        configuration.loops = group.loops.map(EventLoopRedisHost.init)
+        configuration.loops = group.loops
         configuration.connectTimeout = 500
         configuration.commandTimeout = 1_000
         configuration.reconnectBaseDelay = 20

@@ -7,20 +7,20 @@ import Musl
 #endif
 
 /// A resolved socket address (sockaddr_in, sockaddr_in6 or sockaddr_un) ready for bind/connect.
-struct SocketAddress: Sendable {
-    var storage = sockaddr_storage()
-    var length: socklen_t = 0
+package struct SocketAddress: Sendable, CustomStringConvertible {
+    package var storage = sockaddr_storage()
+    package var length: socklen_t = 0
 
     /// Address family (AF_INET, AF_INET6, AF_UNIX).
-    var family: Int32 { Int32(storage.ss_family) }
-    var isUnix: Bool { family == AF_UNIX }
+    package var family: Int32 { Int32(storage.ss_family) }
+    package var isUnix: Bool { family == AF_UNIX }
 
     /// Errors building an address.
-    enum Failure: Error, CustomStringConvertible {
+    package enum Failure: Error, CustomStringConvertible {
         case resolution(host: String, message: String)
         case pathTooLong(String)
 
-        var description: String {
+        package var description: String {
             switch self {
             case .resolution(let host, let message): return "cannot resolve \(host): \(message)"
             case .pathTooLong(let path): return "unix socket path too long (max 107 bytes): \(path)"
@@ -30,7 +30,7 @@ struct SocketAddress: Sendable {
 
     /// Resolves `host` (numeric IPv4/IPv6 or a name, blocking getaddrinfo: call at startup only) and `port`.
     /// `passive` asks for a bind address. The first result is used.
-    static func resolve(host: String, port: UInt16, passive: Bool) throws -> SocketAddress {
+    package static func resolve(host: String, port: UInt16, passive: Bool) throws -> SocketAddress {
         var hints = addrinfo()
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
         hints.ai_family = AF_UNSPEC
@@ -53,8 +53,56 @@ struct SocketAddress: Sendable {
         return address
     }
 
+    /// A numeric IPv4 or IPv6 address (no brackets, no name resolution), or nil when `host` is not
+    /// a literal.
+    package static func literal(host: String, port: UInt16) -> SocketAddress? {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_family = AF_UNSPEC
+        hints.ai_flags = AI_NUMERICSERV | AI_NUMERICHOST
+        return try? resolveAll(host: host, port: port, hints: hints).first
+    }
+
+    /// Every address of `host` (a name or a literal; blocking getaddrinfo: call off the event loops),
+    /// in the resolver's order.
+    /// - Throws: `Failure.resolution` when nothing resolves.
+    package static func resolveAll(host: String, port: UInt16) throws -> [SocketAddress] {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_family = AF_UNSPEC
+        hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG
+        return try resolveAll(host: host, port: port, hints: hints)
+    }
+
+    private static func resolveAll(host: String, port: UInt16, hints: addrinfo) throws -> [SocketAddress] {
+        var hints = hints
+        var result: UnsafeMutablePointer<addrinfo>?
+        let h = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let rc = getaddrinfo(h, String(port), &hints, &result)
+        guard rc == 0, let first = result else {
+            throw Failure.resolution(host: host, message: String(cString: gai_strerror(rc)))
+        }
+        defer { freeaddrinfo(first) }
+        var addresses: [SocketAddress] = []
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let entry = cursor {
+            if let ai = entry.pointee.ai_addr, entry.pointee.ai_family == AF_INET || entry.pointee.ai_family == AF_INET6 {
+                var address = SocketAddress()
+                let len = Int(entry.pointee.ai_addrlen)
+                withUnsafeMutableBytes(of: &address.storage) { dst in
+                    dst.copyMemory(from: UnsafeRawBufferPointer(start: ai, count: min(len, dst.count)))
+                }
+                address.length = socklen_t(min(len, MemoryLayout<sockaddr_storage>.size))
+                addresses.append(address)
+            }
+            cursor = entry.pointee.ai_next
+        }
+        guard !addresses.isEmpty else { throw Failure.resolution(host: host, message: "no address") }
+        return addresses
+    }
+
     /// A Unix domain socket address.
-    static func unix(path: String) throws -> SocketAddress {
+    package static func unix(path: String) throws -> SocketAddress {
         var address = SocketAddress()
         var un = sockaddr_un()
         un.sun_family = sa_family_t(AF_UNIX)
@@ -77,14 +125,14 @@ struct SocketAddress: Sendable {
     }
 
     /// Calls `body` with a `sockaddr` pointer to this address.
-    func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+    package func withSockAddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
         withUnsafeBytes(of: storage) { raw in
             body(raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), length)
         }
     }
 
     /// The TCP port (host order), or nil for Unix sockets.
-    var port: UInt16? {
+    package var port: UInt16? {
         switch family {
         case AF_INET:
             return withUnsafeBytes(of: storage) { UInt16(bigEndian: $0.load(as: sockaddr_in.self).sin_port) }
@@ -96,7 +144,7 @@ struct SocketAddress: Sendable {
     }
 
     /// `1.2.3.4:80`, `[::1]:80` or `unix:<path>`.
-    var description: String {
+    package var description: String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         switch family {
         case AF_INET:

@@ -51,7 +51,7 @@ public final class SocketChannel {
     }
 
     /// Called by the poller with the epoll event bits.
-    func ready(_ events: UInt32) {
+    package func ready(_ events: UInt32) {
         if events & (SocketChannel.readEvents | SocketChannel.failureEvents) != 0, reading, !readPaused {
             onReadable?()
         }
@@ -69,17 +69,17 @@ public final class SocketChannel {
     }
 
     /// Whether readability is being delivered.
-    var isReading: Bool { reading && !readPaused }
+    package var isReading: Bool { reading && !readPaused }
 
     /// Stops delivering readability until `resumeReading()`.
-    func pauseReading() {
+    package func pauseReading() {
         guard reading, !readPaused else { return }
         readPaused = true
         updateInterest()
     }
 
     /// Resumes after `pauseReading()`.
-    func resumeReading() {
+    package func resumeReading() {
         guard reading, readPaused else { return }
         readPaused = false
         updateInterest()
@@ -108,10 +108,10 @@ public final class SocketChannel {
     }
 
     /// Whether writability is being delivered.
-    var isWriteArmed: Bool { writeArmed }
+    package var isWriteArmed: Bool { writeArmed }
 
     /// Half-closes: sends FIN, keeps reading.
-    func shutdownWrite() {
+    package func shutdownWrite() {
         guard !isClosed else { return }
         _ = shutdown(fd, Int32(SHUT_WR))
         disarmWrite()

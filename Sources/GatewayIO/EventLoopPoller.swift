@@ -38,9 +38,9 @@ import Musl
 /// Confined to the loop's queue (every method and the handlers), except `stopped` (atomic) and the
 /// thread's blocking wait, which touches only the epoll descriptor and `events` before entering the
 /// queue.
-final class EventLoopPoller: @unchecked Sendable {  // state confined to `queue`; `stopped` atomic; `events` written by the waiting thread only before it enters `queue`
+package final class EventLoopPoller: @unchecked Sendable {  // state confined to `queue`; `stopped` atomic; `events` written by the waiting thread only before it enters `queue`
     /// Ready sockets taken per `epoll_wait`.
-    static let batchSize = 256
+    package static let batchSize = 256
 
     private let epollFD: Int32
     /// An eventfd in the epoll set (token `wakeToken`) that `cancel()` writes to end the wait.
@@ -55,7 +55,7 @@ final class EventLoopPoller: @unchecked Sendable {  // state confined to `queue`
 
     /// A poller delivering on `queue`; starts its waiting thread.
     /// - Throws: `Socket.Failure` when the epoll set, its eventfd or the thread cannot be created.
-    init(queue: DispatchQueue) throws {
+    package init(queue: DispatchQueue) throws {
         let fd = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard fd >= 0 else { throw Socket.Failure(call: "epoll_create1", errno: errno) }
         let wake = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
@@ -94,7 +94,7 @@ final class EventLoopPoller: @unchecked Sendable {  // state confined to `queue`
     }
 
     /// Ends the waiting thread, which then closes the epoll set. Any queue or thread.
-    func cancel() {
+    package func cancel() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
@@ -115,7 +115,7 @@ final class EventLoopPoller: @unchecked Sendable {  // state confined to `queue`
     // MARK: registration (from SocketChannel)
 
     /// A slot for `channel` (kept until `release`); no interest yet.
-    func attach(_ channel: SocketChannel) -> Int {
+    package func attach(_ channel: SocketChannel) -> Int {
         let slot: Int
         if let reused = freeSlots.popLast() {
             slot = reused
@@ -130,7 +130,7 @@ final class EventLoopPoller: @unchecked Sendable {  // state confined to `queue`
 
     /// Applies `interest` (epoll event bits, 0 for none) to `fd`, which was registered with
     /// `registered` (0 for none). Returns the interest now registered.
-    func update(fd: Int32, slot: Int, from registered: UInt32, to interest: UInt32) -> UInt32 {
+    package func update(fd: Int32, slot: Int, from registered: UInt32, to interest: UInt32) -> UInt32 {
         guard interest != registered else { return registered }
         if interest == 0 {
             var unused = epoll_event()
@@ -151,7 +151,7 @@ final class EventLoopPoller: @unchecked Sendable {  // state confined to `queue`
 
     /// Frees the slot of a channel that is closing (events already fetched for it are dropped).
     /// Call after removing its interest and before closing its descriptor.
-    func release(slot: Int) {
+    package func release(slot: Int) {
         guard slot < channels.count, channels[slot] != nil else { return }
         channels[slot] = nil
         generations[slot] &+= 1
@@ -161,7 +161,7 @@ final class EventLoopPoller: @unchecked Sendable {  // state confined to `queue`
     // MARK: delivery
 
     /// Work to run once the current batch of ready sockets is handled (`EventLoop.atEndOfTurn`).
-    var endOfTurn: [() -> Void] = []
+    package var endOfTurn: [() -> Void] = []
     /// Whether a batch is being handled (then end-of-turn work is drained by it).
     private(set) var polling = false
 
@@ -192,7 +192,7 @@ final class EventLoopPoller: @unchecked Sendable {  // state confined to `queue`
     }
 
     /// Runs (and empties) the end-of-turn list, including work added while it runs.
-    func runEndOfTurn() {
+    package func runEndOfTurn() {
         while !endOfTurn.isEmpty {
             let work = endOfTurn
             endOfTurn.removeAll(keepingCapacity: true)
@@ -201,5 +201,5 @@ final class EventLoopPoller: @unchecked Sendable {  // state confined to `queue`
     }
 
     /// Rounds (the woken batch, then non-blocking `epoll_wait` calls) per wake-up at most.
-    static let roundsPerWakeup = 8
+    package static let roundsPerWakeup = 8
 }

@@ -8,7 +8,7 @@ import Musl
 #endif
 
 /// Something living on an event loop (a connection) that is told about time passing.
-protocol EventLoopResident: AnyObject {
+package protocol EventLoopResident: AnyObject {
     /// Called on the loop's queue every timer tick with the monotonic time in nanoseconds.
     func tick(now: UInt64)
 }
@@ -26,12 +26,12 @@ public final class EventLoop: @unchecked Sendable {  // mutable state confined t
     /// The serial queue every event of this loop runs on.
     public let queue: DispatchQueue
     /// Identity of the owning group (upstream pools are per group).
-    let groupID: ObjectIdentifier
+    package let groupID: ObjectIdentifier
 
     /// Receive buffer shared by every connection of this loop (the loop is serial, so one read at a time).
-    let readBuffer: UnsafeMutableRawBufferPointer
+    package let readBuffer: UnsafeMutableRawBufferPointer
     /// Readiness of this loop's sockets (one epoll set; its waiting thread runs handlers on this queue).
-    let poller: EventLoopPoller
+    package let poller: EventLoopPoller
     private var residents: [ObjectIdentifier: any EventLoopResident] = [:]
     private var timer: DispatchSourceTimer?
     private var cachedDateSecond = 0
@@ -39,7 +39,7 @@ public final class EventLoop: @unchecked Sendable {  // mutable state confined t
     private var cachedDate: [UInt8] = []
     private let key = DispatchSpecificKey<ObjectIdentifier>()
 
-    init(index: Int, groupID: ObjectIdentifier, timerResolution: Double, readBufferSize: Int) {
+    package init(index: Int, groupID: ObjectIdentifier, timerResolution: Double, readBufferSize: Int) {
         self.index = index
         self.groupID = groupID
         queue = DispatchQueue(label: "attest-gateway.loop.\(index)", qos: .userInitiated)
@@ -65,7 +65,7 @@ public final class EventLoop: @unchecked Sendable {  // mutable state confined t
     }
 
     /// Stops the timer and the poller's waiting thread (the group is shutting down).
-    func stopTimer() {
+    package func stopTimer() {
         timer?.cancel()
         timer = nil
         poller.cancel()
@@ -94,18 +94,18 @@ public final class EventLoop: @unchecked Sendable {  // mutable state confined t
     public var inEventLoop: Bool { DispatchQueue.getSpecific(key: key) == ObjectIdentifier(self) }
 
     /// Monotonic time in nanoseconds.
-    @inline(__always) static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+    @inline(__always) package static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
-    func register(_ resident: any EventLoopResident) {
+    package func register(_ resident: any EventLoopResident) {
         residents[ObjectIdentifier(resident)] = resident
     }
 
-    func unregister(_ resident: any EventLoopResident) {
+    package func unregister(_ resident: any EventLoopResident) {
         residents.removeValue(forKey: ObjectIdentifier(resident))
     }
 
     /// Every resident (a snapshot), for shutdown.
-    var allResidents: [any EventLoopResident] { Array(residents.values) }
+    package var allResidents: [any EventLoopResident] { Array(residents.values) }
 
     private func tickAll() {
         let now = EventLoop.now()
@@ -113,7 +113,7 @@ public final class EventLoop: @unchecked Sendable {  // mutable state confined t
     }
 
     /// The bytes `Date: <IMF-fixdate>\r\n` (RFC 9110 section 6.6.1), cached per second.
-    func dateHeaderLine() -> [UInt8] {
+    package func dateHeaderLine() -> [UInt8] {
         var t = time(nil)
         let second = Int(t)
         if second == cachedDateSecond && !cachedDate.isEmpty { return cachedDate }

@@ -40,7 +40,7 @@ public final class EventLoopGroup: Sendable {
     private let identity: EventLoopGroupIdentity
 
     /// Identity shared by the loops of this group.
-    var id: ObjectIdentifier { ObjectIdentifier(identity) }
+    package var id: ObjectIdentifier { ObjectIdentifier(identity) }
 
     /// The next loop, round-robin (thread-safe).
     public func next() -> EventLoop {
@@ -55,4 +55,4 @@ public final class EventLoopGroup: Sendable {
 }
 
 /// A unique object whose identity names one group.
-final class EventLoopGroupIdentity: Sendable {}
+package final class EventLoopGroupIdentity: Sendable {}

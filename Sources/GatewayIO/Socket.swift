@@ -8,9 +8,9 @@ import Musl
 
 /// Non-blocking socket system calls (Linux). Internal; every function returns errno-style results
 /// instead of throwing on the hot path.
-enum Socket {
+package enum Socket {
     /// Result of a read.
-    enum ReadResult {
+    package enum ReadResult {
         case bytes(Int)
         case wouldBlock
         case endOfFile
@@ -18,31 +18,36 @@ enum Socket {
     }
 
     /// A system call failed while setting up a socket.
-    struct Failure: Error, CustomStringConvertible {
-        let call: String
-        let errno: Int32
-        var description: String { "\(call): \(String(cString: strerror(errno)))" }
+    package struct Failure: Error, CustomStringConvertible {
+        package let call: String
+        package let errno: Int32
+        package var description: String { "\(call): \(String(cString: strerror(errno)))" }
+        /// The failed call (with context) and its errno.
+        package init(call: String, errno: Int32) {
+            self.call = call
+            self.errno = errno
+        }
     }
 
     /// A new non-blocking, close-on-exec stream socket.
-    static func makeStream(family: Int32) throws -> Int32 {
+    package static func makeStream(family: Int32) throws -> Int32 {
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Failure(call: "socket", errno: errno) }
         return fd
     }
 
-    static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) {
+    package static func setOption(_ fd: Int32, _ level: Int32, _ name: Int32, _ value: Int32) {
         var v = value
         _ = setsockopt(fd, level, name, &v, socklen_t(MemoryLayout<Int32>.size))
     }
 
     /// Disables Nagle (TCP_NODELAY).
-    static func setNoDelay(_ fd: Int32) {
+    package static func setNoDelay(_ fd: Int32) {
         setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
     }
 
     /// Marks an accepted descriptor non-blocking and close-on-exec.
-    static func makeNonBlocking(_ fd: Int32) -> Bool {
+    package static func makeNonBlocking(_ fd: Int32) -> Bool {
         let flags = fcntl(fd, F_GETFL)
         guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else { return false }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
@@ -50,7 +55,7 @@ enum Socket {
     }
 
     /// Creates, binds and listens; returns the descriptor.
-    static func listen(on address: SocketAddress, backlog: Int32) throws -> Int32 {
+    package static func listen(on address: SocketAddress, backlog: Int32) throws -> Int32 {
         let fd = try makeStream(family: address.family)
         if !address.isUnix {
             setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
@@ -71,7 +76,7 @@ enum Socket {
     }
 
     /// The local address a descriptor is bound to.
-    static func localAddress(_ fd: Int32) -> SocketAddress {
+    package static func localAddress(_ fd: Int32) -> SocketAddress {
         var address = SocketAddress()
         address.length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutableBytes(of: &address.storage) { raw in
@@ -81,7 +86,7 @@ enum Socket {
     }
 
     /// Accepts one connection: (fd, peer address), nil when none is pending, or an errno.
-    static func accept(_ listener: Int32) -> Result<(Int32, SocketAddress)?, Failure> {
+    package static func accept(_ listener: Int32) -> Result<(Int32, SocketAddress)?, Failure> {
         var peer = SocketAddress()
         peer.length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         while true {
@@ -105,7 +110,7 @@ enum Socket {
     }
 
     /// Starts a non-blocking connect: true when connected at once, false when in progress.
-    static func connect(_ fd: Int32, to address: SocketAddress) -> Result<Bool, Failure> {
+    package static func connect(_ fd: Int32, to address: SocketAddress) -> Result<Bool, Failure> {
         while true {
             let rc = address.withSockAddr { Glibc.connect(fd, $0, $1) }
             if rc == 0 { return .success(true) }
@@ -117,7 +122,7 @@ enum Socket {
     }
 
     /// The pending error of a socket (SO_ERROR), 0 when none.
-    static func pendingError(_ fd: Int32) -> Int32 {
+    package static func pendingError(_ fd: Int32) -> Int32 {
         var value: Int32 = 0
         var len = socklen_t(MemoryLayout<Int32>.size)
         guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &len) == 0 else { return errno }
@@ -126,7 +131,7 @@ enum Socket {
 
     /// Reads into `buffer`.
     @inline(__always)
-    static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
+    package static func read(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer) -> ReadResult {
         while true {
             let n = recv(fd, buffer.baseAddress, buffer.count, 0)
             if n > 0 { return .bytes(n) }
@@ -140,7 +145,7 @@ enum Socket {
 
     /// Writes from `bytes` (never raises SIGPIPE): bytes written (0 when it would block) or an errno.
     @inline(__always)
-    static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Int, Failure> {
+    package static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Int, Failure> {
         while true {
             let n = send(fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
             if n >= 0 { return .success(n) }

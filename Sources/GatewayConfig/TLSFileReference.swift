@@ -1,0 +1,46 @@
+/// A file the configuration names for TLS, with the key path and position that named it, so that a
+/// checker outside `GatewayConfig` can report file problems the way configuration errors are
+/// reported (`listen[1].tls.certificates[0]: ... (line 7, column 11)`).
+///
+/// The configuration layer resolves these paths but never opens the files: reading, parsing and
+/// matching certificates and keys belongs to the TLS code. `LoadedConfiguration.tlsFiles` lists every
+/// reference of a loaded configuration; `ConfigCheckReport.check(path:checkFiles:)` runs a checker
+/// over them.
+public struct TLSFileReference: Sendable, Hashable {
+    /// What the files are for.
+    public enum Files: Sendable, Hashable {
+        /// A listener certificate (`listen[N].tls.certificates[M]`): PEM chain and private key.
+        case certificate(TLSCertificatePair)
+        /// An upstream's PEM bundle of CA certificates (`upstreams.NAME.tls.ca`).
+        case certificateAuthorities(String)
+    }
+
+    /// Key path of the entry that names the files: `listen[1].tls.certificates[0]` (a
+    /// `{chain, key}` item) or `upstreams.api.tls.ca`.
+    public var path: String
+    /// Where that entry starts in the file; nil when unknown.
+    public var mark: SourceMark?
+    /// The absolute file paths.
+    public var files: Files
+
+    /// Creates a reference.
+    public init(path: String, mark: SourceMark?, files: Files) {
+        self.path = path
+        self.mark = mark
+        self.files = files
+    }
+
+    /// Every absolute file path of the reference: chain then key, or the CA bundle.
+    public var filePaths: [String] {
+        switch files {
+        case .certificate(let pair): return pair.chain == pair.key ? [pair.chain] : [pair.chain, pair.key]
+        case .certificateAuthorities(let path): return [path]
+        }
+    }
+
+    /// A configuration issue about these files, at this reference's path and position
+    /// (e.g. `reference.issue(.error, "\(chain) does not exist")`).
+    public func issue(_ severity: ConfigIssue.Severity, _ message: String) -> ConfigIssue {
+        ConfigIssue(severity: severity, path: path, message: message, mark: mark)
+    }
+}

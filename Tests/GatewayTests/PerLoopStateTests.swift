@@ -1,0 +1,114 @@
+import AppAttest
+import AttestCrypto
+import Dispatch
+@testable import Gateway
+@testable import GatewayHTTP
+import GatewayStore
+import Synchronization
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Per-event-loop state on the request path (the key cache, metrics and the access log keep one
+/// shard per loop): what one loop learns or counts, and what a scrape or flush sees of all loops;
+/// and the access log never blocking the loop that logs, even when its output is stuck.
+final class PerLoopStateTests: XCTestCase {
+    private func record(loop: Int, route: String = "r", status: Int = 200) -> (HTTPAccessRecord, RequestLogContext) {
+        let info = HTTPConnectionInfo(id: 1, remoteAddress: "127.0.0.1:9", localAddress: "127.0.0.1:8", loopIndex: loop)
+        let record = HTTPAccessRecord(connection: info, method: .get, target: Array("/p?q=1".utf8), status: status,
+                                      error: nil, requestBodyBytes: 0, responseBodyBytes: 5, latencyNanoseconds: 1_000_000,
+                                      upstream: nil, aborted: false, annotation: nil)
+        return (record, RequestLogContext(route: route))
+    }
+
+    func testKeyCacheShardsArePerLoopAndAttestedKeysReachEveryLoop() throws {
+        let cache = KeyCache(shards: 2)
+        let keyId = try KeyID([UInt8](repeating: 1, count: 32))
+        let other = try KeyID([UInt8](repeating: 2, count: 32))
+        let device = try ECPrivateKey(generatingOn: .p256)
+        let key = CachedKey(keyId: keyId, publicKey: try P256PublicKey(x963: device.publicKeyPoint), app: AppPolicy(appId: "TEAM123456.a.b", environment: .any),
+                            environment: .production)
+        cache.put(keyId, key, shard: 0)
+        XCTAssertNotNil(cache.get(keyId, shard: 0), "the loop that fetched the key has it")
+        XCTAssertNil(cache.get(keyId, shard: 1), "another loop has its own shard")
+        cache.put(other, key, shard: nil)
+        XCTAssertNotNil(cache.get(other, shard: 0))
+        XCTAssertNotNil(cache.get(other, shard: 1), "an attested key is put into every loop's shard")
+        XCTAssertEqual(cache.count, 3)
+        cache.remove(other)
+        XCTAssertNil(cache.get(other, shard: 0))
+        XCTAssertNil(cache.get(other, shard: 1), "a key the store no longer knows leaves every shard")
+        XCTAssertEqual(cache.count, 1)
+    }
+
+    func testMetricsScrapeSumsEveryLoop() {
+        let metrics = GatewayMetrics(loops: 2)
+        for loop in [0, 1, 1] {
+            let (r, c) = record(loop: loop)
+            metrics.record(r, context: c)
+        }
+        XCTAssertEqual(metrics.requests(route: "r", status: 200), 3)
+        let text = metrics.prometheusText()
+        XCTAssertTrue(text.contains("attest_gateway_requests_total{route=\"r\",status=\"200\",verdict=\"\"} 3"), text)
+        XCTAssertTrue(text.contains("attest_gateway_request_duration_seconds_count{route=\"r\"} 3"), text)
+        XCTAssertTrue(text.contains("attest_gateway_request_duration_seconds_bucket{route=\"r\",le=\"0.001\"} 3"), text)
+    }
+
+    func testAccessLogWritesEveryLoopsLinesOnFlush() throws {
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&fds), 0)
+        defer { close(fds[0]) }
+        let log = AccessLog(fd: fds[1], clock: GatewayClock(now: { 1_700_000_000_000 }), loops: 2)
+        for loop in [0, 1, 0] {
+            let (r, c) = record(loop: loop, route: "route-\(loop)")
+            log.write(r, context: c)
+        }
+        log.flush()
+        close(fds[1])
+        var text = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fds[0], &buffer, buffer.count)
+            if n <= 0 { break }
+            text += buffer[0..<n]
+        }
+        let lines = String(decoding: text, as: UTF8.self).split(separator: "\n")
+        XCTAssertEqual(lines.count, 3)
+        XCTAssertEqual(lines.filter { $0.contains("\"route\":\"route-0\"") }.count, 2)
+        XCTAssertEqual(lines.filter { $0.contains("\"route\":\"route-1\"") }.count, 1)
+        XCTAssertTrue(lines.allSatisfy { $0.contains("\"path\":\"/p\"") }, "the query is never logged")
+    }
+
+    /// The output is a pipe nobody reads: the writer queue blocks in write(2), the logging thread (an
+    /// event loop in production) does not; past the per-loop bound, lines are dropped and counted.
+    func testAccessLogNeverBlocksTheLoggingThreadWhenItsOutputIsStuck() throws {
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&fds), 0)
+        let log = AccessLog(fd: fds[1], clock: GatewayClock(now: { 1_700_000_000_000 }), loops: 1)
+        let finished = DispatchSemaphore(value: 0)
+        let (r, c) = record(loop: 0, route: String(repeating: "x", count: 200))
+        DispatchQueue.global().async {
+            // About 12 MiB of lines: far more than the pipe (64 KiB) and the loop's bound (4 MiB) hold.
+            for _ in 0..<40_000 { log.write(r, context: c) }
+            finished.signal()
+        }
+        let returned = finished.wait(timeout: .now() + 60) == .success
+        XCTAssertTrue(returned, "logging blocked on a stuck output")
+        XCTAssertGreaterThan(log.droppedLines, 0, "lines beyond the per-loop bound are dropped and counted")
+        // Unstick the writer: drain the pipe until the writer has written everything it took.
+        let readEnd = fds[0]
+        let reader = DispatchQueue(label: "drain")
+        let drained = Atomic<Bool>(false)
+        reader.async {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while read(readEnd, &buffer, buffer.count) > 0 {}
+            drained.store(true, ordering: .relaxed)
+        }
+        log.flush()
+        close(fds[1])
+        reader.sync {}
+        XCTAssertTrue(drained.load(ordering: .relaxed))
+        close(fds[0])
+    }
+}
