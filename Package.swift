@@ -56,6 +56,8 @@ let package = Package(
         .testTarget(name: "GatewayRulesTests", dependencies: ["GatewayRules"]),
         .testTarget(name: "AttestCryptoTests", dependencies: ["AttestCrypto", "GatewayTestSupport"]),
         .testTarget(name: "AppAttestTests", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayRules", "GatewayTestSupport"]),
+        // COpenSSL only for the ticket key callback test (EVP contexts as OpenSSL passes them).
+        .testTarget(name: "GatewayIOTests", dependencies: ["GatewayIO", "GatewayTestSupport", "COpenSSL"]),
         .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayIO", "GatewayRedis", "GatewayRules", "GatewayTestSupport"]),
         .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayIO", "GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayRules", "GatewayTestSupport"]),

@@ -8,15 +8,18 @@ import GatewayStore
 ///
 /// Per request: the gateway's endpoints first (`<prefix>/challenge`, `<prefix>/attest`), then the
 /// first matching route (`RouteTable`, on the normalized path the core validated). Every route and
-/// mode strips every header of the gateway's family from the request (any case, every copy); `off`
-/// routes then forward as they are; `enforce` and `monitor` routes run the `AssertionEnforcer` and
-/// forward with the verdict headers set by replacement - or, on `enforce`, answer the refusal.
+/// mode strips every header of the gateway's family from the request (any case, every copy) and sets
+/// the forwarding family (`ForwardingHeaders`); `off` routes then forward as they are; `enforce` and
+/// `monitor` routes run the `AssertionEnforcer` and forward with the verdict headers set by
+/// replacement - or, on `enforce`, answer the refusal.
 final class GatewayHandler: HTTPHandler {
     let routeTable: RouteTable
     let routes: [CompiledRoute]
     let endpoints: GatewayEndpoints
     let enforcer: AssertionEnforcer
     let family: HeaderFamily
+    /// `X-Forwarded-*`, `Forwarded`, `X-Real-IP` on forwarded requests (`trusted_proxies`).
+    let forwarding: ForwardingHeaders
     let endpointsPrefix: [UInt8]
     let accessLog: AccessLog?
     let metrics: GatewayMetrics
@@ -26,13 +29,14 @@ final class GatewayHandler: HTTPHandler {
     static let endpointBodyLimit = 64 * 1024
 
     init(routeTable: RouteTable, routes: [CompiledRoute], endpoints: GatewayEndpoints, enforcer: AssertionEnforcer,
-         family: HeaderFamily, endpointsPrefix: String, accessLog: AccessLog?, metrics: GatewayMetrics,
-         endpointLimiter: ClientRateLimiter? = nil) {
+         family: HeaderFamily, forwarding: ForwardingHeaders, endpointsPrefix: String, accessLog: AccessLog?,
+         metrics: GatewayMetrics, endpointLimiter: ClientRateLimiter? = nil) {
         self.routeTable = routeTable
         self.routes = routes
         self.endpoints = endpoints
         self.enforcer = enforcer
         self.family = family
+        self.forwarding = forwarding
         self.endpointsPrefix = Array(endpointsPrefix.utf8)
         self.accessLog = accessLog
         self.metrics = metrics
@@ -110,16 +114,24 @@ final class GatewayHandler: HTTPHandler {
         return .route(index)
     }
 
+    /// Order matters: the family is read and stripped from the fields as the client sent them; the
+    /// forward made from what is left drops the fields the client named in `Connection`
+    /// (`HTTPForward.init`); only then does the gateway set its own fields (forwarding, verdict), so
+    /// a client's connection options can never remove a field the gateway sets.
     private func forwardOnRoute(_ route: CompiledRoute, request: HTTPRequest, responder: HTTPResponder) {
-        var forward = HTTPForward(request, to: route.upstream)
+        var received = request.head.headers
         let mode = route.config.mode
         guard mode != .off else {
-            family.strip(&forward.headers)
+            family.strip(&received)
+            var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
+                                      headers: received, body: request.body)
             addForwardingHeaders(&forward, request: request)
             responder.forward(forward, annotation: RequestLogContext(route: route.config.name))
             return
         }
-        let evidence = family.stripAndExtract(&forward.headers)
+        let evidence = family.stripAndExtract(&received)
+        var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
+                                  headers: received, body: request.body)
         addForwardingHeaders(&forward, request: request)
         let prepared = forward
         let names = family.configuration.injected
@@ -136,16 +148,9 @@ final class GatewayHandler: HTTPHandler {
         }
     }
 
-    /// `X-Forwarded-For` (appended) and `X-Forwarded-Proto` (replaced), as reverse proxies do.
+    /// The forwarding family (`ForwardingHeaders`: believed from trusted proxies only).
     private func addForwardingHeaders(_ forward: inout HTTPForward, request: HTTPRequest) {
-        let client = request.connection.remoteHost
-        if forward.headers.contains("X-Forwarded-For") {
-            let existing = forward.headers.values("X-Forwarded-For").filter { !$0.isEmpty }
-            try? forward.headers.replaceOrAdd(name: "X-Forwarded-For", value: (existing + [client]).joined(separator: ", "))
-        } else {
-            try? forward.headers.add(name: "X-Forwarded-For", value: client)  // the common case: nothing to join
-        }
-        try? forward.headers.replaceOrAdd(name: "X-Forwarded-Proto", value: request.connection.isSecure ? "https" : "http")
+        forwarding.apply(to: &forward.headers, connection: request.connection)
     }
 
     /// The gateway's endpoints take POST, within the client's rate limit.

@@ -116,7 +116,9 @@ public final class GatewayRuntime: Sendable {
         let enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                          family: family)
         let handler = GatewayHandler(routeTable: loaded.routeTable, routes: routes, endpoints: endpoints,
-                                     enforcer: enforcer, family: family, endpointsPrefix: config.endpoints.prefix,
+                                     enforcer: enforcer, family: family,
+                                     forwarding: ForwardingHeaders(trusted: config.trustedProxies),
+                                     endpointsPrefix: config.endpoints.prefix,
                                      accessLog: accessLog, metrics: metrics,
                                      endpointLimiter: config.endpoints.rateLimit.map {
                                          ClientRateLimiter(requestsPerSecond: $0.requestsPerSecond, burst: $0.burst, clock: clock)

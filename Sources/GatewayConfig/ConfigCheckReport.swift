@@ -58,6 +58,9 @@ public struct ConfigCheckReport: Sendable {
             out += "tls        listen[\(i)]: \(certificates.joined(separator: ", "))\n"
         }
         out += "admin      \(c.admin?.description ?? "none")\n"
+        if !c.trustedProxies.isEmpty {
+            out += "proxies    \(c.trustedProxies.networks.map(\.description).joined(separator: ", ")) (X-Forwarded-For and -Proto believed)\n"
+        }
         out += "store      \(c.store)\n"
         out += "apps       \(c.apps.map { "\($0.appID) (\($0.environment.rawValue))" }.joined(separator: ", "))\n"
         if !c.trust.extraRoots.isEmpty {

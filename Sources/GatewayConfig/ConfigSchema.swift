@@ -28,7 +28,7 @@ enum ConfigSchema {
     /// Keys of each section, in documentation order.
     static func keys(_ section: Section) -> [String] {
         switch section {
-        case .root: return ["listen", "admin", "tls", "store", "apps", "trust", "endpoints", "headers", "upstreams", "routes", "limits", "http2", "timeouts", "log"]
+        case .root: return ["listen", "admin", "tls", "trusted_proxies", "store", "apps", "trust", "endpoints", "headers", "upstreams", "routes", "limits", "http2", "timeouts", "log"]
         case .listener: return ["address", "tls"]
         case .listenerTLS: return ["certificates", "min_version"]
         case .certificate: return ["chain", "key"]

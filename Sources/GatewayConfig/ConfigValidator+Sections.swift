@@ -105,6 +105,39 @@ extension ConfigValidator {
         return ok ? result : nil
     }
 
+    // MARK: trusted_proxies
+
+    /// `trusted_proxies`: a list of IP networks (`CIDR`); absent or null: nobody is trusted.
+    func trustedProxies(_ root: Fields) -> TrustedProxies? {
+        guard let node = root.node("trusted_proxies") else { return TrustedProxies() }
+        let path = root.path.key("trusted_proxies")
+        guard let items = list(node, path, of: "IP networks such as [10.0.0.0/8, 2001:db8::/32]") else { return nil }
+        var networks: [CIDR] = []
+        var written: [CIDR: Int] = [:]
+        var ok = true
+        for (i, item) in items.enumerated() {
+            let itemPath = path.index(i)
+            guard let text = string(item, itemPath, expected: "an IP network such as 10.0.0.0/8") else { ok = false; continue }
+            switch CIDR.parse(text) {
+            case .failure(let problem):
+                error(itemPath, problem.message, item.mark)
+                ok = false
+            case .success(let network):
+                if let first = written[network] {
+                    error(itemPath, "\(network) is already listed as trusted_proxies[\(first)]", item.mark)
+                    ok = false
+                    continue
+                }
+                written[network] = i
+                if network.prefixLength == 0 {
+                    warn(itemPath, "\(network) trusts every \(network.address.family == .ipv4 ? "IPv4" : "IPv6") peer: any such client can then choose the X-Forwarded-For and X-Forwarded-Proto the upstream sees", item.mark)
+                }
+                networks.append(network)
+            }
+        }
+        return ok ? TrustedProxies(networks) : nil
+    }
+
     // MARK: trust
 
     func trust(_ root: Fields) -> TrustConfiguration? {

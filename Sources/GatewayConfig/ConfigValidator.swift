@@ -204,6 +204,7 @@ extension ConfigValidator {
         if let node = root.node("tls") {
             error(.root.key("tls"), "TLS is set per listener: listen: [{address: 0.0.0.0:8443, tls: {certificates: [{chain: PEM file, key: PEM file}]}}]", node.mark)
         }
+        let trustedProxies = trustedProxies(root)
         let store = store(root)
         let apps = apps(root, marks: &marks)
         let trust = trust(root)
@@ -219,10 +220,10 @@ extension ConfigValidator {
         crossCheck(Partial(listen: listen?.map(\.address), admin: admin, store: store, apps: apps, endpoints: endpoints,
                            upstreamsComplete: upstreams != nil, routes: routes.valid, routesComplete: routes.complete,
                            storeWasWritten: root.has("store")), marks: marks)
-        guard let listen, let admin, let store, let apps, let trust, let endpoints, let headers, let upstreams,
+        guard let listen, let admin, let trustedProxies, let store, let apps, let trust, let endpoints, let headers, let upstreams,
               routes.complete, let limits, let http2, let timeouts, let log else { return nil }
         let configuration = GatewayConfiguration(
-            listen: listen, admin: admin, store: store, apps: apps, trust: trust, endpoints: endpoints, headers: headers,
+            listen: listen, admin: admin, trustedProxies: trustedProxies, store: store, apps: apps, trust: trust, endpoints: endpoints, headers: headers,
             upstreams: upstreams, routes: routes.valid.map(\.0), limits: limits, http2: http2, timeouts: timeouts, log: log)
         return errors.isEmpty ? configuration : nil
     }

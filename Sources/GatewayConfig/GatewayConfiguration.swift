@@ -14,6 +14,8 @@ public struct GatewayConfiguration: Sendable, Hashable {
     public var listen: [ListenerConfiguration]
     /// Admin listener for `/healthz` and `/readyz` (`admin`; nil: none).
     public var admin: SocketAddress?
+    /// Peers whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed (`trusted_proxies`; default none).
+    public var trustedProxies: TrustedProxies
     /// State store (`store`; default memory).
     public var store: StoreConfiguration
     /// Apps whose keys may attest (`apps`; at least one, no duplicates).
@@ -39,13 +41,15 @@ public struct GatewayConfiguration: Sendable, Hashable {
 
     /// Creates a configuration from parts (tests, tools). No validation happens here: configurations
     /// from files come from `load(path:)` / `parse(yaml:baseDirectory:)`.
-    public init(listen: [ListenerConfiguration], admin: SocketAddress? = nil, store: StoreConfiguration = .memory,
+    public init(listen: [ListenerConfiguration], admin: SocketAddress? = nil, trustedProxies: TrustedProxies = TrustedProxies(),
+                store: StoreConfiguration = .memory,
                 apps: [AppConfiguration], trust: TrustConfiguration = TrustConfiguration(),
                 endpoints: EndpointsConfiguration = EndpointsConfiguration(), headers: HeadersConfiguration = HeadersConfiguration(),
                 upstreams: [UpstreamConfiguration], routes: [RouteConfiguration], limits: LimitsConfiguration = LimitsConfiguration(),
                 http2: HTTP2Configuration = HTTP2Configuration(), timeouts: TimeoutsConfiguration = TimeoutsConfiguration(), log: LogConfiguration = LogConfiguration()) {
         self.listen = listen
         self.admin = admin
+        self.trustedProxies = trustedProxies
         self.store = store
         self.apps = apps
         self.trust = trust

@@ -2,18 +2,11 @@
 enum Suggestion {
     /// The candidate closest to `word`: one that differs only in case, `-`/`_` or camelCase
     /// (`maxBody`, `max-body`, `MAX_BODY` -> `max_body`), else the nearest by edit distance when close
-    /// enough (1 edit up to 4 characters, 2 up to 9, 3 beyond). Nil when nothing is close.
+    /// enough (1 edit up to 4 characters, 2 up to 9, 3 beyond), else one sharing its start (`prod` ->
+    /// `production`). Nil when nothing is close.
     static func closest(to word: String, among candidates: [String]) -> String? {
         let folded = fold(word)
         if let same = candidates.first(where: { fold($0) == folded }) { return same }
-        // A word cut short, run on or with another ending (upstream -> upstreams, enforcing -> enforce,
-        // prod -> production): a shared start of at least 4 characters, missing at most one of the shorter.
-        let lowered = Array(word.lowercased())
-        if lowered.count >= 4, let stem = candidates.first(where: {
-            let c = Array($0.lowercased())
-            let shared = zip(c, lowered).prefix { $0 == $1 }.count
-            return shared >= 4 && shared >= min(c.count, lowered.count) - 1
-        }) { return stem }
         let length = word.count
         let limit = length <= 4 ? 1 : (length <= 9 ? 2 : 3)
         var best: (String, Int)?
@@ -21,7 +14,17 @@ enum Suggestion {
             let d = distance(Array(word.lowercased().unicodeScalars), Array(candidate.lowercased().unicodeScalars))
             if d <= limit, d < (best?.1 ?? Int.max) { best = (candidate, d) }
         }
-        return best?.0
+        // A word cut short, run on or with another ending (upstream -> upstreams, enforcing -> enforce,
+        // prod -> production): a shared start of at least 4 characters, missing at most one of the shorter.
+        // Only when no candidate is a close misspelling (trusted_proxys -> trusted_proxies, not trust).
+        if let best { return best.0 }
+        let lowered = Array(word.lowercased())
+        guard lowered.count >= 4 else { return nil }
+        return candidates.first {
+            let c = Array($0.lowercased())
+            let shared = zip(c, lowered).prefix { $0 == $1 }.count
+            return shared >= 4 && shared >= min(c.count, lowered.count) - 1
+        }
     }
 
     /// `; did you mean X?` or the empty string.

@@ -2,7 +2,8 @@
 public struct TimeoutsConfiguration: Sendable, Hashable {
     /// Longest time to receive a complete request head (default 10s, 100ms...5m); then 408.
     public var header: Duration
-    /// Longest time to receive a complete request body (default 30s, 100ms...1h); then 408.
+    /// Longest time to receive a complete request body, from the end of the request head to the end of
+    /// the body, however the bytes trickle in (default 30s, 100ms...1h); then 408.
     public var body: Duration
     /// Longest idle time of a keep-alive connection between requests (default 60s, 1s...1h).
     public var idle: Duration

@@ -29,6 +29,8 @@ struct HTTP1FramingFields {
     var connectionKeepAlive = false
     /// `Host` field lines.
     var hostCount = 0
+    /// A `Host` value that is not `uri-host [ ":" port ]` (`HTTPHostSyntax`); only requests judge it.
+    var hostMalformed = false
     /// An `Expect: 100-continue` line.
     var expectContinue = false
     /// An `Expect` line with any other value.
@@ -43,6 +45,7 @@ struct HTTP1FramingFields {
                 switch name.count {
                 case 4 where HTTP1Syntax.equalsLowercaseLiteral(name, "host"):
                     hostCount += 1
+                    if !HTTPHostSyntax.isValidHostField(value) { hostMalformed = true }
                 case 14 where HTTP1Syntax.equalsLowercaseLiteral(name, "content-length"):
                     contentLengthCount += 1
                     if value.contains(0x2C) { contentLengthIsList = true }

@@ -25,7 +25,8 @@ import GatewayRules
 /// Strictness (request smuggling guards): CRLF line endings only (bare LF or CR -> `bare_line_ending`),
 /// no obs-fold, no whitespace before a field colon, one Content-Length value (duplicates refused even
 /// when equal), Transfer-Encoding exactly `chunked` and never with Content-Length nor on HTTP/1.0,
-/// HTTP/1.1 requests need exactly one Host (RFC 9112 section 3.2), request-target in normal form
+/// HTTP/1.1 requests need exactly one Host, an HTTP/1.0 request at most one, and its value must be
+/// `uri-host [ ":" port ]` (RFC 9112 section 3.2, `HTTPHostSyntax`), request-target in normal form
 /// (`GatewayRules.RequestTargetPolicy`). Up to the head limit, empty lines before the request line are ignored
 /// (RFC 9112 section 2.2).
 public struct HTTP1RequestParser: Sendable {
@@ -236,7 +237,8 @@ public struct HTTP1RequestParser: Sendable {
         let f = HTTP1FramingFields(headers)
 
         let isHTTP11 = version.minor == 1
-        if f.hostCount > 1 || (isHTTP11 && f.hostCount == 0) { return .failed(.badHost) }
+        // RFC 9112 section 3.2: 400 for a missing Host on HTTP/1.1, more than one, or an invalid value.
+        if f.hostCount > 1 || (isHTTP11 && f.hostCount == 0) || f.hostMalformed { return .failed(.hostInvalid) }
         if f.transferEncodingSeen && f.contentLengthCount > 0 { return .failed(.contentLengthWithTransferEncoding) }
         if f.transferEncodingSeen && (!isHTTP11 || !f.transferEncodingAllChunked || f.transferEncodingElements != 1) {
             return .failed(.badTransferEncoding)

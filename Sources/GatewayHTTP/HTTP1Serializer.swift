@@ -47,7 +47,7 @@ enum HTTP1Serializer {
         response.headers.storage.withUnsafeBytes { s in
             for slot in response.headers.slots {
                 let name = HTTPHeaders.nameBuffer(s, slot)
-                if HopByHop.isResponseHopByHop(name) {
+                if HopByHop.isHopByHop(name) {
                     if name.count == 10 && HTTP1Syntax.equalsLowercaseLiteral(name, "connection") {
                         HTTP1Syntax.forEachListElement(HTTPHeaders.valueBuffer(s, slot)) { t in
                             if HTTP1Syntax.equalsLowercaseLiteral(t, "close") { handlerAskedClose = true }
@@ -94,7 +94,7 @@ enum HTTP1Serializer {
         head.headers.storage.withUnsafeBytes { s in
             for slot in head.headers.slots {
                 let name = HTTPHeaders.nameBuffer(s, slot)
-                if HopByHop.isResponseHopByHop(name) {
+                if HopByHop.isHopByHop(name) {
                     if !(passLength && name.count == 14 && HTTP1Syntax.equalsLowercaseLiteral(name, "content-length")) {
                         continue
                     }
@@ -121,24 +121,25 @@ enum HTTP1Serializer {
         put("\r\n", &out)
     }
 
-    /// The upstream request for `forward`: request line, fields minus hop-by-hop (including every
-    /// field named by `Connection` in `forward.headers` or in `original`), `Host` when absent, one
-    /// `Content-Length`, then the body.
+    /// The upstream request for `forward`: request line, fields minus `HopByHop.fieldNames`, `Host`
+    /// when absent, one `Content-Length`, then the body.
+    ///
+    /// The fields the client named in `Connection` were removed when `forward` was made
+    /// (`HTTPForward.init`), before the handler added its own; they are not looked up again here,
+    /// so a field the handler set is never dropped because the client named it. `original` (the
+    /// request's fields as received) is therefore not consulted; the parameter stays for the call
+    /// site in `HTTP1ServerConnection`.
     static func appendUpstreamRequest(_ forward: HTTPForward, original: HTTPHeaders?, hostHeader: [UInt8],
                                       into out: inout [UInt8]) {
         forward.method.append(to: &out)
         out.append(HTTP1Syntax.sp)
         out.append(contentsOf: forward.target)
         put(" HTTP/1.1\r\n", &out)
-        var tokens: [[UInt8]] = []
-        HopByHop.connectionTokens(forward.headers, into: &tokens)
-        if let original { HopByHop.connectionTokens(original, into: &tokens) }
         var hasHost = false
         forward.headers.storage.withUnsafeBytes { s in
             for slot in forward.headers.slots {
                 let name = HTTPHeaders.nameBuffer(s, slot)
-                if HopByHop.isRequestHopByHop(name) { continue }
-                if !tokens.isEmpty && HopByHop.isNamed(name, in: tokens) { continue }
+                if HopByHop.isHopByHop(name) { continue }
                 if name.count == 4 && HTTP1Syntax.equalsLowercaseLiteral(name, "host") {
                     if hasHost { continue }  // never forward two Host fields
                     hasHost = true

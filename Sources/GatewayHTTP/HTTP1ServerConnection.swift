@@ -149,7 +149,6 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
                 headReceived(h)
             case .body(let r):
                 body.append(contentsOf: UnsafeRawBufferPointer(rebasing: input[(base + r.lowerBound)..<(base + r.upperBound)]))
-                if deadlineKind == .body { setDeadline(.body, context.bodyTimeout) }
             case .end(let trailers):
                 requestReceived(trailers)
             case .error(let e):
@@ -220,6 +219,7 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
             parser.setBodyLimit(limit)
             phase = .body
             if h.framing.hasBody {
+                // One deadline for the whole body, from the end of the head (never restarted by a read).
                 setDeadline(.body, context.bodyTimeout)
                 if let length = h.contentLength { body.reserveCapacity(min(length, 1 << 20)) }
                 if h.expectsContinue {

@@ -12,8 +12,8 @@ public struct HTTPConnectionInfo: Sendable {
     public let localAddress: String
     /// Whether the connection is TLS (always false until TLS lands).
     public let isSecure: Bool
-    /// The host part of `remoteAddress` (`1.2.3.4`, `::1` without brackets, `unix:`), computed once
-    /// per connection (e.g. for `X-Forwarded-For` on every request).
+    /// The host part of `remoteAddress` (`1.2.3.4`, `::1` without brackets, `unix` for a Unix socket
+    /// peer), computed once per connection (e.g. for `X-Forwarded-For` on every request).
     public let remoteHost: String
     /// `EventLoop.index` of the loop the connection lives on: every handler call for its requests
     /// runs on that loop, so a handler can keep per-loop state (caches, counters) without a lock

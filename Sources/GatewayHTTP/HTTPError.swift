@@ -21,8 +21,10 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
     case obsoleteLineFolding = "obs_fold"
     /// A line ends with a bare LF, or a bare CR appears (RFC 9112 section 2.2; request smuggling guard).
     case bareLineEnding = "bare_line_ending"
-    /// HTTP/1.1 request without a Host field, or with several (RFC 9112 section 3.2).
-    case badHost = "bad_host"
+    /// The `Host` field is missing on an HTTP/1.1 request, appears more than once, or its value is not
+    /// `uri-host [ ":" port ]` (`a b`, `a/b`, empty, ...; RFC 9112 section 3.2, RFC 9110 section 7.2,
+    /// `HTTPHostSyntax`).
+    case hostInvalid = "host_invalid"
     /// Content-Length is not a single `1*DIGIT` value (RFC 9110 section 8.6).
     case badContentLength = "bad_content_length"
     /// Several Content-Length fields or a list value, even when equal (refused as smuggling risk).
@@ -77,7 +79,7 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
     case expectationFailed = "expectation_failed"
     /// The header section did not arrive within the header timeout.
     case headerTimeout = "header_timeout"
-    /// The body stalled longer than the body timeout between two reads.
+    /// The body was not complete within the body timeout, counted from the end of the header section.
     case bodyTimeout = "body_timeout"
 
     // MARK: server side

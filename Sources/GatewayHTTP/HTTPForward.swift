@@ -5,10 +5,17 @@ import GatewayIO
 /// "Send this request to this upstream pool and stream its response back downstream."
 ///
 /// The handler builds it from the received request, rewriting what it needs (headers, target).
+/// Hop-by-hop fields (RFC 9110 section 7.6.1) go in two steps:
+/// - when the forward is made (either initializer), every field named by an option of the
+///   `Connection` fields in the given headers is removed from them: the previous hop's connection
+///   options apply to what that hop sent, so whatever the handler adds afterwards reaches the
+///   upstream even when the client named it in `Connection`;
+/// - when the request is written, the fixed list `HopByHop.fieldNames` (`Connection`, `Keep-Alive`,
+///   `Proxy-Connection`, `TE`, `Transfer-Encoding`, `Upgrade`, `HTTP2-Settings`, `Trailer`,
+///   `Proxy-Authenticate`, `Proxy-Authorization`, `Content-Length`, `Expect`) is dropped whatever
+///   `headers` holds.
+///
 /// The proxy then, on the downstream connection's loop:
-/// - removes hop-by-hop fields (RFC 9110 section 7.6.1): `Connection` and every field it names
-///   (in the original request and in `headers`), `Keep-Alive`, `Proxy-Connection`, `TE`, `Trailer`,
-///   `Transfer-Encoding`, `Upgrade`, plus `Expect` and `Content-Length`;
 /// - re-frames the body with exactly one `Content-Length` (also `Content-Length: 0` for POST, PUT and
 ///   PATCH without a body); adds `Host` from the upstream configuration when absent;
 /// - sends it as HTTP/1.1 and relays the response (see `UpstreamPool` for failures, 502 / 504).
@@ -25,28 +32,30 @@ public struct HTTPForward: Sendable {
     public var method: HTTPMethod
     /// Request-target of the upstream request (origin-form), by default the one received.
     public var target: [UInt8]
-    /// Header fields to send (hop-by-hop fields are removed whatever this holds).
+    /// Header fields to send: those given at initialization minus the ones their `Connection` fields
+    /// named, plus whatever the handler sets; `HopByHop.fieldNames` are never sent, whatever this holds.
     public var headers: HTTPHeaders
     /// The body to send.
     public var body: [UInt8]
     /// Optional edit of the upstream response head before it is relayed (runs on the event loop; keep it short).
     public var responseHeadFilter: (@Sendable (inout HTTPResponseHead) -> Void)?
 
-    /// Forwards `request` as received (same method, target, headers, body) to `upstream`; edit the fields after.
+    /// Forwards `request` as received (same method, target, headers, body) to `upstream`; edit the
+    /// fields after. The fields named by the request's `Connection` options are removed now.
     public init(_ request: HTTPRequest, to upstream: UpstreamPool) {
-        self.upstream = upstream
-        method = request.head.method
-        target = request.head.target
-        headers = request.head.headers
-        body = request.body
-        responseHeadFilter = nil
+        self.init(upstream: upstream, method: request.head.method, target: request.head.target,
+                  headers: request.head.headers, body: request.body)
     }
 
-    /// A forward from parts.
+    /// A forward from parts. `headers` are taken as what the previous hop sent: the fields named by
+    /// their `Connection` options are removed now (RFC 9110 section 7.6.1), before the handler adds
+    /// anything.
     public init(upstream: UpstreamPool, method: HTTPMethod, target: [UInt8], headers: HTTPHeaders, body: [UInt8] = []) {
         self.upstream = upstream
         self.method = method
         self.target = target
+        var headers = headers
+        HopByHop.removeConnectionOptions(&headers)
         self.headers = headers
         self.body = body
         responseHeadFilter = nil

@@ -8,7 +8,9 @@ public struct HTTPServerTimeouts: Sendable, Hashable {
     /// section is complete. Expiry with bytes received: 408 `header_timeout` and close; with nothing
     /// received on a fresh connection: silent close. Default 10 s.
     public var headerRead: Double
-    /// Longest pause between two reads of a request body: 408 `body_timeout` and close. Default 30 s.
+    /// From the end of a request's header section until its body is complete (the last Content-Length
+    /// byte, or the chunked body's last chunk and trailer section): one deadline for the whole body,
+    /// never restarted by the bytes that arrive. Expiry: 408 `body_timeout` and close. Default 30 s.
     public var bodyRead: Double
     /// Keep-alive: how long an idle connection waits for its next request before a silent close. Default 60 s.
     public var idle: Double

@@ -23,6 +23,19 @@ final class ConfigCheckReportTests: XCTestCase {
         """), report.standardOutput)
     }
 
+    func testTrustedProxiesAreListedWhenSet() throws {
+        let folder = try ConfigTestHelpers.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("gw.yaml")
+        try ConfigTestHelpers.minimal(extra: "trusted_proxies: [10.0.0.0/8, \"2001:db8::/32\"]").write(to: file, atomically: true, encoding: .utf8)
+        let report = ConfigCheckReport.check(path: file.path)
+        XCTAssertEqual(report.exitCode, 0)
+        XCTAssertTrue(report.standardOutput.contains("\nproxies    10.0.0.0/8, 2001:db8::/32 (X-Forwarded-For and -Proto believed)\n"), report.standardOutput)
+        // Without the key there is no such line (gateway.yaml's empty list included, see above).
+        try ConfigTestHelpers.minimal().write(to: file, atomically: true, encoding: .utf8)
+        XCTAssertFalse(ConfigCheckReport.check(path: file.path).standardOutput.contains("proxies"))
+    }
+
     func testWarningsGoToStandardErrorWithExitZero() throws {
         let folder = try ConfigTestHelpers.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }

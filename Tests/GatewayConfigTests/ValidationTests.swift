@@ -342,6 +342,9 @@ final class ValidationTests: XCTestCase {
         }
         XCTAssertEqual(lines("[Connection]"), ["routes[0].bind_headers[0]: Connection is a hop-by-hop or framing header that proxies rewrite; it cannot be bound (line 10, column 20)"])
         XCTAssertEqual(lines("[Transfer-Encoding]"), ["routes[0].bind_headers[0]: Transfer-Encoding is a hop-by-hop or framing header that proxies rewrite; it cannot be bound (line 10, column 20)"])
+        // Expect is answered by the gateway itself and never forwarded: a bound value would never reach the upstream.
+        XCTAssertEqual(lines("[Expect]"), ["routes[0].bind_headers[0]: Expect is a hop-by-hop or framing header that proxies rewrite; it cannot be bound (line 10, column 20)"])
+        XCTAssertEqual(lines("[HTTP2-Settings]"), ["routes[0].bind_headers[0]: HTTP2-Settings is a hop-by-hop or framing header that proxies rewrite; it cannot be bound (line 10, column 20)"])
         XCTAssertEqual(lines("[app-attest-key-id]"), ["routes[0].bind_headers[0]: app-attest-key-id is in the gateway's own header family (App-Attest-), which is stripped on ingress; it cannot be bound (line 10, column 20)"])
         XCTAssertEqual(lines("[Authorization, authorization]"), ["routes[0].bind_headers[1]: authorization is listed twice (header names are case-insensitive) (line 10, column 35)"])
         XCTAssertEqual(lines("[':authority']"), ["routes[0].bind_headers[0]: pseudo-headers cannot be bound: the method and request-target are bound already (line 10, column 20)"])

@@ -214,9 +214,40 @@ final class HTTP1RequestParserTests: XCTestCase {
     }
 
     func testHost() {
-        expectError("GET / HTTP/1.1\r\n\r\n", .badHost)
-        expectError("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", .badHost)
+        expectError("GET / HTTP/1.1\r\n\r\n", .hostInvalid)
+        expectError("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", .hostInvalid)
+        expectError("GET / HTTP/1.1\r\nHost: a\r\nhost: a\r\n\r\n", .hostInvalid)
+        expectError("GET / HTTP/1.0\r\nHost: a\r\nHost: a\r\n\r\n", .hostInvalid)
         XCTAssertNil(ParserHarness.parseAllWays("GET / HTTP/1.0\r\n\r\n").error)
+        XCTAssertEqual(HTTPError.hostInvalid.status, 400)
+        XCTAssertEqual(HTTPError.hostInvalid.code, "host_invalid")
+    }
+
+    /// RFC 9112 section 3.2, RFC 9110 section 7.2: the value is `uri-host [ ":" port ]`.
+    func testHostValues() {
+        for good in ["example.com", "example.com:8080", "a", "A-b_c~d.e", "127.0.0.1", "127.0.0.1:0", "h:65535", "h:00080",
+                     "[::1]", "[::1]:443", "[::]", "[2001:db8::7]", "[2001:0db8:0000:0000:0000:ff00:0042:8329]",
+                     "[::ffff:192.0.2.1]:80", "[1:2:3:4:5:6:7::]", "[::2:3:4:5:6:7:8]", "[1:2:3:4:5:6:1.2.3.4]",
+                     "[v1.fe80::a+en1]", "ex%41mple.com", "xn--bcher-kva.example", "a!$&'()*+,;=b", "999.999.999.999"] {
+            XCTAssertNil(ParserHarness.parseAllWays("GET / HTTP/1.1\r\nHost: \(good)\r\n\r\n").error, good)
+            XCTAssertTrue(HTTPHostSyntax.isValidHostField(good), good)
+        }
+        for bad in ["", "a b", "a/b", "a\\b", "a@b", "user@h", "a:b", "h:", ":80", "h:65536", "h:123456", "h:-1", "h:8 0",
+                    "a?b", "a#b", "a%4", "a%zz", "\"q\"", "[::1", "::1", "[::1]x", "[::1]:", "[::1]:99999", "[]", "[:1]", "[1:]",
+                    "[1::2::3]", "[1:2:3:4:5:6:7:8:9]", "[1:2:3:4:5:6:7]", "[12345::]", "[::g]", "[fe80::1%25eth0]",
+                    "[::1.2.3]", "[::1.2.3.256]", "[::01.2.3.4]", "[1.2.3.4]", "[1:2:3:4:5:6:7:1.2.3.4]", "[v.x]", "[v1.]", "[vx.a]",
+                    "h\u{e9}.example", "a,b c"] {
+            XCTAssertFalse(HTTPHostSyntax.isValidHostField(bad), bad)
+            if !bad.isEmpty {
+                expectError("GET / HTTP/1.1\r\nHost: \(bad)\r\n\r\n", .hostInvalid)
+            }
+        }
+        // Empty: refused on both versions (an http URI never has an empty host); absent is fine on 1.0.
+        expectError("GET / HTTP/1.1\r\nHost:\r\n\r\n", .hostInvalid)
+        expectError("GET / HTTP/1.1\r\nHost:   \r\n\r\n", .hostInvalid)
+        expectError("GET / HTTP/1.0\r\nHost: \r\n\r\n", .hostInvalid)
+        expectError("GET / HTTP/1.0\r\nHost: a b\r\n\r\n", .hostInvalid)
+        XCTAssertNil(ParserHarness.parseAllWays("GET / HTTP/1.0\r\nHost: h:81\r\n\r\n").error)
     }
 
     func testExpect() {

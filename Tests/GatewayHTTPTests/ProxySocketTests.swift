@@ -69,7 +69,47 @@ final class ProxySocketTests: XCTestCase {
         XCTAssertFalse(lower.contains("keep-alive: timeout"), output)
         XCTAssertFalse(lower.contains("proxy-connection"), output)
         XCTAssertFalse(lower.contains("upgrade:"), output)
+        XCTAssertFalse(lower.contains("http2-settings"), "connection-specific even when Connection does not name it: \(output)")
+        XCTAssertFalse(lower.contains("proxy-authenticate"), output)
         XCTAssertTrue(lower.contains("content-length:"), output)
+    }
+
+    /// The connection-specific fields of `HopByHop.fieldNames` are dropped even when the client's
+    /// `Connection` does not name them (an h2c upgrade attempt naming only `Upgrade`).
+    func testConnectionSpecificFieldsNeverForwardedEvenWhenNotNamed() throws {
+        let r = try raw([.send("GET /api/h2c HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: h2c\r\n"
+                               + "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nTE: trailers\r\nKeep-Alive: timeout=5\r\n"
+                               + "Proxy-Connection: keep-alive\r\nProxy-Authorization: Basic dXNlcjpwYXNz\r\n"
+                               + "Expect: 100-continue\r\nX-End-To-End: passes\r\n\r\n"),
+                         .sleep(200), .send("GET /api/after HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")])
+        let responses = r.responses()
+        XCTAssertEqual(responses.count, 2, r.text)
+        let echo = try XCTUnwrap(responses.first)
+        XCTAssertEqual(echo.status, 200, "the upgrade is not tunnelled: a plain request and answer")
+        let names = echoHeaders(echo).map { $0.0.lowercased() }
+        for hop in ["connection", "upgrade", "http2-settings", "te", "keep-alive", "proxy-connection",
+                    "proxy-authorization", "expect"] {
+            XCTAssertFalse(names.contains(hop), "\(hop) must not be forwarded: \(names)")
+        }
+        XCTAssertTrue(names.contains("x-end-to-end"), "end-to-end fields pass: \(names)")
+        XCTAssertEqual(responses.last?.json["target"] as? String, "/api/after")
+    }
+
+    /// A client's `Connection` options remove the client's own fields, never the ones the handler
+    /// sets afterwards (`X-Gateway` here): hop-by-hop removal applies to what the previous hop sent.
+    func testConnectionOptionsCannotRemoveFieldsTheHandlerSets() throws {
+        let r = try raw([.send("GET /api/options HTTP/1.1\r\nHost: h\r\nConnection: X-Gateway, X-Custom-Hop\r\n"
+                               + "Connection: x-keep-as-well\r\nX-Custom-Hop: secret\r\nX-Gateway: forged\r\n"
+                               + "X-Keep-As-Well: client-named\r\nX-Keep: yes\r\nConnection: close\r\n\r\n")])
+        let echo = try XCTUnwrap(r.responses().first, r.text)
+        XCTAssertEqual(echo.status, 200, r.text)
+        let headers = echoHeaders(echo)
+        let names = headers.map { $0.0.lowercased() }
+        XCTAssertEqual(headers.filter { $0.0.lowercased() == "x-gateway" }.map(\.1), ["1"], "the handler's field is delivered: \(headers)")
+        XCTAssertFalse(names.contains("x-custom-hop"), "a field the client named is still removed: \(names)")
+        XCTAssertFalse(names.contains("x-keep-as-well"), "options from every Connection line count: \(names)")
+        XCTAssertTrue(names.contains("x-keep"), "fields not named pass: \(names)")
+        XCTAssertFalse(names.contains("connection"), names.description)
     }
 
     func testKeepAliveReusedOnBothSides() throws {

@@ -74,6 +74,38 @@ final class HeaderStripTests: E2ETestCase {
         XCTAssertEqual(echo.target, "/v1/open/forged?x=1")
     }
 
+    /// A client naming the gateway's own fields in `Connection` cannot make the gateway drop them:
+    /// hop-by-hop removal applies to what the client sent, before the gateway sets its fields. The
+    /// evidence fields the client named are still read (they were meant for the gateway).
+    func testConnectionOptionsCannotRemoveTheGatewaysFields() throws {
+        let device = try env.attestedDevice(.ref)
+        let signed = try env.signedRequest(device, target: "/v1/protected/connection", body: Array("pay".utf8), counter: 1)
+        let named = "App-Attest-Verdict, App-Attest-Key-Id, App-Attest-Counter, App-Attest-Environment, "
+            + "X-Forwarded-For, X-Forwarded-Proto, X-Client-Hop"
+        let reply = try env.send(signed, extraHeaders: [("Connection", named), ("X-Client-Hop", "the client's own"),
+                                                        ("X-Forwarded-For", "203.0.113.9"), ("X-Kept", "yes")])
+        XCTAssertEqual(reply.status, 200, "\(reply)")
+        guard let echo = reply.echo else { return XCTFail("no echo: \(reply)") }
+        XCTAssertEqual(echo.values("App-Attest-Verdict"), ["valid"], "\(echo.headers)")
+        XCTAssertEqual(echo.values("App-Attest-Key-Id"), [device.keyId])
+        XCTAssertEqual(echo.values("App-Attest-Counter"), ["1"])
+        XCTAssertEqual(echo.values("App-Attest-Environment"), ["development"])
+        XCTAssertEqual(echo.values("X-Forwarded-For"), ["127.0.0.1"], "the gateway's value, not the client's")
+        XCTAssertEqual(echo.values("X-Forwarded-Proto"), ["http"])
+        XCTAssertEqual(echo.values("X-Client-Hop"), [], "a field of the client's that it named is still removed")
+        XCTAssertEqual(echo.values("Connection"), [])
+        XCTAssertEqual(echo.values("X-Kept"), ["yes"])
+
+        // Monitor route, no evidence: the verdict and reason the gateway sets arrive too.
+        let monitored = try env.send("POST", "/v1/monitored/connection",
+                                     headers: [("Connection", "App-Attest-Verdict, app-attest-reason, X-Forwarded-For")],
+                                     body: Array("x".utf8))
+        XCTAssertEqual(monitored.status, 200, "\(monitored)")
+        XCTAssertEqual(monitored.echo?.values("App-Attest-Verdict"), ["missing"])
+        XCTAssertEqual(monitored.echo?.values("App-Attest-Reason"), ["assertion_missing"])
+        XCTAssertEqual(monitored.echo?.values("X-Forwarded-For"), ["127.0.0.1"])
+    }
+
     /// Family fields sent as chunked trailers never reach the upstream either.
     func testForgedTrailersAreStripped() throws {
         for (target, verdict) in [("/v1/open/trailer", [String]()), ("/v1/monitored/trailer", ["missing"])] {

@@ -38,6 +38,24 @@ final class ProxyBehaviourTests: E2ETestCase {
         XCTAssertEqual(try env.upstream.requestCount(), before)
     }
 
+    /// RFC 9112 section 3.2 / RFC 9110 section 7.2: a Host that is not `host[:port]`, empty, duplicated
+    /// or missing (HTTP/1.1) is `400 host_invalid` (action `deny`), never forwarded.
+    func testInvalidHostIs400AndNeverForwarded() throws {
+        let before = try env.upstream.requestCount()
+        for host in ["Host: a b\r\n", "Host: a/b\r\n", "Host: \r\n", "Host: x\r\nHost: x\r\n", "Host: x\r\nhost: y\r\n", "",
+                     "Host: x:99999\r\n", "Host: user@x\r\n"] {
+            let result = try RawClient.run(port: env.port, [.send("GET /v1/open/host HTTP/1.1\r\n\(host)\r\n")])
+            let reply = try XCTUnwrap(result.replies.first, "\(host.debugDescription): \(result.raw)")
+            assertRefusal(reply, status: 400, code: "host_invalid", action: "deny")
+            XCTAssertEqual(reply.header("App-Attest-Error"), "host_invalid")
+            XCTAssertTrue(result.closed, host.debugDescription)
+        }
+        XCTAssertEqual(try env.upstream.requestCount(), before, "none reached the upstream")
+        let good = try RawClient.run(port: env.port, [.send("GET /v1/open/host HTTP/1.1\r\nHost: api.example.com:8443\r\nConnection: close\r\n\r\n")])
+        XCTAssertEqual(good.replies.first?.status, 200, good.raw)
+        XCTAssertEqual(good.replies.first?.echo?.values("Host"), ["api.example.com:8443"])
+    }
+
     func testSlowHeadersAre408() throws {
         // timeouts.header is 1s.
         let result = try RawClient.run(port: env.port, timeout: 5, [

@@ -109,6 +109,8 @@ enum CommittedSeeds {
                 (3, "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx"),
                 (3, "GET / HTTP/1.1\nHost: a\n\n"),
                 (3, "GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n"),
+                (3, "GET / HTTP/1.1\r\nHost: [2001:db8::1.2.3.4]:8443\r\n\r\nGET / HTTP/1.1\r\nHost: [v1.x:y]\r\n\r\nGET / HTTP/1.0\r\nHost: ex%41mple.com:80\r\n\r\n"),
+                (3, "GET / HTTP/1.1\r\nHost: a b\r\n\r\n"),
             ]
             return requests.enumerated().map { ("request-\($0.offset)", [$0.element.0, UInt8($0.offset)] + Array($0.element.1.utf8)) }
         case "http-response":

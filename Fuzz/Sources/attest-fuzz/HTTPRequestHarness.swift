@@ -12,7 +12,8 @@ import GatewayRules
 /// on `needMoreData`), a failed parser stays failed; an accepted head has a target in normal form
 /// (independent `TargetCheck`) with the right path length, never both Content-Length and
 /// Transfer-Encoding, at most one Content-Length (digits only) whose value is the framing,
-/// Transfer-Encoding only as exactly `chunked` on HTTP/1.1, exactly one Host on HTTP/1.1, clean
+/// Transfer-Encoding only as exactly `chunked` on HTTP/1.1, exactly one Host on HTTP/1.1 (at most one
+/// on 1.0) whose value is `host[:port]` per an independent check (`HostCheck`), clean
 /// field lines; decoded body bytes never exceed the limit; a Content-Length body ends after exactly
 /// that many bytes; `bodyBytesDecoded` matches what was delivered.
 enum HTTPRequestHarness {
@@ -109,6 +110,9 @@ enum HTTPRequestHarness {
             }
             let hosts = headers.count(of: "host")
             Invariant.check(head.version == .http1_1 ? hosts == 1 : hosts <= 1, h, "\(hosts) Host fields on \(head.version)")
+            for field in headers where field.nameEquals("host") {
+                Invariant.check(HostCheck.isValid(Array(field.valueBytes)), h, "Host \(field.value.debugDescription) accepted, not host[:port]")
+            }
         }
     }
 

@@ -117,6 +117,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Keep-Alive", "timeout=5")
             self.send_header("Proxy-Connection", "keep-alive")
             self.send_header("Upgrade", "h2c")
+            self.send_header("HTTP2-Settings", "AAMAAABkAARAAAAAAAIAAAAA")
+            self.send_header("Proxy-Authenticate", "Basic realm=upstream")
             self.send_header("X-End-To-End", "passes")
         if q("close"):
             self.send_header("Connection", "close")

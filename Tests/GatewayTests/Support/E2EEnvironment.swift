@@ -12,6 +12,8 @@ import XCTest
 /// `/v1/protected` enforce (max_body 64KiB), `/v1/windowed` enforce with counter_window 8,
 /// `/v1/monitored` monitor, `/v1/failopen` enforce fail_open, `/v1/open` off (max_body 1KiB),
 /// `/v1/down` off to an upstream nobody listens on. No catch-all: anything else is 404.
+/// `trusted_proxies: [127.0.0.2/32]`: clients connecting from 127.0.0.2 act as a trusted proxy,
+/// from 127.0.0.1 (the default) as any client.
 final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable after init; parts lock themselves
     enum StoreKind { case redis, memory }
 
@@ -58,6 +60,7 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
         """
         listen: \(listen)
         admin: \(admin)
+        trusted_proxies: [127.0.0.2/32]
         store:
           url: \(store)
           command_timeout: 500ms

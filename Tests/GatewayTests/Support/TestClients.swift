@@ -11,8 +11,9 @@ enum Curl {
     ///   - headers: extra fields, sent in order (duplicates and any case are kept).
     ///   - body: request body (`--data-binary`), or nil for none.
     ///   - chunked: send the body with `Transfer-Encoding: chunked` instead of Content-Length.
+    ///   - source: the local address to connect from (`--interface`, e.g. `127.0.0.2`), or nil.
     static func request(port: UInt16, method: String, target: String, headers: [(String, String)] = [],
-                        body: [UInt8]? = nil, chunked: Bool = false) throws -> HTTPReply {
+                        body: [UInt8]? = nil, chunked: Bool = false, source: String? = nil) throws -> HTTPReply {
         guard ChildProcess.isAvailable("curl") else { throw XCTSkip("curl not installed") }
         let dir = try E2EPaths.temporaryDirectory("curl")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -20,6 +21,7 @@ enum Curl {
         let bodyFile = dir.appendingPathComponent("body").path
         var args = ["-s", "-S", "--http1.1", "--path-as-is", "--max-time", "20", "-X", method,
                     "-D", headerFile, "-o", bodyFile, "-H", "Expect:"]
+        if let source { args += ["--interface", source] }
         for (name, value) in headers { args += ["-H", "\(name): \(value)"] }
         if let body {
             let requestBody = dir.appendingPathComponent("request").path

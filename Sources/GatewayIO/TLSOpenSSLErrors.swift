@@ -1,0 +1,27 @@
+// Reading (and emptying) OpenSSL's per-thread error queue.
+
+internal import COpenSSL
+
+/// OpenSSL's per-thread error queue (ERR_get_error(3), ERR_error_string_n(3)), read so that one
+/// call's errors never show up in another connection's result.
+enum TLSOpenSSLErrors {
+    /// Every queued error as `error:<code>:<library>:<function>:<reason>`, joined with "; ", oldest
+    /// first; the queue is empty afterwards. "" when nothing was queued.
+    static func drain() -> String {
+        var parts: [String] = []
+        var buffer = [CChar](repeating: 0, count: 256)
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            ERR_error_string_n(code, &buffer, buffer.count)
+            parts.append(buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+        }
+        return parts.joined(separator: "; ")
+    }
+
+    /// `drain()`, or `fallback` when nothing was queued.
+    static func drain(or fallback: String) -> String {
+        let text = drain()
+        return text.isEmpty ? fallback : text
+    }
+}
