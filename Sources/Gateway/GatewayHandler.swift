@@ -23,6 +23,8 @@ final class GatewayHandler: HTTPHandler {
     let endpointsPrefix: [UInt8]
     let accessLog: AccessLog?
     let metrics: GatewayMetrics
+    /// Lifecycle events that can flood (failed TLS handshakes), rate-limited.
+    let events: RateLimitedEvents?
     /// Per-client limit of the endpoints (`endpoints.rate_limit`), if configured.
     let endpointLimiter: ClientRateLimiter?
     /// Largest body accepted by the gateway's own endpoints (attestation objects are about 5 KiB).
@@ -30,7 +32,8 @@ final class GatewayHandler: HTTPHandler {
 
     init(routeTable: RouteTable, routes: [CompiledRoute], endpoints: GatewayEndpoints, enforcer: AssertionEnforcer,
          family: HeaderFamily, forwarding: ForwardingHeaders, endpointsPrefix: String, accessLog: AccessLog?,
-         metrics: GatewayMetrics, endpointLimiter: ClientRateLimiter? = nil) {
+         metrics: GatewayMetrics, events: RateLimitedEvents? = nil, endpointLimiter: ClientRateLimiter? = nil) {
+        self.events = events
         self.routeTable = routeTable
         self.routes = routes
         self.endpoints = endpoints
@@ -83,6 +86,15 @@ final class GatewayHandler: HTTPHandler {
         let context = record.annotation as? RequestLogContext
         metrics.record(record, context: context)
         accessLog?.write(record, context: context)
+    }
+
+    /// Counted by listener, result and version; a failure is also logged, at most once a second
+    /// (the next line carries how many were suppressed).
+    func tlsHandshakeFinished(_ report: TLSHandshakeReport) {
+        metrics.record(report)
+        guard let failure = report.failure, failure != "draining" else { return }
+        events?.emit("tls_handshake_failed", [("listener", report.localAddress), ("client", report.remoteAddress),
+                                              ("reason", failure)])
     }
 
     // MARK: - Routing

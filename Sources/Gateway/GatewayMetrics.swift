@@ -27,13 +27,21 @@ final class GatewayMetrics: Sendable {
         }
     }
 
+    private struct HandshakeKey: Hashable {
+        let listener: String
+        let result: String
+        let version: String
+    }
+
     private struct State {
         var requests: [CounterKey: UInt64] = [:]
         var durations: [String: Histogram] = [:]
+        var handshakes: [HandshakeKey: UInt64] = [:]
 
         /// Adds `other`'s counts to these.
         mutating func merge(_ other: State) {
             requests.merge(other.requests, uniquingKeysWith: +)
+            handshakes.merge(other.handshakes, uniquingKeysWith: +)
             for (route, histogram) in other.durations {
                 if var mine = durations[route] {
                     for i in mine.buckets.indices { mine.buckets[i] += histogram.buckets[i] }
@@ -69,6 +77,14 @@ final class GatewayMetrics: Sendable {
         }
     }
 
+    /// Counts one downstream TLS handshake: `result` `ok` (with its version, `resumed` when the
+    /// session was resumed) or `failed`.
+    func record(_ handshake: TLSHandshakeReport) {
+        let result = handshake.succeeded ? (handshake.resumed ? "resumed" : "ok") : "failed"
+        let key = HandshakeKey(listener: handshake.localAddress, result: result, version: handshake.version ?? "none")
+        shards.withShard(handshake.loopIndex) { $0.handshakes[key, default: 0] += 1 }
+    }
+
     /// The number of requests counted for `route` with `status` (tests and tools).
     func requests(route: String, status: Int) -> UInt64 {
         snapshot().requests.filter { $0.key.route == route && $0.key.status == status }.values.reduce(0, +)
@@ -92,6 +108,13 @@ final class GatewayMetrics: Sendable {
             out += "attest_gateway_request_duration_seconds_bucket{route=\"\(label)\",le=\"+Inf\"} \(histogram.count)\n"
             out += "attest_gateway_request_duration_seconds_sum{route=\"\(label)\"} \(histogram.sum)\n"
             out += "attest_gateway_request_duration_seconds_count{route=\"\(label)\"} \(histogram.count)\n"
+        }
+        if !snapshot.handshakes.isEmpty {
+            out += "# HELP attest_gateway_tls_handshakes_total Downstream TLS handshakes by listener, result (ok, resumed, failed) and version.\n"
+            out += "# TYPE attest_gateway_tls_handshakes_total counter\n"
+            for (key, count) in snapshot.handshakes.sorted(by: { ($0.key.listener, $0.key.result, $0.key.version) < ($1.key.listener, $1.key.result, $1.key.version) }) {
+                out += "attest_gateway_tls_handshakes_total{listener=\"\(GatewayMetrics.escape(key.listener))\",result=\"\(key.result)\",version=\"\(key.version)\"} \(count)\n"
+            }
         }
         for item in extra {
             out += "# HELP \(item.name) \(item.help)\n# TYPE \(item.name) gauge\n\(item.name) \(item.value)\n"

@@ -28,28 +28,46 @@ public final class GatewayRuntime: Sendable {
     private let accessLog: AccessLog?
     let metrics: GatewayMetrics
     let keys: KeyCache
+    /// The data listeners as served (plain, or TLS with their contexts).
+    let listeners: [HTTPListenerConfiguration]
 
     /// Builds everything; nothing listens until `start()`.
     /// - Parameters:
     ///   - clock: wall-clock source (tests inject one to move time).
     ///   - loopCount: event loops (default: one per core).
     ///   - store: a store to use instead of the configured one (tests).
+    ///   - events: where lifecycle events raised while running go (event name and fields; the
+    ///     executable writes them as JSON lines on standard error), e.g. `tls_handshake_failed`
+    ///     at most once per second. nil: dropped.
     /// - Throws: `GatewayStartupError` when an extra root cannot be read, a store URL cannot be used,
-    ///   an upstream pool cannot be created, or the configuration has a TLS listener or an `https://`
-    ///   upstream (not served yet: refused rather than spoken to in plain text).
+    ///   an upstream pool cannot be created, or a TLS certificate, key or CA file cannot be used
+    ///   (named with its configuration path).
     public init(loaded: LoadedConfiguration, clock: GatewayClock = .system, loopCount: Int? = nil,
-                store injectedStore: (any AttestStore)? = nil) throws {
+                store injectedStore: (any AttestStore)? = nil,
+                events: (@Sendable (_ name: String, _ fields: [(String, String)]) -> Void)? = nil) throws {
         self.loaded = loaded
         let config = loaded.configuration
 
-        // TLS listeners and https upstreams are wired by the TLS transport; until then they are refused
-        // here, never served or spoken to in plain text.
-        if let i = config.listen.firstIndex(where: \.isTLS) {
-            throw GatewayStartupError("listen[\(i)]: TLS listeners are not served yet (the TLS transport is not wired)")
+        // TLS: one server context per TLS listener (certificates by SNI; read and checked now, so a bad
+        // file stops the start with its configuration path), one client context per https upstream.
+        var listeners: [HTTPListenerConfiguration] = []
+        for (index, listener) in config.listen.enumerated() {
+            let endpoint = GatewayRuntime.listenAddress(listener.address)
+            guard let tls = listener.tls else {
+                listeners.append(HTTPListenerConfiguration(endpoint))
+                continue
+            }
+            let settings = TLSServerSettings(
+                certificates: tls.certificates.map { TLSServerSettings.Certificate(chainPath: $0.chain, keyPath: $0.key) },
+                minVersion: tls.minVersion == .v1_3 ? .tls13 : .tls12,
+                alpn: GatewayRuntime.alpn)
+            do {
+                listeners.append(HTTPListenerConfiguration(endpoint, tls: try TLSServerContext(settings: settings)))
+            } catch {
+                throw GatewayStartupError("listen[\(index)].tls: \(error)")
+            }
         }
-        if let upstream = config.upstreams.first(where: { $0.endpoint.isTLS }) {
-            throw GatewayStartupError("upstreams.\(upstream.name): https upstreams are not served yet (the TLS transport is not wired)")
-        }
+        self.listeners = listeners
 
         // Trust: Apple's pinned roots plus, for test devices only, the configured extra roots.
         var extraRoots: [X509Certificate] = []
@@ -89,15 +107,23 @@ public final class GatewayRuntime: Sendable {
         for upstream in config.upstreams {
             let address: SocketEndpoint
             switch upstream.endpoint {
-            case .http(let host, let port): address = .tcp(host: host, port: port)
-            case .https: throw GatewayStartupError("upstreams.\(upstream.name): https upstreams are not served yet")  // refused above
+            case .http(let host, let port), .https(let host, let port): address = .tcp(host: host, port: port)
             case .unix(let path): address = .unix(path: path)
             }
-            let pool = try UpstreamPool(GatewayHTTP.UpstreamConfiguration(
+            var settings = GatewayHTTP.UpstreamConfiguration(
                 name: upstream.name, address: address,
                 connectTimeout: GatewayRuntime.seconds(upstream.connectTimeout),
                 responseTimeout: GatewayRuntime.seconds(upstream.responseTimeout),
-                maxIdlePerLoop: max(1, upstream.maxIdleConnections / max(1, group.loops.count))), group: group)
+                maxIdlePerLoop: max(1, upstream.maxIdleConnections / max(1, group.loops.count)))
+            if let tls = upstream.tls {
+                do {
+                    let context = try TLSClientContext(settings: TLSClientSettings(verify: tls.verify, caPath: tls.ca))
+                    settings.tls = (context, tls.serverName)
+                } catch {
+                    throw GatewayStartupError("upstreams.\(upstream.name).tls: \(error)")
+                }
+            }
+            let pool = try UpstreamPool(settings, group: group)
             poolsByName[upstream.name] = pool
             pools.append(pool)
         }
@@ -120,6 +146,7 @@ public final class GatewayRuntime: Sendable {
                                      forwarding: ForwardingHeaders(trusted: config.trustedProxies),
                                      endpointsPrefix: config.endpoints.prefix,
                                      accessLog: accessLog, metrics: metrics,
+                                     events: RateLimitedEvents(sink: events ?? { _, _ in }, now: { EventLoop.now() }),
                                      endpointLimiter: config.endpoints.rateLimit.map {
                                          ClientRateLimiter(requestsPerSecond: $0.requestsPerSecond, burst: $0.burst, clock: clock)
                                      })
@@ -127,14 +154,15 @@ public final class GatewayRuntime: Sendable {
         let limits = HTTP1ParserLimits(maxHeaderBytes: config.limits.maxHeaderBytes, maxHeaderCount: config.limits.maxHeaders)
         let timeouts = HTTPServerTimeouts(headerRead: GatewayRuntime.seconds(config.timeouts.header),
                                           bodyRead: GatewayRuntime.seconds(config.timeouts.body),
-                                          idle: GatewayRuntime.seconds(config.timeouts.idle))
+                                          idle: GatewayRuntime.seconds(config.timeouts.idle),
+                                          tlsHandshake: GatewayRuntime.seconds(config.timeouts.tlsHandshake))
         server = HTTPServer(configuration: HTTPServerConfiguration(
-            listeners: config.listenAddresses.map(GatewayRuntime.listenAddress), limits: limits, timeouts: timeouts,
+            listeners: listeners, limits: limits, timeouts: timeouts,
             maxConnections: config.limits.maxConnections),
             group: group, handler: handler)
         adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys, accessLog: accessLog)
         if let admin = config.admin {
-            adminServer = HTTPServer(configuration: HTTPServerConfiguration(listeners: [GatewayRuntime.listenAddress(admin)]),
+            adminServer = HTTPServer(configuration: HTTPServerConfiguration(listeners: [HTTPListenerConfiguration(GatewayRuntime.listenAddress(admin))]),
                                      group: group, handler: adminHandler)
         } else {
             adminServer = nil
@@ -234,6 +262,9 @@ public final class GatewayRuntime: Sendable {
             }
         }
     }
+
+    /// ALPN protocols offered on TLS listeners, in preference order (RFC 7301).
+    static let alpn = ["http/1.1"]
 
     static func listenAddress(_ address: GatewayConfig.SocketAddress) -> SocketEndpoint {
         switch address {

@@ -153,6 +153,7 @@ extension Refusal {
         case .hostInvalid: return "the request needs exactly one Host field (HTTP/1.1) whose value is host[:port]"
         case .upstreamUnavailable, .upstreamReset, .upstreamBadResponse: return "the upstream could not be reached or failed"
         case .upstreamConnectTimeout, .upstreamTimeout: return "the upstream did not answer in time"
+        case .upstreamTLSFailed: return "the TLS handshake with the upstream failed"
         case .shuttingDown: return "the gateway is shutting down"
         default:
             if error.code.hasPrefix("target_") {

@@ -9,7 +9,7 @@ import GatewayIO
 /// beyond) and parsed only after the response. Every error the parser reports is answered through
 /// the handler's error renderer and closes the connection after a bounded lingering close
 /// (RFC 9112 section 9.6), so a client's unread bytes never turn the answer into a TCP reset.
-final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, UpstreamResponseSink,
+final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, UpstreamResponseSink,
     @unchecked Sendable  // all state confined to `loop.queue`; `deliver` hops onto it
 {
     private enum Phase { case idle, head, body, handling, forwarding, closing, lingering, closed }
@@ -348,7 +348,7 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
             closeAfterFlush()
             return
         }
-        if phase != .closed && !peerClosed && pending.count <= pendingLimit { channel.resumeReading() }
+        if phase != .closed && !peerClosed && pending.count <= pendingLimit { stream.resumeReading() }
     }
 
     // MARK: proxying
@@ -508,7 +508,7 @@ final class HTTP1ServerConnection: EventLoopResident, HTTPResponseSink, Upstream
         stream.shutdownWrite()
         phase = .lingering
         pending = []
-        channel.resumeReading()
+        stream.resumeReading()
         setDeadline(.linger, context.lingerTimeout)
     }
 

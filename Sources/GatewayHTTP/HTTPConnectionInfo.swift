@@ -10,8 +10,10 @@ public struct HTTPConnectionInfo: Sendable {
     public let remoteAddress: String
     /// The listener it arrived on: `127.0.0.1:8080`, `[::]:8080` or `unix:/path`.
     public let localAddress: String
-    /// Whether the connection is TLS (always false until TLS lands).
+    /// Whether the connection is TLS.
     public let isSecure: Bool
+    /// The negotiated TLS version (`TLSv1.2`, `TLSv1.3`), nil on plain connections.
+    public let tlsVersion: String?
     /// The host part of `remoteAddress` (`1.2.3.4`, `::1` without brackets, `unix` for a Unix socket
     /// peer), computed once per connection (e.g. for `X-Forwarded-For` on every request).
     public let remoteHost: String
@@ -21,11 +23,13 @@ public struct HTTPConnectionInfo: Sendable {
     public let loopIndex: Int
 
     /// Info from parts.
-    public init(id: UInt64, remoteAddress: String, localAddress: String, isSecure: Bool = false, loopIndex: Int = 0) {
+    public init(id: UInt64, remoteAddress: String, localAddress: String, isSecure: Bool = false, tlsVersion: String? = nil,
+                loopIndex: Int = 0) {
         self.id = id
         self.remoteAddress = remoteAddress
         self.localAddress = localAddress
         self.isSecure = isSecure
+        self.tlsVersion = tlsVersion
         self.loopIndex = loopIndex
         remoteHost = HTTPConnectionInfo.host(of: remoteAddress)
     }

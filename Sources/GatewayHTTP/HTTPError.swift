@@ -98,6 +98,9 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
     case upstreamReset = "upstream_reset"
     /// The upstream answered something that is not a well-formed HTTP/1.1 response.
     case upstreamBadResponse = "upstream_bad_response"
+    /// The TLS handshake with an `https://` upstream failed (certificate not trusted or not for the
+    /// upstream's name, no common protocol version or cipher, the upstream closed during it).
+    case upstreamTLSFailed = "upstream_tls_failed"
     /// Connecting to the upstream took longer than the connect timeout.
     case upstreamConnectTimeout = "upstream_connect_timeout"
     /// The upstream response head did not arrive in time, or its body stalled longer than the response timeout.
@@ -117,7 +120,7 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
         case .headerTimeout, .bodyTimeout: return 408
         case .handlerDidNotRespond: return 500
         case .shuttingDown: return 503
-        case .upstreamUnavailable, .upstreamReset, .upstreamBadResponse: return 502
+        case .upstreamUnavailable, .upstreamReset, .upstreamBadResponse, .upstreamTLSFailed: return 502
         case .upstreamConnectTimeout, .upstreamTimeout: return 504
         default: return 400
         }

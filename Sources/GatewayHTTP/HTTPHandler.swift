@@ -28,6 +28,10 @@ public protocol HTTPHandler: AnyObject, Sendable {
 
     /// Access-log hook: final status, bytes and latency of a request. Default: nothing.
     func requestCompleted(_ record: HTTPAccessRecord)
+
+    /// A downstream TLS handshake finished, well or not (runs on the event loop: must not block).
+    /// Default: nothing.
+    func tlsHandshakeFinished(_ report: TLSHandshakeReport)
 }
 
 extension HTTPHandler {
@@ -40,4 +44,7 @@ extension HTTPHandler {
 
     /// Does nothing.
     public func requestCompleted(_ record: HTTPAccessRecord) {}
+
+    /// Does nothing.
+    public func tlsHandshakeFinished(_ report: TLSHandshakeReport) {}
 }

@@ -14,6 +14,8 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
     let requested: SocketEndpoint
     let bound: SocketAddress
     let unixPath: String?
+    /// The TLS context of a TLS listener (nil: plain).
+    let tls: TLSServerContext?
     private let localDescription: String
     private var source: DispatchSourceRead?
     private var nextLoop = 0
@@ -21,8 +23,9 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
     private var closed = false
 
     /// Binds and listens (SO_REUSEADDR for TCP; a stale Unix socket file is replaced).
-    init(_ requested: SocketEndpoint, backlog: Int, unixPermissions: UInt16?) throws {
+    init(_ requested: SocketEndpoint, tls: TLSServerContext?, backlog: Int, unixPermissions: UInt16?) throws {
         self.requested = requested
+        self.tls = tls
         let address: SocketAddress
         switch requested {
         case .tcp(let host, let port):
@@ -75,12 +78,20 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
                 let loop = group.loops[nextLoop % group.loops.count]
                 nextLoop = (nextLoop + 1) % group.loops.count
                 context.connectionOpened()
-                let info = HTTPConnectionInfo(id: context.makeConnectionID(),
-                                              remoteAddress: isUnix ? "unix:" : peer.description,
-                                              localAddress: localDescription, loopIndex: loop.index)
-                loop.execute {
-                    HTTP1ServerConnection(stream: ByteStream(fd: connectionFD, loop: loop), loop: loop, context: context,
-                                          info: info).start()
+                let id = context.makeConnectionID()
+                let remote = isUnix ? "unix:" : peer.description
+                let local = localDescription
+                if let tls {
+                    loop.execute {
+                        TLSHandshakeConnection(fd: connectionFD, tls: tls, loop: loop, context: context, id: id,
+                                               remoteAddress: remote, localAddress: local).start()
+                    }
+                } else {
+                    let info = HTTPConnectionInfo(id: id, remoteAddress: remote, localAddress: local, loopIndex: loop.index)
+                    loop.execute {
+                        HTTP1ServerConnection(stream: ByteStream(fd: connectionFD, loop: loop), loop: loop, context: context,
+                                              info: info).start()
+                    }
                 }
             case .failure(let f):
                 // Out of descriptors or memory: stop accepting briefly instead of spinning.

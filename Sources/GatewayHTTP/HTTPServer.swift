@@ -52,8 +52,8 @@ public final class HTTPServer: Sendable {
             guard listeners.withLock({ $0.isEmpty }) else {
                 throw Socket.Failure(call: "start: already started", errno: 114)  // EALREADY
             }
-            for address in configuration.listeners {
-                bound.append(try HTTPListener(address, backlog: configuration.backlog,
+            for listener in configuration.listeners {
+                bound.append(try HTTPListener(listener.endpoint, tls: listener.tls, backlog: configuration.backlog,
                                               unixPermissions: configuration.unixSocketPermissions))
             }
         } catch {
@@ -85,10 +85,10 @@ public final class HTTPServer: Sendable {
             context.beginDraining(completion)
             for loop in group.loops {
                 loop.execute {
-                    for case let c as HTTP1ServerConnection in loop.allResidents where c.context === context { c.drain() }
+                    for case let c as any DownstreamConnection in loop.allResidents where c.context === context { c.drain() }
                 }
                 loop.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(0, min(gracePeriod, 1e6)) * 1e9))) {
-                    for case let c as HTTP1ServerConnection in loop.allResidents where c.context === context {
+                    for case let c as any DownstreamConnection in loop.allResidents where c.context === context {
                         c.forceClose()
                     }
                 }

@@ -5,8 +5,8 @@ import GatewayRules
 
 /// Everything an `HTTPServer` needs besides its handler and event loops.
 public struct HTTPServerConfiguration: Sendable {
-    /// Addresses to listen on (at least one).
-    public var listeners: [SocketEndpoint]
+    /// Where to listen (at least one), plain or TLS.
+    public var listeners: [HTTPListenerConfiguration]
     /// listen(2) backlog (default 4096; the kernel caps it at `net.core.somaxconn`).
     public var backlog: Int
     /// Most connections accepted per readiness event (default 64).
@@ -30,7 +30,7 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxConnections: Int
 
     /// A configuration with defaults suitable for a public-facing reverse proxy.
-    public init(listeners: [SocketEndpoint], backlog: Int = 4096, acceptBatch: Int = 64,
+    public init(listeners: [HTTPListenerConfiguration], backlog: Int = 4096, acceptBatch: Int = 64,
                 limits: HTTP1ParserLimits = HTTP1ParserLimits(), targetPolicy: RequestTargetPolicy = RequestTargetPolicy(),
                 timeouts: HTTPServerTimeouts = HTTPServerTimeouts(), maxRequestsPerConnection: Int = 0,
                 writeHighWatermark: Int = 256 * 1024, unixSocketPermissions: UInt16? = nil, maxConnections: Int = 0) {

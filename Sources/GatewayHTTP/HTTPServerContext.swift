@@ -13,6 +13,7 @@ final class HTTPServerContext: Sendable {
     let idleTimeout: UInt64
     let writeTimeout: UInt64
     let lingerTimeout: UInt64
+    let tlsHandshakeTimeout: UInt64
     private let draining = Atomic<Bool>(false)
     private let nextConnectionID = Atomic<UInt64>(1)
     private let accounting = Mutex<Accounting>(Accounting())
@@ -32,6 +33,7 @@ final class HTTPServerContext: Sendable {
         idleTimeout = ns(configuration.timeouts.idle)
         writeTimeout = ns(configuration.timeouts.write)
         lingerTimeout = ns(configuration.timeouts.linger)
+        tlsHandshakeTimeout = ns(configuration.timeouts.tlsHandshake)
     }
 
     var isDraining: Bool { draining.load(ordering: .relaxed) }

@@ -19,9 +19,14 @@ public struct HTTPServerTimeouts: Sendable, Hashable {
     /// After answering with `Connection: close`, how long unread input is drained (so the response is
     /// not destroyed by a TCP reset) before the socket is closed. Default 2 s.
     public var linger: Double
+    /// From accept until the TLS handshake is complete, on TLS listeners: close (counted as a failed
+    /// handshake). Default 10 s.
+    public var tlsHandshake: Double
 
     /// Timeouts with the given values.
-    public init(headerRead: Double = 10, bodyRead: Double = 30, idle: Double = 60, write: Double = 60, linger: Double = 2) {
+    public init(headerRead: Double = 10, bodyRead: Double = 30, idle: Double = 60, write: Double = 60, linger: Double = 2,
+                tlsHandshake: Double = 10) {
+        self.tlsHandshake = tlsHandshake
         self.headerRead = headerRead
         self.bodyRead = bodyRead
         self.idle = idle

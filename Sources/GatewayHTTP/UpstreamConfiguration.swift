@@ -22,6 +22,9 @@ public struct UpstreamConfiguration: Sendable {
     public var maxIdlePerLoop: Int
     /// Limits for response heads.
     public var limits: HTTP1ParserLimits
+    /// TLS for `https://` upstreams: the client context (peer verification, CAs) and the name sent
+    /// as SNI and checked against the upstream's certificate. nil: plain.
+    package var tls: (context: TLSClientContext, serverName: String)?
 
     /// A configuration with defaults.
     public init(name: String? = nil, address: SocketEndpoint, hostHeader: String? = nil, connectTimeout: Double = 5,

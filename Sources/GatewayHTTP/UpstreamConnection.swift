@@ -11,7 +11,7 @@ import Musl
 /// `HTTP1ResponseParser` and relays it to its `UpstreamExchange`; between exchanges it waits idle in
 /// its `UpstreamLoopPool`.
 final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.queue`
-    private enum State { case connecting, active, idle, closed }
+    private enum State { case connecting, handshaking, active, idle, closed }
     private enum Deadline { case none, connect, response, idle }
 
     private let pool: UpstreamLoopPool
@@ -53,7 +53,10 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         case .success(let connected):
             if !address.isUnix { Socket.setNoDelay(fd) }
             let c = UpstreamConnection(pool: pool, fd: fd, connected: connected)
-            if connected {
+            if connected && pool.settings.tls != nil {
+                c.setDeadline(.connect, pool.settings.connectTimeout)
+                c.startTLS()
+            } else if connected {
                 c.channel.startReading()
             } else {
                 c.setDeadline(.connect, pool.settings.connectTimeout)
@@ -95,7 +98,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
     func resumeReading() {
         guard paused, state == .active else { return }
         paused = false
-        channel.resumeReading()
+        stream.resumeReading()
         setDeadline(.response, pool.settings.responseTimeout)
     }
 
@@ -147,11 +150,17 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
                 fail(.upstreamUnavailable)
                 return
             }
+            if pool.settings.tls != nil {
+                startTLS()
+                return
+            }
             state = .active
             channel.disarmWrite()
             channel.startReading()
             setDeadline(.response, pool.settings.responseTimeout)
             flush()
+        case .handshaking:
+            advanceHandshake()
         case .active:
             flush()
         case .idle, .closed:
@@ -159,8 +168,41 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         }
     }
 
+    /// TCP is up: the TLS client handshake comes next (bounded by the connect timeout).
+    private func startTLS() {
+        guard let tls = pool.settings.tls else { return }
+        state = .handshaking
+        do {
+            stream.attachTLS(try TLSConnection(client: tls.context, fd: channel.fd, serverName: tls.serverName))
+        } catch {
+            fail(.upstreamTLSFailed)
+            return
+        }
+        advanceHandshake()
+    }
+
+    private func advanceHandshake() {
+        switch stream.continueHandshake() {
+        case .inProgress:
+            break
+        case .done:
+            state = .active
+            channel.startReading()
+            if exchange != nil {
+                setDeadline(.response, pool.settings.responseTimeout)
+                flush()
+            } else {
+                deadlineKind = .none
+            }
+        case .closed, .failed:
+            fail(.upstreamTLSFailed)
+        }
+    }
+
     private func readable() {
         switch state {
+        case .handshaking:
+            advanceHandshake()
         case .idle:
             // An idle connection has nothing to read: data or end of file means it is unusable.
             close()

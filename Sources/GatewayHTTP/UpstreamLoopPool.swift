@@ -13,6 +13,8 @@ final class UpstreamLoopPool: @unchecked Sendable {  // mutable state confined t
         let idleTimeout: UInt64
         let maxIdle: Int
         let limits: HTTP1ParserLimits
+        /// TLS for `https://` upstreams (client context and server name), nil for plain.
+        let tls: (context: TLSClientContext, serverName: String)?
     }
 
     let loop: EventLoop

@@ -69,7 +69,8 @@ public final class UpstreamPool: Sendable {
             responseTimeout: UpstreamLoopPool.nanoseconds(configuration.responseTimeout),
             idleTimeout: UpstreamLoopPool.nanoseconds(configuration.idleTimeout),
             maxIdle: max(0, configuration.maxIdlePerLoop),
-            limits: configuration.limits)
+            limits: configuration.limits,
+            tls: configuration.tls)
         let counters = self.counters
         loopPools = group.loops.map { UpstreamLoopPool(loop: $0, settings: settings, counters: counters) }
     }

@@ -51,7 +51,7 @@ case "--help", "-h", "help":
     exit(0)
 case "check-config":
     guard arguments.count == 2 else { fail(usage) }
-    let report = ConfigCheckReport.check(path: arguments[1])
+    let report = ConfigCheckReport.check(path: arguments[1], checkFiles: { TLSFileChecker.check($0) })
     print(report.standardOutput, terminator: "")
     FileHandle.standardError.write(Data(report.standardError.utf8))
     exit(report.exitCode)
@@ -80,7 +80,7 @@ for warning in loaded.warnings { event("config_warning", level: .warning, [("det
 let runtime: GatewayRuntime
 let listeners: GatewayRuntime.Listeners
 do {
-    runtime = try GatewayRuntime(loaded: loaded)
+    runtime = try GatewayRuntime(loaded: loaded, events: { name, fields in event(name, level: .warning, fields) })
     listeners = try runtime.start()
 } catch {
     fail("attest-gateway: cannot start: \(error)", code: 1)

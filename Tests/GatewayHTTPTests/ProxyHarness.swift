@@ -51,11 +51,14 @@ final class ProxyHarness {
     let server: HTTPServer
     let port: UInt16
     let tempDir: URL
+    /// Whether the first listener (`port`) is TLS.
+    let isTLS: Bool
 
     static let testTimeouts = HTTPServerTimeouts(headerRead: 0.3, bodyRead: 0.3, idle: 2, write: 5, linger: 0.5)
 
     init(timeouts: HTTPServerTimeouts = ProxyHarness.testTimeouts, limits: HTTP1ParserLimits = HTTP1ParserLimits(),
-         withUnixUpstream: Bool = false, extraListeners: [SocketEndpoint] = [], maxRequestsPerConnection: Int = 0,
+         withUnixUpstream: Bool = false, extraListeners: [HTTPListenerConfiguration] = [], tls: TLSServerContext? = nil,
+         maxRequestsPerConnection: Int = 0,
          maxConnections: Int = 0) throws {
         tempDir = FileManager.default.temporaryDirectory.appendingPathComponent("gwhttp-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: tempDir, withIntermediateDirectories: true)
@@ -82,7 +85,9 @@ final class ProxyHarness {
                                                                connectTimeout: 0.3), group: group)
         handler = ProxyTestHandler(upstream: pool, unixUpstream: unixPool, deadUpstream: deadPool, slowUpstream: slowPool,
                                    blackholeUpstream: blackholePool)
-        let configuration = HTTPServerConfiguration(listeners: [.tcp(host: "127.0.0.1", port: 0)] + extraListeners,
+        isTLS = tls != nil
+        let configuration = HTTPServerConfiguration(listeners: [HTTPListenerConfiguration(.tcp(host: "127.0.0.1", port: 0), tls: tls)]
+                                                        + extraListeners,
                                                     limits: limits, timeouts: timeouts,
                                                     maxRequestsPerConnection: maxRequestsPerConnection,
                                                     maxConnections: maxConnections)
@@ -92,7 +97,7 @@ final class ProxyHarness {
         port = p
     }
 
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+    func url(_ path: String) -> String { "\(isTLS ? "https" : "http")://127.0.0.1:\(port)\(path)" }
 
     /// Shuts the server down and waits for the completion.
     func stop() {

@@ -23,6 +23,7 @@ final class ProxyTestHandler: HTTPHandler {
     let blackholeUpstream: UpstreamPool?
     private let records = Mutex<[HTTPAccessRecord]>([])
     private let heads = Mutex<Int>(0)
+    private let handshakes = Mutex<[TLSHandshakeReport]>([])
 
     init(upstream: UpstreamPool?, unixUpstream: UpstreamPool? = nil, deadUpstream: UpstreamPool? = nil,
          slowUpstream: UpstreamPool? = nil, blackholeUpstream: UpstreamPool? = nil) {
@@ -35,6 +36,12 @@ final class ProxyTestHandler: HTTPHandler {
 
     var completed: [HTTPAccessRecord] { records.withLock { $0 } }
     var headDecisions: Int { heads.withLock { $0 } }
+    /// Every TLS handshake reported so far, in order.
+    var tlsHandshakes: [TLSHandshakeReport] { handshakes.withLock { $0 } }
+
+    func tlsHandshakeFinished(_ report: TLSHandshakeReport) {
+        handshakes.withLock { $0.append(report) }
+    }
 
     func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision {
         heads.withLock { $0 += 1 }

@@ -10,12 +10,17 @@ final class TestUpstream {
     let port: UInt16?
     /// Unix socket path, or nil.
     let unixPath: String?
+    /// Whether it serves HTTPS.
+    let isTLS: Bool
 
-    /// Starts on a free TCP port (or on `unixPath`) and waits for it to listen.
-    init(unixPath: String? = nil) throws {
+    /// Starts on a free TCP port (or on `unixPath`) and waits for it to listen; with `tls`, it
+    /// serves HTTPS with that chain and key.
+    init(unixPath: String? = nil, tls: (chainPath: String, keyPath: String)? = nil) throws {
         guard ChildProcess.isAvailable("python3") else { throw XCTSkip("python3 not installed") }
         let script = TestUpstream.fixtures.appendingPathComponent("upstream.py").path
-        let args = unixPath.map { [script, "--unix", $0] } ?? [script, "--port", "0"]
+        var args = unixPath.map { [script, "--unix", $0] } ?? [script, "--port", "0"]
+        if let tls { args += ["--tls-chain", tls.chainPath, "--tls-key", tls.keyPath] }
+        isTLS = tls != nil
         process = try ChildProcess("python3", args)
         self.unixPath = unixPath
         let deadline = Date().addingTimeInterval(15)
@@ -37,7 +42,7 @@ final class TestUpstream {
     /// `{"connections": n, "requests": m}` as seen by the upstream.
     func stats() throws -> (connections: Int, requests: Int) {
         guard let port else { return (0, 0) }
-        let r = try ChildProcess.run("curl", ["-s", "--max-time", "5", "http://127.0.0.1:\(port)/__stats"])
+        let r = try ChildProcess.run("curl", ["-s", "-k", "--max-time", "5", "\(isTLS ? "https" : "http")://127.0.0.1:\(port)/__stats"])
         let json = try JSONSerialization.jsonObject(with: Data(r.output.utf8)) as? [String: Int] ?? [:]
         return (json["connections"] ?? -1, json["requests"] ?? -1)
     }
@@ -123,11 +128,13 @@ enum RawClient {
         func responses(headRequests: Set<Int> = []) -> [RawResponse] { RawResponse.parseAll(bytes, headRequests: headRequests) }
     }
 
-    static func run(port: UInt16? = nil, unixPath: String? = nil, timeout: Double = 5, _ steps: [Step]) throws -> Result {
+    static func run(port: UInt16? = nil, unixPath: String? = nil, timeout: Double = 5, tlsCA: String? = nil,
+                    _ steps: [Step]) throws -> Result {
         let script = TestUpstream.fixtures.appendingPathComponent("rawclient.py").path
         var args = [script, "--timeout", String(timeout)]
         if let port { args += ["--port", String(port)] }
         if let unixPath { args += ["--unix", unixPath] }
+        if let tlsCA { args += ["--tls", tlsCA] }
         let json: [[String: Any]] = steps.map {
             switch $0 {
             case .send(let s): return ["send": Data(s.utf8).base64EncodedString()]

@@ -1,5 +1,6 @@
 import Foundation
 @testable import GatewayIO
+import GatewayTestSupport
 import XCTest
 
 /// `TLSCertificateCheck`, the check-config side: every problem it reports, each with a file that

@@ -1,5 +1,6 @@
 import Foundation
 @testable import GatewayIO
+import GatewayTestSupport
 import XCTest
 
 /// Handshakes between a `TLSServerContext` and a `TLSClientContext` over a socketpair: versions,

@@ -1,5 +1,6 @@
 import Foundation
 @testable import GatewayIO
+import GatewayTestSupport
 import XCTest
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import Foundation
 @testable import GatewayIO
+import GatewayTestSupport
 import XCTest
 
 /// Session resumption: tickets (RFC 5077, RFC 8446 section 4.6.1) with rotating keys, the server's

@@ -1,5 +1,6 @@
 import Foundation
 @testable import GatewayIO
+import GatewayTestSupport
 import XCTest
 
 /// Building and reloading a `TLSServerContext`: file errors name the file and OpenSSL's reason;

@@ -1,5 +1,6 @@
 import Foundation
 @testable import GatewayIO
+import GatewayTestSupport
 import XCTest
 
 /// The client side's peer verification (RFC 5280 path validation, RFC 6125 name check) and its

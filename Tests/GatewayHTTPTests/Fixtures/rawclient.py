@@ -3,6 +3,9 @@
 
 Reads a JSON list of steps on stdin: {"send": "<base64>"}, {"sleep": ms}, {"shutdown": true}.
 Reads concurrently until the server closes or --timeout seconds pass after the last step.
+With --tls CAFILE the connection is TLS (server name --sni, default 127.0.0.1, verified against
+CAFILE); then the steps are sent first and the answer read afterwards (one thread: an SSL object is
+not shared between threads).
 Prints JSON: {"response": "<base64 of everything received>", "closed": true|false, "sendError": str|null}.
 """
 import argparse
@@ -19,6 +22,8 @@ def main():
     parser.add_argument("--port", type=int)
     parser.add_argument("--unix")
     parser.add_argument("--timeout", type=float, default=5.0)
+    parser.add_argument("--tls")
+    parser.add_argument("--sni", default="127.0.0.1")
     args = parser.parse_args()
     steps = json.load(sys.stdin)
     if args.unix:
@@ -26,6 +31,12 @@ def main():
         sock.connect(args.unix)
     else:
         sock = socket.create_connection(("127.0.0.1", args.port))
+    if args.tls:
+        import ssl
+        context = ssl.create_default_context(cafile=args.tls)
+        sock = context.wrap_socket(sock, server_hostname=args.sni)
+        tls_main(sock, steps, args.timeout)
+        return
     received = bytearray()
     state = {"closed": False}
     done = threading.Event()
@@ -58,6 +69,37 @@ def main():
             break
     done.wait(args.timeout)
     print(json.dumps({"response": base64.b64encode(bytes(received)).decode(), "closed": state["closed"],
+                      "sendError": send_error}))
+
+
+def tls_main(sock, steps, timeout):
+    received = bytearray()
+    closed = False
+    send_error = None
+    for step in steps:
+        try:
+            if "send" in step:
+                sock.sendall(base64.b64decode(step["send"]))
+            elif "sleep" in step:
+                time.sleep(step["sleep"] / 1000)
+            elif "shutdown" in step:
+                sock.shutdown(socket.SHUT_WR)
+        except OSError as e:
+            send_error = str(e)
+            break
+    sock.settimeout(timeout)
+    try:
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                closed = True
+                break
+            received.extend(data)
+    except socket.timeout:
+        pass
+    except OSError:
+        closed = True
+    print(json.dumps({"response": base64.b64encode(bytes(received)).decode(), "closed": closed,
                       "sendError": send_error}))
 
 

@@ -168,6 +168,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int)
     parser.add_argument("--unix")
+    parser.add_argument("--tls-chain", help="serve HTTPS with this PEM chain (leaf first)")
+    parser.add_argument("--tls-key", help="the chain's private key")
     args = parser.parse_args()
     if args.unix:
         server = UnixServer(args.unix, Handler)
@@ -175,6 +177,11 @@ def main():
     else:
         ThreadingHTTPServer.daemon_threads = True
         server = ThreadingHTTPServer(("127.0.0.1", args.port or 0), Handler)
+        if args.tls_chain:
+            import ssl
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(args.tls_chain, args.tls_key)
+            server.socket = context.wrap_socket(server.socket, server_side=True)
         print("READY %d" % server.server_address[1], flush=True)
     server.serve_forever()
 

@@ -21,6 +21,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--timeout", type=float, default=10.0)
+    parser.add_argument("--tls", help="CA file: connect with TLS (server name 127.0.0.1)")
     args = parser.parse_args()
     requests = [base64.b64decode(r) for r in json.load(sys.stdin)["requests"]]
     barrier = threading.Barrier(len(requests))
@@ -29,6 +30,9 @@ def main():
     def run(i, data):
         sock = socket.create_connection(("127.0.0.1", args.port), timeout=args.timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if args.tls:
+            import ssl
+            sock = ssl.create_default_context(cafile=args.tls).wrap_socket(sock, server_hostname="127.0.0.1")
         received = bytearray()
         try:
             sock.sendall(data[:-1])

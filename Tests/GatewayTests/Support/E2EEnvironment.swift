@@ -23,6 +23,8 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
     static let unknownAppId = "QQQQQ11111.com.example.unknown"
 
     let storeKind: StoreKind
+    /// How the tests' requests reach the data listener (a TLS transport makes the listener TLS).
+    let transport: ClientTransport
     let redis: RedisServer?
     let upstream: UpstreamProcess
     let clock = MovableClock()
@@ -35,15 +37,21 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
     var port: UInt16 { gateway.port }
     var adminPort: UInt16 { gateway.adminPort }
 
-    init(store: StoreKind) throws {
+    init(store: StoreKind, transport: ClientTransport = .http1) throws {
         storeKind = store
+        self.transport = transport
         cas = try TestCAs.shared()
         work = try E2EPaths.temporaryDirectory("env")
         redis = store == .redis ? try RedisServer() : nil
         upstream = try UpstreamProcess()
         deadPort = FreePort.allocate()
+        var listen = "127.0.0.1:0"
+        if transport.tlsCA != nil {
+            let certificate = TestPKI.shared.address
+            listen = "[{address: \"127.0.0.1:0\", tls: {certificates: [{chain: \"\(certificate.chainPath)\", key: \"\(certificate.keyPath)\"}]}}]"
+        }
         let yaml = E2EEnvironment.yaml(store: redis?.url ?? "memory", upstreamPort: upstream.port, deadPort: deadPort,
-                                       roots: cas.trustedRoots)
+                                       roots: cas.trustedRoots, listen: listen)
         gateway = try GatewayUnderTest(yaml: yaml, baseDirectory: work.path, clock: clock.gatewayClock)
     }
 

@@ -9,6 +9,8 @@ import XCTest
 class E2ETestCase: XCTestCase {
     /// Which store the class's gateway uses.
     class var storeKind: E2EEnvironment.StoreKind { .redis }
+    /// How the class's requests reach the gateway (HTTP/1.1 plain by default).
+    class var transport: ClientTransport { .http1 }
     /// Whether every test of the class needs ../shared/tools/ref_device.py.
     class var needsRefDevice: Bool { true }
 
@@ -40,7 +42,7 @@ class E2ETestCase: XCTestCase {
     private class func sharedEnvironment() throws -> E2EEnvironment {
         lock.lock(); defer { lock.unlock() }
         if let existing = environments[ObjectIdentifier(self)] { return existing }
-        let made = try E2EEnvironment(store: storeKind)
+        let made = try E2EEnvironment(store: storeKind, transport: transport)
         environments[ObjectIdentifier(self)] = made
         return made
     }

@@ -90,7 +90,7 @@ extension E2ETestCase {
             let signed = try env.signedRequest(device, target: "/v1/protected/race?round=\(round)",
                                                body: Array("round \(round)".utf8), counter: UInt32(round))
             let before = try env.upstream.requestCount()
-            let replies = try RaceClient.run(port: env.port, requests: [signed.raw, signed.raw])
+            let replies = try RaceClient.run(port: env.port, requests: [signed.raw, signed.raw], tlsCA: env.transport.tlsCA)
             let statuses = replies.map(\.status).sorted()
             XCTAssertEqual(statuses, [200, 401], "round \(round): exactly one accepted: \(replies)")
             if let refused = replies.first(where: { $0.status == 401 }) {

@@ -19,15 +19,21 @@ protocol GatewayClient {
     var work: URL { get }
     /// The test CAs.
     var cas: TestCAs { get }
+    /// How requests reach the data listener.
+    var transport: ClientTransport { get }
 }
 
 extension GatewayClient {
+    /// Plain HTTP/1.1 unless the client says otherwise.
+    var transport: ClientTransport { .http1 }
+
     // MARK: - HTTP
 
     /// One request to the gateway's data listener through curl.
     func send(_ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8]? = nil,
               chunked: Bool = false) throws -> HTTPReply {
-        try Curl.request(port: port, method: method, target: target, headers: headers, body: body, chunked: chunked)
+        try Curl.request(port: port, method: method, target: target, headers: headers, body: body, chunked: chunked,
+                         transport: transport)
     }
 
     // MARK: - Protocol steps (client side)

@@ -13,14 +13,15 @@ enum Curl {
     ///   - chunked: send the body with `Transfer-Encoding: chunked` instead of Content-Length.
     ///   - source: the local address to connect from (`--interface`, e.g. `127.0.0.2`), or nil.
     static func request(port: UInt16, method: String, target: String, headers: [(String, String)] = [],
-                        body: [UInt8]? = nil, chunked: Bool = false, source: String? = nil) throws -> HTTPReply {
+                        body: [UInt8]? = nil, chunked: Bool = false, source: String? = nil,
+                        transport: ClientTransport = .http1) throws -> HTTPReply {
         guard ChildProcess.isAvailable("curl") else { throw XCTSkip("curl not installed") }
         let dir = try E2EPaths.temporaryDirectory("curl")
         defer { try? FileManager.default.removeItem(at: dir) }
         let headerFile = dir.appendingPathComponent("headers").path
         let bodyFile = dir.appendingPathComponent("body").path
-        var args = ["-s", "-S", "--http1.1", "--path-as-is", "--max-time", "20", "-X", method,
-                    "-D", headerFile, "-o", bodyFile, "-H", "Expect:"]
+        var args = ["-s", "-S", "--path-as-is", "--max-time", "20", "-X", method,
+                    "-D", headerFile, "-o", bodyFile, "-H", "Expect:"] + transport.curlArguments
         if let source { args += ["--interface", source] }
         for (name, value) in headers { args += ["-H", "\(name): \(value)"] }
         if let body {
@@ -29,7 +30,7 @@ enum Curl {
             args += ["--data-binary", "@\(requestBody)"]
             if chunked { args += ["-H", "Transfer-Encoding: chunked"] }
         }
-        args.append("http://127.0.0.1:\(port)\(target)")
+        args.append("\(transport.scheme)://127.0.0.1:\(port)\(target)")
         let result = try ChildProcess.run("curl", args)
         let head = (try? Data(contentsOf: URL(fileURLWithPath: headerFile))).map { Array($0) } ?? []
         let payload = (try? Data(contentsOf: URL(fileURLWithPath: bodyFile))).map { Array($0) } ?? []
@@ -79,9 +80,10 @@ enum RawClient {
 enum RaceClient {
     /// Sends each raw request on its own connection, the last bytes together; returns one reply per
     /// request (status 0 when a connection got none).
-    static func run(port: UInt16, requests: [[UInt8]]) throws -> [HTTPReply] {
+    static func run(port: UInt16, requests: [[UInt8]], tlsCA: String? = nil) throws -> [HTTPReply] {
         let input = try JSONSerialization.data(withJSONObject: ["requests": requests.map { Data($0).base64EncodedString() }])
-        let result = try ChildProcess.run("python3", [E2EPaths.raceScript, "--port", String(port)], stdin: input)
+        let result = try ChildProcess.run("python3", [E2EPaths.raceScript, "--port", String(port)]
+                                          + (tlsCA.map { ["--tls", $0] } ?? []), stdin: input)
         guard let object = try? JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any],
               let responses = object["responses"] as? [String] else {
             throw ChildProcessError.notReady("race.py output: \(result.output)")

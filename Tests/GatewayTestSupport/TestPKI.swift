@@ -1,41 +1,40 @@
 import Foundation
-import GatewayTestSupport
 
 /// Test certificates made with the `openssl` command line in a temporary folder: a root CA, an
 /// intermediate CA, leaves with chosen names, key types and validity periods (`openssl ca` with
 /// `-startdate` / `-enddate`, which OpenSSL 3.0 supports, for expired and future certificates).
-final class TestPKI: Sendable {
+public final class TestPKI: Sendable {
     /// A certificate file (and its key).
-    struct Issued: Sendable {
-        let certificate: String
-        let key: String
-        let subject: String
+    public struct Issued: Sendable {
+        public let certificate: String
+        public let key: String
+        public let subject: String
     }
 
     /// Key algorithms `openssl` can make.
-    enum KeyType: Sendable {
+    public enum KeyType: Sendable {
         case p256, p384, rsa2048, rsa1024, ed25519
     }
 
-    let directory: String
+    public let directory: String
     /// "CN=Test Root": self-signed P-256 root.
-    let root: Issued
+    public let root: Issued
     /// "CN=Test Intermediate", issued by `root`.
-    let intermediate: Issued
+    public let intermediate: Issued
     /// "CN=Wrong Root": an unrelated root (verification against it fails).
-    let wrongRoot: Issued
+    public let wrongRoot: Issued
     /// Leaf for `a.test` (P-256), chain file leaf + intermediate.
-    let a: (chainPath: String, keyPath: String)
+    public let a: (chainPath: String, keyPath: String)
     /// Leaf for `b.test` (RSA 2048), chain file leaf + intermediate.
-    let b: (chainPath: String, keyPath: String)
+    public let b: (chainPath: String, keyPath: String)
     /// Leaf for `*.w.test` (P-256), chain file leaf + intermediate.
-    let wildcard: (chainPath: String, keyPath: String)
+    public let wildcard: (chainPath: String, keyPath: String)
     /// Leaf for the address 127.0.0.1 (P-256), chain file leaf + intermediate.
-    let address: (chainPath: String, keyPath: String)
+    public let address: (chainPath: String, keyPath: String)
     private static let lock = NSLock()
 
     /// The process-wide set (made on first use; its folder is removed when the test process exits).
-    static let shared: TestPKI = {
+    public static let shared: TestPKI = {
         do {
             let pki = try TestPKI()
             atexit { try? FileManager.default.removeItem(atPath: TestPKI.shared.directory) }
@@ -45,7 +44,7 @@ final class TestPKI: Sendable {
         }
     }()
 
-    init() throws {
+    public init() throws {
         directory = NSTemporaryDirectory() + "attest-tls-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try "[ req ]\ndistinguished_name = dn\n[ dn ]\n".write(toFile: directory + "/req.cnf", atomically: true, encoding: .utf8)
@@ -95,14 +94,14 @@ final class TestPKI: Sendable {
 
     /// Runs `openssl` with `arguments`; throws with its output when it fails.
     @discardableResult
-    static func openssl(_ arguments: [String]) throws -> String {
+    public static func openssl(_ arguments: [String]) throws -> String {
         let (status, output) = try ChildProcess.run("openssl", arguments)
         guard status == 0 else { throw TestPKIError.failed("openssl \(arguments.joined(separator: " ")): \(output)") }
         return output
     }
 
     /// A new private key file `<name>.key`.
-    static func makeKey(_ directory: String, name: String, type: KeyType) throws -> String {
+    public static func makeKey(_ directory: String, name: String, type: KeyType) throws -> String {
         let path = "\(directory)/\(name).key"
         switch type {
         case .p256: try openssl(["ecparam", "-name", "prime256v1", "-genkey", "-out", path])  // with an EC PARAMETERS block
@@ -144,7 +143,7 @@ final class TestPKI: Sendable {
     }
 
     /// `YYYYMMDDHHMMSSZ` for `date`.
-    static func generalizedTime(_ date: Date) -> String {
+    public static func generalizedTime(_ date: Date) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "UTC")
@@ -154,14 +153,14 @@ final class TestPKI: Sendable {
 
     /// A server certificate for `names` (DNS names, or IP addresses), issued by `issuer` (default the
     /// intermediate); `sanNames: false` leaves out subjectAltName.
-    func leaf(_ name: String, names: [String], keyType: KeyType = .p256, by issuer: Issued? = nil, sanNames: Bool = true,
+    public func leaf(_ name: String, names: [String], keyType: KeyType = .p256, by issuer: Issued? = nil, sanNames: Bool = true,
               start: String? = nil, end: String? = nil, days: Int = 365) throws -> Issued {
         try TestPKI.issue(directory, name: name, subject: names.first ?? name, by: issuer ?? intermediate, keyType: keyType,
                           extensions: TestPKI.leafExtensions(names, san: sanNames), start: start, end: end, days: days)
     }
 
     /// A chain file `<name>.chain.pem` holding `certificates` in the given order.
-    func chain(_ name: String, _ certificates: [Issued]) throws -> String {
+    public func chain(_ name: String, _ certificates: [Issued]) throws -> String {
         let path = "\(directory)/\(name).chain.pem"
         var text = ""
         for certificate in certificates { text += try String(contentsOfFile: certificate.certificate, encoding: .utf8) }
@@ -170,22 +169,22 @@ final class TestPKI: Sendable {
     }
 
     /// A file `name` holding `text`.
-    func file(_ name: String, _ text: String) throws -> String {
+    public func file(_ name: String, _ text: String) throws -> String {
         let path = "\(directory)/\(name)"
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
 
     /// Chain (leaf, intermediate) and key paths of a leaf issued by the intermediate.
-    func certificate(_ leaf: Issued) throws -> (chainPath: String, keyPath: String) {
+    public func certificate(_ leaf: Issued) throws -> (chainPath: String, keyPath: String) {
         (try chain(URL(fileURLWithPath: leaf.certificate).deletingPathExtension().lastPathComponent, [leaf, intermediate]), leaf.key)
     }
 }
 
 /// A failed `openssl` command.
-enum TestPKIError: Error, CustomStringConvertible {
+public enum TestPKIError: Error, CustomStringConvertible {
     case failed(String)
-    var description: String {
+    public var description: String {
         switch self {
         case .failed(let text): return text
         }

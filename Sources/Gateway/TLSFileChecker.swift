@@ -1,0 +1,33 @@
+import GatewayConfig
+import GatewayIO
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The certificate and CA files a configuration names, checked the way `check-config` reports
+/// configuration problems: at the YAML path that named them (`listen[1].tls.certificates[0]:
+/// ... (line 7, column 11)`). Plugs into `ConfigCheckReport.check(path:checkFiles:)`.
+///
+/// Listener certificates (`TLSCertificateCheck`): errors for an unreadable file, not PEM, no
+/// certificate, an unusable key, a key that does not match the leaf, a chain out of order, an
+/// expired or not yet valid certificate; warnings for a certificate expiring within 30 days and a
+/// leaf without subjectAltName. Upstream CA bundles: an error when the bundle cannot be loaded as
+/// trust anchors (what the running gateway would do with it).
+public enum TLSFileChecker {
+    /// The problems of `reference`'s files at `now` (seconds since 1970, default the system clock).
+    public static func check(_ reference: TLSFileReference, now: Int64 = Int64(time(nil))) -> [ConfigIssue] {
+        switch reference.files {
+        case .certificate(let pair):
+            return TLSCertificateCheck.problems(chainPath: pair.chain, keyPath: pair.key, now: now).map { problem in
+                reference.issue(problem.severity == .error ? .error : .warning, problem.description)
+            }
+        case .certificateAuthorities(let path):
+            do {
+                _ = try TLSClientContext(settings: TLSClientSettings(caPath: path))
+                return []
+            } catch {
+                return [reference.issue(.error, "\(path): \(error)")]
+            }
+        }
+    }
+}
