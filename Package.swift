@@ -18,44 +18,49 @@ let package = Package(
         // Linux epoll header (sys/epoll.h is not in Swift's Glibc module): the event loops' poller.
         .systemLibrary(name: "CEpoll"),
 
+        // Rules two modules need, written once (DESIGN.md section 6): request-target normal form, URL
+        // grammars, environment names, JSON writing. A leaf: no dependencies.
+        .target(name: "GatewayRules"),
+
         // The only Swift face of libcrypto.
         .target(name: "AttestCrypto", dependencies: ["COpenSSL"]),
         // Pure verifier: no sockets, files, clock or store.
-        .target(name: "AppAttest", dependencies: ["AttestCrypto"]),
+        .target(name: "AppAttest", dependencies: ["AttestCrypto", "GatewayRules"]),
         // Software device and test CA minting Apple-format objects under a test root.
-        .target(name: "AttestSimulator", dependencies: ["AppAttest", "AttestCrypto"]),
+        .target(name: "AttestSimulator", dependencies: ["AppAttest", "AttestCrypto", "GatewayRules"]),
 
         // The I/O runtime both protocols and the Redis store share: event loops, poller, sockets,
         // addresses, timers, clock, the TLS transport.
         .target(name: "GatewayIO", dependencies: ["COpenSSL", "CEpoll"]),
         // State: store protocol + memory store; hiredis store living in the event loops.
-        .target(name: "GatewayStore"),
-        .target(name: "GatewayRedis", dependencies: ["GatewayStore", "GatewayIO", "CHiredis"]),
+        .target(name: "GatewayStore", dependencies: ["GatewayRules"]),
+        .target(name: "GatewayRedis", dependencies: ["GatewayStore", "GatewayIO", "GatewayRules", "CHiredis"]),
         // Proxy core: HTTP/1.1, HTTP/2, upstream pool. Knows nothing of App Attest.
-        .target(name: "GatewayHTTP", dependencies: ["GatewayIO", "CNghttp2", "COpenSSL"]),
+        .target(name: "GatewayHTTP", dependencies: ["GatewayIO", "GatewayRules", "CNghttp2", "COpenSSL"]),
         // YAML -> raw -> validated -> compiled route table.
-        .target(name: "GatewayConfig", dependencies: ["CYAML"]),
+        .target(name: "GatewayConfig", dependencies: ["GatewayRules", "CYAML"]),
         // Composition.
         .target(name: "Gateway", dependencies: [
-            "AppAttest", "AttestCrypto", "GatewayStore", "GatewayRedis", "GatewayIO", "GatewayHTTP", "GatewayConfig",
+            "AppAttest", "AttestCrypto", "GatewayRules", "GatewayStore", "GatewayRedis", "GatewayIO", "GatewayHTTP", "GatewayConfig",
         ]),
 
-        .executableTarget(name: "attest-gateway", dependencies: ["Gateway"]),
-        .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto", "GatewayIO", "GatewayHTTP", "GatewayStore", "GatewayRedis"]),
+        .executableTarget(name: "attest-gateway", dependencies: ["Gateway", "GatewayConfig", "GatewayRules"]),
+        .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto", "GatewayRules", "GatewayIO", "GatewayHTTP", "GatewayStore", "GatewayRedis"]),
         // Fuzzing harnesses (Fuzz/README.md): replays inputs in a plain build; libFuzzer with -DFUZZING (scripts/fuzz).
-        .executableTarget(name: "attest-fuzz", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayIO", "GatewayHTTP", "GatewayConfig", "GatewayRedis"],
+        .executableTarget(name: "attest-fuzz", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayRules", "GatewayIO", "GatewayHTTP", "GatewayConfig", "GatewayRedis"],
                           path: "Fuzz/Sources/attest-fuzz"),
 
         // Helpers shared by test targets: locating ../shared, free ports, child processes (redis-server, upstreams).
-        .target(name: "GatewayTestSupport", dependencies: ["GatewayStore"], path: "Tests/GatewayTestSupport"),
+        .target(name: "GatewayTestSupport", dependencies: ["GatewayStore", "GatewayRules"], path: "Tests/GatewayTestSupport"),
 
+        .testTarget(name: "GatewayRulesTests", dependencies: ["GatewayRules"]),
         .testTarget(name: "AttestCryptoTests", dependencies: ["AttestCrypto", "GatewayTestSupport"]),
-        .testTarget(name: "AppAttestTests", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayTestSupport"]),
+        .testTarget(name: "AppAttestTests", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayRules", "GatewayTestSupport"]),
         // COpenSSL only for the ticket key callback test (EVP contexts as OpenSSL passes them).
         .testTarget(name: "GatewayIOTests", dependencies: ["GatewayIO", "GatewayTestSupport", "COpenSSL"]),
-        .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayIO", "GatewayRedis", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayIO", "GatewayHTTP", "GatewayTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayIO", "GatewayTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayIO", "GatewayRedis", "GatewayRules", "GatewayTestSupport"]),
+        .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayIO", "GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayRules", "GatewayTestSupport"]),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayConfig", "GatewayIO", "GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
     ]
 )

@@ -1,4 +1,5 @@
 import AttestCrypto
+import GatewayRules
 
 /// One app the verifier accepts: its App ID and environment policy (Apple: attestation steps 6, 8).
 ///

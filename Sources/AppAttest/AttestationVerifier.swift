@@ -1,4 +1,5 @@
 import AttestCrypto
+import GatewayRules
 
 /// Verifies App Attest attestation objects - Apple: "Validating apps that connect to your server",
 /// attestation steps 1-9, DESIGN.md section 3 - as a pure function of its inputs: the object, the

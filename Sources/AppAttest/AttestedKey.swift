@@ -1,4 +1,5 @@
 import AttestCrypto
+import GatewayRules
 
 /// What a successful attestation establishes - the values of the gateway's key record
 /// (DESIGN.md section 3: "store public key, receipt, environment, app, time").

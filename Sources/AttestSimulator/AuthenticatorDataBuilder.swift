@@ -1,5 +1,6 @@
 import AppAttest
 import AttestCrypto
+import GatewayRules
 
 /// Builds App Attest authenticatorData (WebAuthn layout) exactly as devices produce it
 /// (Apple: "Validating apps that connect to your server"; shared/vectors/README.md).

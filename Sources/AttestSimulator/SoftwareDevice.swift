@@ -1,5 +1,6 @@
 import AppAttest
 import AttestCrypto
+import GatewayRules
 import Glibc
 
 /// A software App Attest device: one P-256 key (the Secure Enclave key of a real device) that

@@ -1,6 +1,7 @@
 import AttestCrypto
 import Dispatch
 import GatewayHTTP
+import GatewayRules
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import GatewayHTTP
+import GatewayRules
 import GatewayStore
 import Synchronization
 
@@ -25,7 +26,7 @@ final class AdminHandler: HTTPHandler {
 
     func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision {
         guard head.method == .get || head.method == .head else {
-            return .respond(AdminHandler.json(405, "{\"error\":\"method_not_allowed\"}"))
+            return .respond(AdminHandler.json(405, [("error", "method_not_allowed")]))
         }
         return .accept(bodyLimit: 0)
     }
@@ -34,25 +35,20 @@ final class AdminHandler: HTTPHandler {
         let isDraining = draining.load(ordering: .acquiring)
         switch request.head.pathString {
         case "/healthz":
-            responder.respond(isDraining ? AdminHandler.json(503, "{\"status\":\"draining\"}")
-                                         : AdminHandler.json(200, "{\"status\":\"ok\"}"))
+            responder.respond(isDraining ? AdminHandler.json(503, [("status", "draining")])
+                                         : AdminHandler.json(200, [("status", "ok")]))
         case "/readyz":
             if isDraining {
-                responder.respond(AdminHandler.json(503, "{\"status\":\"draining\"}"))
+                responder.respond(AdminHandler.json(503, [("status", "draining")]))
                 return
             }
             store.ping { result in
                 switch result {
                 case .success:
-                    responder.respond(AdminHandler.json(200, "{\"status\":\"ready\",\"store\":\"ok\"}"))
+                    responder.respond(AdminHandler.json(200, [("status", "ready"), ("store", "ok")]))
                 case .failure(let error):
-                    var json = JSONWriter()
-                    json.beginObject()
-                    json.field("status", "not_ready")
-                    json.field("store", "unavailable")
-                    json.field("detail", error.description)
-                    json.endObject()
-                    responder.respond(AdminHandler.json(503, json.bytes))
+                    responder.respond(AdminHandler.json(503, [("status", "not_ready"), ("store", "unavailable"),
+                                                              ("detail", error.description)]))
                 }
             }
         case "/metrics":
@@ -68,13 +64,17 @@ final class AdminHandler: HTTPHandler {
             }
             responder.respond(HTTPResponse(status: 200, headers: headers, body: Array(text.utf8)))
         default:
-            responder.respond(AdminHandler.json(404, "{\"error\":\"not_found\"}"))
+            responder.respond(AdminHandler.json(404, [("error", "not_found")]))
         }
     }
 
-    private static func json(_ status: Int, _ body: String) -> HTTPResponse { json(status, Array(body.utf8)) }
-
-    private static func json(_ status: Int, _ body: [UInt8]) -> HTTPResponse {
+    /// A JSON object of string members, in order.
+    private static func json(_ status: Int, _ members: [(String, String)]) -> HTTPResponse {
+        var json = JSONWriter(capacity: 64)
+        json.beginObject()
+        for (name, value) in members { json.field(name, value) }
+        json.endObject()
+        let body = json.bytes
         var headers = HTTPHeaders()
         try? headers.add(name: "Content-Type", value: "application/json")
         try? headers.add(name: "Cache-Control", value: "no-store")

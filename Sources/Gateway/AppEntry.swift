@@ -7,12 +7,6 @@ struct AppEntry: Sendable {
     let policy: AppPolicy
 
     init(_ app: AppConfiguration) {
-        let environment: EnvironmentPolicy
-        switch app.environment {
-        case .production: environment = .production
-        case .development: environment = .development
-        case .any: environment = .any
-        }
-        policy = AppPolicy(appId: app.appID.description, environment: environment)
+        policy = AppPolicy(appId: app.appID.description, environment: app.environment)
     }
 }

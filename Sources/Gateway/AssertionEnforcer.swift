@@ -123,12 +123,11 @@ final class AssertionEnforcer: Sendable {
                     completion(invalid(.appNotAllowed(record.appId), keyId: keyId))
                     return
                 }
-                guard let publicKey = try? P256PublicKey(x963: record.publicKey),
-                      let environment = AppAttestEnvironment(rawValue: record.environment.rawValue) else {
+                guard let publicKey = try? P256PublicKey(x963: record.publicKey) else {
                     completion(invalid(.internalError("stored key record is unreadable"), keyId: keyId))
                     return
                 }
-                let cached = CachedKey(keyId: keyId, publicKey: publicKey, app: app.policy, environment: environment)
+                let cached = CachedKey(keyId: keyId, publicKey: publicKey, app: app.policy, environment: record.environment)
                 keys.put(keyId, cached, shard: shard)
                 proceed(cached)
             }

@@ -1,5 +1,6 @@
 import AppAttest
 import AttestCrypto
+import GatewayRules
 import GatewayStore
 
 /// What the gateway keeps in memory about an attested key: the parsed public key and the facts fixed

@@ -1,6 +1,7 @@
 import AppAttest
 import GatewayConfig
 import GatewayHTTP
+import GatewayRules
 
 /// A route ready for requests: its configuration, the live upstream pool and the policy facts
 /// precomputed for the per-request path.
@@ -20,7 +21,7 @@ struct CompiledRoute: Sendable {
         self.config = config
         self.upstream = upstream
         allowedApps = config.apps.map { Set($0.map { $0.description }) }
-        environment = config.environment.flatMap { AppAttestEnvironment(rawValue: $0.rawValue) }
+        environment = config.environment
         boundNames = config.bindHeaders.map { ($0, Array($0.utf8)) }
     }
 }

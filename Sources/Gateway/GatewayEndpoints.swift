@@ -2,6 +2,7 @@ import AppAttest
 import AttestCrypto
 import Dispatch
 import GatewayHTTP
+import GatewayRules
 import GatewayStore
 
 /// The gateway's own endpoints (DESIGN.md section 1): one-time challenges and attestations.
@@ -132,9 +133,8 @@ final class GatewayEndpoints: Sendable {
                 return
             }
             let receipt = key.receiptVerification?.receipt
-            guard let environment = KeyEnvironment(rawValue: key.environment.rawValue),
-                  let record = try? KeyRecord(
-                    keyId: keyId, publicKey: key.publicKeyPoint, environment: environment, appId: key.appId,
+            guard let record = try? KeyRecord(
+                    keyId: keyId, publicKey: key.publicKeyPoint, environment: key.environment, appId: key.appId,
                     createdAt: now, receipt: key.receipt,
                     receiptRiskMetric: receipt?.riskMetric.flatMap { UInt32(exactly: $0) },
                     receiptExpiresAt: receipt?.expirationTime.map { $0 * 1000 }) else {

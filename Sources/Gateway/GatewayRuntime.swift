@@ -208,7 +208,7 @@ public final class GatewayRuntime: Sendable {
         server.shutdown(gracePeriod: grace) {
             let finish: @Sendable () -> Void = {
                 for pool in pools { pool.shutdown() }
-                (store as? RedisStore)?.close()
+                store.close()
                 accessLog?.flush()
                 group.shutdown()
                 completion()
@@ -250,14 +250,8 @@ public final class GatewayRuntime: Sendable {
         switch configuration.kind {
         case .memory:
             return MemoryStore()
-        case .redis(let endpoint):
-            let address: RedisURL.Endpoint
-            switch endpoint.address {
-            case .tcp(let host, let port): address = .tcp(host: host, port: port)
-            case .unix(let path): address = .unix(path: path)
-            }
-            var redis = RedisStore.Configuration(url: RedisURL(endpoint: address, username: endpoint.username,
-                                                               password: endpoint.password, database: endpoint.database))
+        case .redis(let url):
+            var redis = RedisStore.Configuration(url: url)
             redis.commandTimeout = Int(millis(configuration.commandTimeout))
             redis.connectTimeout = Int(millis(configuration.connectTimeout))
             redis.loops = loops

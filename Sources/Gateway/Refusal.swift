@@ -1,4 +1,5 @@
 import AppAttest
+import GatewayRules
 
 /// A refusal the gateway answers instead of forwarding (DESIGN.md section 2, "Answers").
 ///

@@ -1,3 +1,5 @@
+import GatewayRules
+
 /// An App ID, `TEAMID.bundle.identifier` (`apps[].app_id`): the team ID (10 upper-case letters or
 /// digits), a dot, then the bundle identifier (letters, digits, `-` and `.`; no empty component).
 ///
@@ -32,7 +34,7 @@ public struct AppID: Sendable, Hashable, CustomStringConvertible {
     static func isBundleID(_ s: String) -> Bool {
         guard !s.isEmpty, s.utf8.count <= 255 else { return false }
         return s.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { part in
-            !part.isEmpty && part.utf8.allSatisfy { HTTPSyntax.isUnreserved($0) && $0 != UInt8(ascii: "_") && $0 != UInt8(ascii: "~") && $0 != UInt8(ascii: ".") }
+            !part.isEmpty && part.utf8.allSatisfy { URISyntax.isUnreserved($0) && $0 != UInt8(ascii: "_") && $0 != UInt8(ascii: "~") && $0 != UInt8(ascii: ".") }
         }
     }
 

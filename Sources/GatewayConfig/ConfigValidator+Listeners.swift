@@ -1,3 +1,5 @@
+import GatewayRules
+
 /// Listeners: `listen` (plain addresses and TLS mappings), `admin`, and the file paths they name.
 extension ConfigValidator {
     /// What a `listen` item may be, for "expected ..." messages.

@@ -1,3 +1,5 @@
+import GatewayRules
+
 /// Routes, and the checks that span sections (upstream names, apps, endpoints, loops, shadowing).
 extension ConfigValidator {
     /// Where a validated route's parts were written.
@@ -66,7 +68,7 @@ extension ConfigValidator {
         case (.some(let node), nil):
             let kp = p.key("path_prefix")
             if let text = string(node, kp, expected: "a path like /v1/purchases") {
-                if let problem = HTTPSyntax.normalFormProblem(text) {
+                if let problem = PathSyntax.problem(text) {
                     error(kp, "\(ConfigText.quoted(text)) \(problem)", node.mark)
                 } else if text != "/" && text.hasSuffix("/") {
                     error(kp, "write \(text.dropLast()) without the trailing slash: prefixes match whole segments, so it already takes \(text)...", node.mark)
@@ -78,7 +80,7 @@ extension ConfigValidator {
         case (nil, .some(let node)):
             let kp = p.key("path")
             if let text = string(node, kp, expected: "a path like /v1/health") {
-                if let problem = HTTPSyntax.normalFormProblem(text) {
+                if let problem = PathSyntax.problem(text) {
                     error(kp, "\(ConfigText.quoted(text)) \(problem)", node.mark)
                 } else {
                     match = .exact(text)
@@ -132,9 +134,9 @@ extension ConfigValidator {
         let maxBody = optional(f, "max_body", default: RouteConfiguration.defaultMaxBody) { size($0, $1, 0...RouteConfiguration.maximumMaxBody) }
         let onStoreError = optional(f, "on_store_error", default: RouteConfiguration.StoreErrorPolicy.failClosed) { choice($0, $1, RouteConfiguration.StoreErrorPolicy.self) }
         let window = optional(f, "counter_window", default: 0) { integer($0, $1, 0...RouteConfiguration.maximumCounterWindow) }
-        var environment: AttestEnvironment?
+        var environment: AppAttestEnvironment?
         if let node = f.node("environment") {
-            environment = choice(node, p.key("environment"), AttestEnvironment.self)
+            environment = choice(node, p.key("environment"), AppAttestEnvironment.self)
             if environment == nil { ok = false }
         }
 

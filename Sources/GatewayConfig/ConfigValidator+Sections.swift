@@ -1,4 +1,5 @@
 import Foundation
+import GatewayRules
 
 /// Sections other than routes and listeners: store, apps, trust, endpoints, headers, upstreams,
 /// limits, timeouts, log.
@@ -46,13 +47,17 @@ extension ConfigValidator {
         guard let text = string(node, path, expected: "memory, a redis:// URL or a mapping {url, command_timeout, connect_timeout}") else { return nil }
         if text == "memory" { return .memory }
         if Suggestion.closest(to: text, among: ["memory"]) != nil && !text.contains(":") {
-            error(path, "expected memory, redis://host:port/db or unix:///path/to/redis.sock, got \(ConfigText.quoted(text)); did you mean memory?", node.mark)
+            error(path, "expected memory, \(RedisURL.grammar), got \(ConfigText.quoted(text)); did you mean memory?", node.mark)
             return nil
         }
-        switch RedisEndpoint.parse(text, baseDirectory: baseDirectory) {
-        case .success(let endpoint): return .redis(endpoint)
-        case .failure(let e): error(path, e.message, node.mark); return nil
+        do throws(RedisURLError) {
+            return .redis(try RedisURL(parsing: text, baseDirectory: baseDirectory))
+        } catch .unsupportedScheme {
+            error(path, "expected memory, \(RedisURL.grammar), got \(ConfigText.redactedURL(text))", node.mark)
+        } catch let problem {
+            error(path, problem.description, node.mark)
         }
+        return nil
     }
 
     // MARK: apps
@@ -90,7 +95,7 @@ extension ConfigValidator {
             } else {
                 missing(f, "app_id", " (TEAMID.bundle.identifier)")
             }
-            let environment = optional(f, "environment", default: AppConfiguration.EnvironmentPolicy.production) { choice($0, $1, AppConfiguration.EnvironmentPolicy.self) }
+            let environment = optional(f, "environment", default: EnvironmentPolicy.production) { choice($0, $1, EnvironmentPolicy.self) }
             guard let appID, let environment else { ok = false; continue }
             if environment == .any {
                 warn(itemPath.key("environment"), "\(appID) accepts development keys too (builds signed for development in Xcode); use production outside tests", f.mark("environment"))
@@ -188,7 +193,7 @@ extension ConfigValidator {
         guard let f = fields(node, path, .endpoints) else { return nil }
         let prefix = optional(f, "prefix", default: EndpointsConfiguration.defaultPrefix) { node, p -> String? in
             guard let text = string(node, p, expected: "an absolute path like /app-attest/v1") else { return nil }
-            if let problem = HTTPSyntax.normalFormProblem(text) {
+            if let problem = PathSyntax.problem(text) {
                 error(p, "\(ConfigText.quoted(text)) \(problem)", node.mark)
                 return nil
             }
@@ -357,7 +362,7 @@ extension ConfigValidator {
         for entry in entries {
             let name = entry.key
             let p = path.key(name)
-            guard name.utf8.count <= 64, !name.isEmpty, name.utf8.allSatisfy({ HTTPSyntax.isUnreserved($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "~") }) else {
+            guard name.utf8.count <= 64, !name.isEmpty, name.utf8.allSatisfy({ URISyntax.isUnreserved($0) && $0 != UInt8(ascii: ".") && $0 != UInt8(ascii: "~") }) else {
                 error(p, "upstream names use letters, digits, _ and - (at most 64), got \(ConfigText.quoted(name))", entry.keyMark)
                 ok = false
                 continue

@@ -1,3 +1,5 @@
+import GatewayRules
+
 /// `upstreams.NAME.tls`: TLS settings of `https://` upstreams.
 extension ConfigValidator {
     /// The TLS settings of a mapping-form upstream: the settings for an `https://` endpoint (the

@@ -1,4 +1,5 @@
 import Foundation
+import GatewayRules
 
 /// The validated gateway configuration: plain values that the `Gateway` module turns into listeners,
 /// a store, upstream pools and a route table. Section by section it mirrors the YAML keys documented

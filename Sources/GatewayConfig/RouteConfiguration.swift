@@ -1,3 +1,5 @@
+import GatewayRules
+
 /// One route (`routes[]`): which requests it takes and what the gateway does with them.
 ///
 /// Routes are tried in the order written; the first whose path and method match wins
@@ -64,7 +66,7 @@ public struct RouteConfiguration: Sendable, Hashable {
     /// N > 0 also accepts a counter up to N below the highest seen, once (default 0, 0...64).
     public var counterWindow: Int
     /// Only keys attested in this environment are accepted (nil: whatever the app allows).
-    public var environment: AttestEnvironment?
+    public var environment: AppAttestEnvironment?
     /// Headers appended to the client data binding as further `name:value` fields, in this order
     /// (names as configured; header lookup is case-insensitive).
     public var bindHeaders: [String]
@@ -81,7 +83,7 @@ public struct RouteConfiguration: Sendable, Hashable {
     /// Creates a route; everything but the match and upstream defaults as documented.
     public init(name: String, match: PathMatch, methods: [String] = [], upstream: String, mode: Mode = .enforce,
                 maxBody: Int = defaultMaxBody, onStoreError: StoreErrorPolicy = .failClosed, counterWindow: Int = 0,
-                environment: AttestEnvironment? = nil, bindHeaders: [String] = [], apps: [AppID]? = nil) {
+                environment: AppAttestEnvironment? = nil, bindHeaders: [String] = [], apps: [AppID]? = nil) {
         self.name = name
         self.match = match
         self.methods = methods

@@ -1,3 +1,5 @@
+import GatewayRules
+
 /// An address the gateway listens on (`listen`, `admin`): an IP literal and port, or a Unix socket.
 ///
 /// Written `127.0.0.1:8080`, `0.0.0.0:8080`, `[::1]:8080`, `[::]:8080` or `unix:/run/gw.sock`

@@ -1,7 +1,10 @@
+import GatewayRules
+
 /// The state store (`store`, DESIGN.md section 4): the in-process memory store or Redis.
 ///
-/// YAML: `memory`, a Redis URL string (`redis://127.0.0.1:6379/0`, `unix:///run/redis.sock`), or a
-/// mapping `{url, command_timeout, connect_timeout}` whose `url` is one of those strings.
+/// YAML: `memory`, a Redis URL string (`redis://127.0.0.1:6379/0`, `unix:/run/redis.sock`; the grammar
+/// is `GatewayRules.RedisURL`, the one `attestctl keys --store` reads too), or a mapping
+/// `{url, command_timeout, connect_timeout}` whose `url` is one of those strings.
 /// Default when the key is absent: `memory` (with a check-config warning).
 public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
     /// Which store.
@@ -9,7 +12,7 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
         /// In-process store: same semantics, state lost on restart and not shared between replicas.
         case memory
         /// Redis (standalone or a Cluster node; every key of one App Attest key shares a hash tag).
-        case redis(RedisEndpoint)
+        case redis(RedisURL)
     }
 
     /// Which store.
@@ -38,7 +41,7 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch kind {
         case .memory: return "memory"
-        case .redis(let endpoint): return endpoint.description
+        case .redis(let url): return url.description
         }
     }
 }

@@ -1,3 +1,5 @@
+import GatewayRules
+
 /// Where an upstream lives: a host and port spoken to in plain HTTP or over TLS, or a Unix domain
 /// socket speaking HTTP/1.1.
 ///

@@ -1,3 +1,5 @@
+import GatewayRules
+
 /// TLS towards an `https://` upstream (`upstreams.NAME.tls`): which CAs to trust, which name to
 /// expect, and whether to check at all.
 ///

@@ -1,6 +1,7 @@
 // HTTP/1.1 request parser (RFC 9112, RFC 9110) as a value-type state machine.
 
 import GatewayIO
+import GatewayRules
 
 /// Parses a stream of HTTP/1.1 (and 1.0) requests, strictly, as a value-type state machine.
 ///
@@ -26,7 +27,7 @@ import GatewayIO
 /// when equal), Transfer-Encoding exactly `chunked` and never with Content-Length nor on HTTP/1.0,
 /// HTTP/1.1 requests need exactly one Host, an HTTP/1.0 request at most one, and its value must be
 /// `uri-host [ ":" port ]` (RFC 9112 section 3.2, `HTTPHostSyntax`), request-target in normal form
-/// (`HTTPTargetPolicy`). Up to the head limit, empty lines before the request line are ignored
+/// (`GatewayRules.RequestTargetPolicy`). Up to the head limit, empty lines before the request line are ignored
 /// (RFC 9112 section 2.2).
 public struct HTTP1RequestParser: Sendable {
     /// One parse result.
@@ -73,7 +74,7 @@ public struct HTTP1RequestParser: Sendable {
     /// Limits applied to every request.
     public let limits: HTTP1ParserLimits
     /// Normal-form rules for request-targets.
-    public let targetPolicy: HTTPTargetPolicy
+    public let targetPolicy: RequestTargetPolicy
 
     private var state: State = .head
     private var lines = HTTP1LineReader()
@@ -87,7 +88,7 @@ public struct HTTP1RequestParser: Sendable {
     private var body = HTTP1BodyDecoder(framing: .none, limits: HTTP1ParserLimits())
 
     /// A parser at the start of a connection.
-    public init(limits: HTTP1ParserLimits = HTTP1ParserLimits(), targetPolicy: HTTPTargetPolicy = HTTPTargetPolicy()) {
+    public init(limits: HTTP1ParserLimits = HTTP1ParserLimits(), targetPolicy: RequestTargetPolicy = RequestTargetPolicy()) {
         self.limits = limits.clamped
         self.targetPolicy = targetPolicy
     }
@@ -215,7 +216,7 @@ public struct HTTP1RequestParser: Sendable {
         guard v.major == 1 && (v.minor == 0 || v.minor == 1) else { return .versionNotSupported }
         let targetBytes = UnsafeRawBufferPointer(rebasing: line[(sp1 + 1)..<sp2])
         let pathLength: Int
-        do throws(HTTPError) { pathLength = try targetPolicy.validate(targetBytes) } catch { return error }
+        do throws(TargetViolation) { pathLength = try targetPolicy.validate(targetBytes) } catch { return HTTPError(error) }
         method = HTTPMethod(validatedToken: UnsafeRawBufferPointer(rebasing: line[0..<sp1]))
         target = Array(targetBytes)
         self.pathLength = pathLength

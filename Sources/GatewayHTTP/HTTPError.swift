@@ -1,6 +1,7 @@
 // Errors the proxy core answers by itself, with stable codes.
 
 import GatewayIO
+import GatewayRules
 
 /// A failure the proxy core detects and answers itself (the handler renders the body through
 /// `HTTPHandler.errorResponse(for:head:)`).
@@ -37,7 +38,7 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
     /// Malformed trailer section (RFC 9112 section 7.1.2).
     case badTrailer = "bad_trailer"
 
-    // MARK: 400 - request-target not in normal form (DESIGN.md section 5)
+    // MARK: 400 - request-target not in normal form (DESIGN.md section 5, `GatewayRules.RequestTargetPolicy`)
 
     /// The target is not in origin-form: absolute-form, authority-form and asterisk-form are refused
     /// (RFC 9112 section 3.2).
@@ -59,7 +60,7 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
     /// or the target holds a `#` or a control byte.
     case targetBadByte = "target_bad_byte"
     /// The path has a `;` (path parameters are normalized away by some upstreams, so a route could be
-    /// matched one way and served another). Allowed by `HTTPTargetPolicy.allowSemicolonInPath`.
+    /// matched one way and served another). Allowed by `RequestTargetPolicy.allowSemicolonInPath`.
     case targetPathParameter = "target_path_parameter"
 
     // MARK: other client errors
@@ -127,4 +128,23 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
 
     /// Whether this is an upstream failure (502 / 504) rather than a problem with the request.
     public var isUpstreamFailure: Bool { status == 502 || status == 504 }
+}
+
+extension HTTPError {
+    /// The 400 answer for a request-target that breaks the normal form (`RequestTargetPolicy`): one
+    /// `target_*` code per rule; an empty target is a malformed request line.
+    public init(_ violation: TargetViolation) {
+        switch violation.rule {
+        case .empty: self = .badRequestLine
+        case .notOriginForm: self = .targetNotOriginForm
+        case .emptySegment: self = .targetEmptySegment
+        case .dotSegment: self = .targetDotSegment
+        case .encodedUnreserved: self = .targetEncodedUnreserved
+        case .encodedSeparator: self = .targetEncodedSeparator
+        case .badEscape: self = .targetBadEscape
+        case .lowercaseEscape: self = .targetLowercaseEscape
+        case .badByte: self = .targetBadByte
+        case .pathParameter: self = .targetPathParameter
+        }
+    }
 }

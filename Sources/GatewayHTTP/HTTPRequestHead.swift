@@ -1,6 +1,7 @@
 // The head of a request as received (RFC 9112 section 3, RFC 9110 section 6).
 
 import GatewayIO
+import GatewayRules
 
 /// The head of a request: method, request-target, version, header fields and derived framing.
 ///
@@ -32,9 +33,10 @@ public struct HTTPRequestHead: Sendable {
     public init(method: HTTPMethod, target: String, version: HTTPVersion = .http1_1,
                 headers: HTTPHeaders = HTTPHeaders(), framing: HTTPBodyFraming = .none,
                 keepAlive: Bool = true, expectsContinue: Bool = false,
-                policy: HTTPTargetPolicy = HTTPTargetPolicy()) throws(HTTPError) {
+                policy: RequestTargetPolicy = RequestTargetPolicy()) throws(HTTPError) {
         let bytes = Array(target.utf8)
-        let pathLength = try policy.validate(target)
+        let pathLength: Int
+        do throws(TargetViolation) { pathLength = try policy.validate(target) } catch { throw HTTPError(error) }
         self.init(method: method, target: bytes, pathLength: pathLength, version: version, headers: headers,
                   framing: framing, keepAlive: keepAlive, expectsContinue: expectsContinue)
     }

@@ -23,7 +23,7 @@ import Synchronization
 /// `SocketChannel` and the protocol connection and selects the protocol by ALPN; HTTP/2 (nghttp2,
 /// h2c by prior knowledge: the connection preface `PRI * HTTP/2.0` is sniffed before the HTTP/1
 /// parser sees it) becomes a second protocol connection that fills `HTTPRequestHead` from
-/// pseudo-header fields, checks `:path` with `HTTPTargetPolicy`, and answers through the same
+/// pseudo-header fields, checks `:path` with `RequestTargetPolicy`, and answers through the same
 /// `HTTPResponder` (its `HTTPResponseSink` is a stream). The handler interface does not change.
 public final class HTTPServer: Sendable {
     /// The configuration it was created with.

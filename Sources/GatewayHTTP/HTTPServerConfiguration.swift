@@ -1,6 +1,7 @@
 // Server configuration.
 
 import GatewayIO
+import GatewayRules
 
 /// Everything an `HTTPServer` needs besides its handler and event loops.
 public struct HTTPServerConfiguration: Sendable {
@@ -12,8 +13,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var acceptBatch: Int
     /// Parser limits for request heads, chunk lines and trailers.
     public var limits: HTTP1ParserLimits
-    /// Normal-form rules for request-targets.
-    public var targetPolicy: HTTPTargetPolicy
+    /// Normal-form rules for request-targets (the same rule `check-config` applies to route paths).
+    public var targetPolicy: RequestTargetPolicy
     /// Downstream timeouts.
     public var timeouts: HTTPServerTimeouts
     /// Requests served on one connection before it is closed (0 = unlimited, the default).
@@ -30,7 +31,7 @@ public struct HTTPServerConfiguration: Sendable {
 
     /// A configuration with defaults suitable for a public-facing reverse proxy.
     public init(listeners: [HTTPListenerConfiguration], backlog: Int = 4096, acceptBatch: Int = 64,
-                limits: HTTP1ParserLimits = HTTP1ParserLimits(), targetPolicy: HTTPTargetPolicy = HTTPTargetPolicy(),
+                limits: HTTP1ParserLimits = HTTP1ParserLimits(), targetPolicy: RequestTargetPolicy = RequestTargetPolicy(),
                 timeouts: HTTPServerTimeouts = HTTPServerTimeouts(), maxRequestsPerConnection: Int = 0,
                 writeHighWatermark: Int = 256 * 1024, unixSocketPermissions: UInt16? = nil, maxConnections: Int = 0) {
         self.listeners = listeners

@@ -1,12 +1,14 @@
+import GatewayRules
 import GatewayStore
 
-/// Builds the configured store from one URL, for the gateway's `store:` setting.
+/// Builds a store from the one string the configuration's `store:` takes, for tools (`attestctl keys`).
 public enum AttestStores {
-    /// - `memory:` or `memory://` -> an in-process `MemoryStore` (the embedded default, state lost on exit);
-    /// - `redis://...` or `unix://...` -> a `RedisStore` with default tunables (see `RedisURL`).
+    /// - `memory` -> an in-process `MemoryStore` (the embedded default, state lost on exit);
+    /// - a Redis URL (`GatewayRules.RedisURL`: `redis://...`, `unix:...`) -> a `RedisStore` with
+    ///   default tunables; a relative `unix:` path resolves against `baseDirectory`.
     /// - Throws: `RedisURLError` for anything else or a malformed Redis URL.
-    public static func make(url: String) throws -> any AttestStore {
-        if url == "memory:" || url == "memory://" { return MemoryStore() }
-        return try RedisStore(url: url)
+    public static func make(url: String, baseDirectory: String? = nil) throws -> any AttestStore {
+        if url == "memory" { return MemoryStore() }
+        return try RedisStore(url: url, baseDirectory: baseDirectory)
     }
 }

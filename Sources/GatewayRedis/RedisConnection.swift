@@ -1,5 +1,6 @@
 import Dispatch
 import GatewayIO
+import GatewayRules
 import GatewayStore
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,4 @@
+import GatewayRules
 import GatewayStore
 
 /// Redis key names and hash fields of the store (DESIGN.md section 4).
@@ -84,7 +85,7 @@ struct RedisKeySchema: Sendable {
         }
         guard let counterValue = number(1), let counter64 = counterValue, let counter = UInt32(exactly: counter64),
               let window = ReplayWindow(bytes: bytes(2) ?? []),
-              let environment = text(3).flatMap(KeyEnvironment.init(rawValue:)),
+              let environment = text(3).flatMap(AppAttestEnvironment.init(rawValue:)),
               let appId = text(4),
               let createdValue = number(5), let createdAt = createdValue,
               let riskValue = number(7), let receiptExpiresAt = number(8),

@@ -1,5 +1,6 @@
 import Dispatch
 import GatewayIO
+import GatewayRules
 import GatewayStore
 import Synchronization
 
@@ -134,13 +135,15 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         for connection in connections { connection.start() }
     }
 
-    /// Parses `url` (see `RedisURL`) and creates the store with default tunables.
+    /// Parses `url` (`GatewayRules.RedisURL`; a relative `unix:` path resolves against `baseDirectory`)
+    /// and creates the store with default tunables.
     /// - Throws: `RedisURLError`, `ConfigurationError`.
-    public convenience init(url: String) throws {
-        try self.init(configuration: Configuration(url: try RedisURL(parsing: url)))
+    public convenience init(url: String, baseDirectory: String? = nil) throws {
+        try self.init(configuration: Configuration(url: try RedisURL(parsing: url, baseDirectory: baseDirectory)))
     }
 
-    /// Closes every connection; pending and later commands fail as `.closed`.
+    /// See `AttestStore.close`: closes every connection (socket, timer, no more reconnects); pending
+    /// and later commands fail as `.closed`.
     public func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for queue in affinityQueues { queue.setSpecific(key: affinity, value: nil) }

@@ -68,6 +68,16 @@ public protocol AttestStore: AnyObject, Sendable {
 
     /// Readiness probe: succeeds when the store can serve commands now.
     func ping(completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void)
+
+    /// Releases the store for good (gateway shutdown, the end of a tool's run). Returns at once.
+    ///
+    /// Commands still pending complete with `.failure(StoreUnavailable(.closed))`, and so does every
+    /// call made after `close()` returns, through its normal completion path (never a verdict, never
+    /// a crash). Calling it again does nothing. What it releases: `MemoryStore` drops its challenges
+    /// and key records (the state is lost, as when the process exits) and stops its sweep timer;
+    /// `RedisStore` closes its connections (sockets and timers) and stops reconnecting. Stored Redis
+    /// data is untouched.
+    func close()
 }
 
 /// Limits shared by the store implementations.

@@ -1,3 +1,5 @@
+import GatewayRules
+
 /// The stored registration of one attested key (DESIGN.md section 4), written once by `registerKey`
 /// and then only changed by `commitAssertion` (counter and anti-replay window) and `revokeKey` (status).
 ///
@@ -14,7 +16,7 @@ public struct KeyRecord: Equatable, Sendable {
     /// Anti-replay state below `counter` (see `ReplayWindow`); empty at registration.
     public internal(set) var replayWindow: ReplayWindow
     /// Environment from the aaguid.
-    public let environment: KeyEnvironment
+    public let environment: AppAttestEnvironment
     /// The App ID the key was attested for (`<team id>.<bundle id>`), 1...255 printable ASCII bytes.
     public let appId: String
     /// When the key was registered, unix milliseconds.
@@ -38,7 +40,7 @@ public struct KeyRecord: Equatable, Sendable {
     ///   - counter: the attestation's counter (0 for a real App Attest attestation).
     /// - Throws: `StoreInputError.publicKey` unless `publicKey` is 65 bytes starting with 0x04;
     ///   `StoreInputError.appId` unless `appId` is 1...255 bytes of printable ASCII (0x21...0x7e).
-    public init(keyId: KeyID, publicKey: [UInt8], counter: UInt32 = 0, environment: KeyEnvironment,
+    public init(keyId: KeyID, publicKey: [UInt8], counter: UInt32 = 0, environment: AppAttestEnvironment,
                 appId: String, createdAt: Int64, receipt: [UInt8]? = nil, receiptRiskMetric: UInt32? = nil,
                 receiptExpiresAt: Int64? = nil, status: KeyStatus = .active, trustTier: TrustTier = .appAttest,
                 expiresAt: Int64? = nil, replayWindow: ReplayWindow = ReplayWindow()) throws {

@@ -11,7 +11,7 @@ import Foundation
 /// Challenge lifetime mirrors Redis TTLs: a challenge is purged `challengeGrace` after its lifetime
 /// (`expiresAt - now` at issue) measured on the store's own `clock`, lazily when touched and by a
 /// periodic bounded sweep; the expiry *decision* uses the caller's injected `now`. State is lost when
-/// the process exits (this store is not for production fleets).
+/// the process exits or the store is closed (this store is not for production fleets).
 public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutable state guarded by `lock`
     /// Tunables of the memory store.
     public struct Configuration: Sendable {
@@ -50,6 +50,8 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
     /// Min-heap of (purgeAt, slot); may hold stale entries for consumed or re-issued challenges.
     private var purgeHeap: [(purgeAt: UnixMillis, slot: Slot)] = []
     private var timer: DispatchSourceTimer?
+    /// Set by `close()`: every call then fails as `.closed`.
+    private var closed = false
 
     /// Creates an empty store and starts its sweep timer (unless `sweepInterval` is 0).
     public init(configuration: Configuration = Configuration()) {
@@ -95,12 +97,30 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
 
     // MARK: AttestStore
 
+    /// The answer of every call after `close()`.
+    private static let closedError = StoreUnavailable(.closed, detail: "store closed")
+
+    /// See `AttestStore.close`: drops every challenge and key record, stops the sweep timer; later
+    /// calls complete with `.failure(StoreUnavailable(.closed))`.
+    public func close() {
+        let timer: DispatchSourceTimer? = lock.withLock {
+            closed = true
+            keys = [:]
+            challenges = [:]
+            purgeHeap = []
+            defer { self.timer = nil }
+            return self.timer
+        }
+        timer?.cancel()
+    }
+
     /// See `AttestStore.issueChallenge`; fails with `.overloaded` at `maximumChallenges`.
     public func issueChallenge(_ challenge: Challenge, keyId: KeyID, purpose: ChallengePurpose,
                                expiresAt: UnixMillis, now: UnixMillis,
                                completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
         let lifetime = StoreLimits.challengeLifetime(expiresAt: expiresAt, now: now)
         let result: Result<Void, StoreUnavailable> = lock.withLock {
+            if closed { return .failure(MemoryStore.closedError) }
             let clockNow = configuration.clock()
             let slot = Slot(keyId: keyId, challenge: challenge)
             if challenges.count >= configuration.maximumChallenges && challenges[slot] == nil {
@@ -121,63 +141,71 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
     /// See `AttestStore.registerKey` (one critical section).
     public func registerKey(_ record: KeyRecord, challenge: Challenge, now: UnixMillis,
                             completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
-        let outcome: StoreOutcome<Void> = lock.withLock {
+        let result: Result<StoreOutcome<Void>, StoreUnavailable> = lock.withLock {
+            if closed { return .failure(MemoryStore.closedError) }
             let slot = Slot(keyId: record.keyId, challenge: challenge)
-            if let refusal = checkChallenge(slot, purpose: .attest, now: now) { return .refused(refusal) }
-            if keys[record.keyId] != nil { return .refused(.keyExists) }
+            if let refusal = checkChallenge(slot, purpose: .attest, now: now) { return .success(.refused(refusal)) }
+            if keys[record.keyId] != nil { return .success(.refused(.keyExists)) }
             keys[record.keyId] = record
             challenges[slot] = nil
-            return .accepted(())
+            return .success(.accepted(()))
         }
-        completion(.success(outcome))
+        completion(result)
     }
 
     /// See `AttestStore.fetchKey`.
     public func fetchKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<KeyRecord?, StoreUnavailable>) -> Void) {
-        let record = lock.withLock { keys[keyId] }
-        completion(.success(record))
+        let result: Result<KeyRecord?, StoreUnavailable> = lock.withLock {
+            closed ? .failure(MemoryStore.closedError) : .success(keys[keyId])
+        }
+        completion(result)
     }
 
     /// See `AttestStore.commitAssertion` (one critical section).
     public func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
                                 completion: @escaping @Sendable (Result<StoreOutcome<CommittedAssertion>, StoreUnavailable>) -> Void) {
-        let outcome: StoreOutcome<CommittedAssertion> = lock.withLock {
-            guard var record = keys[keyId] else { return .refused(.keyUnknown) }
-            guard record.status == .active else { return .refused(.keyRevoked) }
-            if let expiresAt = record.expiresAt, now >= expiresAt { return .refused(.keyExpired) }
+        let result: Result<StoreOutcome<CommittedAssertion>, StoreUnavailable> = lock.withLock {
+            if closed { return .failure(MemoryStore.closedError) }
+            guard var record = keys[keyId] else { return .success(.refused(.keyUnknown)) }
+            guard record.status == .active else { return .success(.refused(.keyRevoked)) }
+            if let expiresAt = record.expiresAt, now >= expiresAt { return .success(.refused(.keyExpired)) }
             let slot = Slot(keyId: keyId, challenge: challenge)
-            if let refusal = checkChallenge(slot, purpose: .assert, now: now) { return .refused(refusal) }
+            if let refusal = checkChallenge(slot, purpose: .assert, now: now) { return .success(.refused(refusal)) }
             guard let admitted = record.replayWindow.admit(counter: counter, highest: record.counter, size: window) else {
-                return .refused(.counterReplay)
+                return .success(.refused(.counterReplay))
             }
             record.counter = admitted.highest
             record.replayWindow = admitted.window
             keys[keyId] = record
             challenges[slot] = nil
-            return .accepted(record.committedFields)
+            return .success(.accepted(record.committedFields))
         }
-        completion(.success(outcome))
+        completion(result)
     }
 
     /// See `AttestStore.revokeKey`.
     public func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
-        let found: Bool = lock.withLock {
-            guard keys[keyId] != nil else { return false }
+        let result: Result<Bool, StoreUnavailable> = lock.withLock {
+            if closed { return .failure(MemoryStore.closedError) }
+            guard keys[keyId] != nil else { return .success(false) }
             keys[keyId]?.status = .revoked
-            return true
+            return .success(true)
         }
-        completion(.success(found))
+        completion(result)
     }
 
     /// See `AttestStore.deleteKey`.
     public func deleteKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
-        let found = lock.withLock { keys.removeValue(forKey: keyId) != nil }
-        completion(.success(found))
+        let result: Result<Bool, StoreUnavailable> = lock.withLock {
+            closed ? .failure(MemoryStore.closedError) : .success(keys.removeValue(forKey: keyId) != nil)
+        }
+        completion(result)
     }
 
-    /// Always succeeds (in-process).
+    /// Succeeds (in-process) until `close()`.
     public func ping(completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
-        completion(.success(()))
+        let isClosed = lock.withLock { closed }
+        completion(isClosed ? .failure(MemoryStore.closedError) : .success(()))
     }
 
     // MARK: Internals (called with `lock` held)

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Gateway
 import GatewayConfig
+import GatewayRules
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,15 +27,16 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 nonisolated(unsafe) var minimumLevel = LogConfiguration.Level.info  // written once before any concurrent use
 
 /// One JSON line on standard error (lifecycle events, not access lines), when `level` is at least
-/// `log.level`.
+/// `log.level`; values are escaped by the one JSON writer (control characters included).
 func event(_ name: String, level: LogConfiguration.Level = .info, _ fields: [(String, String)] = []) {
     guard level >= minimumLevel else { return }
-    var line = "{\"type\":\"\(name)\",\"level\":\"\(level.rawValue)\""
-    for (key, value) in fields {
-        let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-        line += ",\"\(key)\":\"\(escaped)\""
-    }
-    FileHandle.standardError.write(Data((line + "}\n").utf8))
+    var json = JSONWriter(capacity: 256)
+    json.beginObject()
+    json.field("type", name)
+    json.field("level", level.rawValue)
+    for (key, value) in fields { json.field(key, value) }
+    json.endObject()
+    FileHandle.standardError.write(Data(json.bytes + [0x0A]))
 }
 
 var arguments = Array(CommandLine.arguments.dropFirst())

@@ -5,6 +5,7 @@ import Dispatch
 import Foundation
 import Gateway
 import GatewayRedis
+import GatewayRules
 import GatewayStore
 import Synchronization
 
@@ -148,14 +149,15 @@ enum BenchPrepareCommand {
         let json = [("Content-Type", "application/json")]
         let challengeResponse = try SimulateHTTPClient.send(
             method: "POST", target: gateway.basePath + prefix + "/challenge", headers: json,
-            body: Array("{\"keyId\":\"\(keyId)\",\"purpose\":\"attest\"}".utf8), to: gateway, timeout: 10)
+            body: Array(JSONText.object([("keyId", .string(keyId)), ("purpose", .string("attest"))]).rendered.utf8), to: gateway, timeout: 10)
         guard challengeResponse.status == 201,
               let object = try? JSONSerialization.jsonObject(with: Data(challengeResponse.body)) as? [String: Any],
               let challengeText = object["challenge"] as? String, let challenge = Base64.decode(challengeText) else {
             throw Failure("challenge endpoint answered \(challengeResponse.status): \(String(decoding: challengeResponse.body, as: UTF8.self))")
         }
         let minted = try device.mintAttestation(ca: ca, appId: appId, environment: environment, challenge: challenge)
-        let body = "{\"keyId\":\"\(keyId)\",\"challenge\":\"\(challengeText)\",\"attestation\":\"\(Base64.encode(minted.attestationObject))\"}"
+        let body = JSONText.object([("keyId", .string(keyId)), ("challenge", .string(challengeText)),
+                                    ("attestation", .string(Base64.encode(minted.attestationObject)))]).rendered
         let attestResponse = try SimulateHTTPClient.send(method: "POST", target: gateway.basePath + prefix + "/attest",
                                                          headers: json, body: Array(body.utf8), to: gateway, timeout: 10)
         guard attestResponse.status == 201 else {
@@ -323,8 +325,9 @@ enum BenchPrepareCommand {
                     let minted = try device.mintAttestation(ca: ca, appId: appId, environment: environment, challenge: challengeBytes)
                     challenges.issue(try Challenge(challengeBytes), keyId: try KeyID(device.keyId), purpose: .attest,
                                      expiresAt: expiresAt, now: now)
-                    local.append((i, "{\"keyId\":\"\(Base64.encode(device.keyId))\",\"challenge\":\"\(Base64.encode(challengeBytes))\","
-                                    + "\"attestation\":\"\(Base64.encode(minted.attestationObject))\"}"))
+                    local.append((i, JSONText.object([("keyId", .string(Base64.encode(device.keyId))),
+                                                      ("challenge", .string(Base64.encode(challengeBytes))),
+                                                      ("attestation", .string(Base64.encode(minted.attestationObject)))]).rendered))
                 } catch {
                     failures.add("\(error)")
                     return
@@ -345,7 +348,7 @@ enum BenchPrepareCommand {
     // MARK: - helpers
 
     static func makeStore(_ url: String) throws -> RedisStore {
-        var configuration = RedisStore.Configuration(url: try RedisURL(parsing: url))
+        var configuration = RedisStore.Configuration(url: try RedisURL(parsing: url, baseDirectory: FileManager.default.currentDirectoryPath))
         configuration.connections = 2
         configuration.maximumPendingCommands = 8192
         configuration.commandTimeout = 10_000

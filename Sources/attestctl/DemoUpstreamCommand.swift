@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import GatewayHTTP
 import GatewayIO
+import GatewayRules
 
 /// `attestctl demo-upstream [--listen HOST:PORT]`: a tiny "legacy backend" for the quickstart. It
 /// answers every request with JSON describing what reached it - method, target, body size and
@@ -60,17 +61,21 @@ final class DemoUpstreamHandler: HTTPHandler {
         for field in request.head.headers where field.nameHasPrefix("App-Attest-") {
             gateway[field.name] = field.value
         }
-        let answer: [String: Any] = [
-            "upstream": "attestctl demo-upstream",
-            "method": request.head.method.description,
-            "target": request.head.targetString,
-            "bodyBytes": request.body.count,
-            "bodySHA256": SHA256.hash(request.body).map { String(format: "%02x", $0) }.joined(),
-            "gatewayHeaders": gateway,
-        ]
-        let body = (try? JSONSerialization.data(withJSONObject: answer, options: [.sortedKeys])) ?? Data("{}".utf8)
+        // Keys in sorted order.
+        var json = JSONWriter(capacity: 512)
+        json.beginObject()
+        json.field("bodyBytes", request.body.count)
+        json.field("bodySHA256", SHA256.hash(request.body).map { String(format: "%02x", $0) }.joined())
+        json.beginObject("gatewayHeaders")
+        for name in gateway.keys.sorted() { json.field(name, gateway[name] ?? "") }
+        json.endObject()
+        json.field("method", request.head.method.description)
+        json.field("target", request.head.targetString)
+        json.field("upstream", "attestctl demo-upstream")
+        json.endObject()
+        let body = json.bytes
         var headers = HTTPHeaders()
         try? headers.add(name: "Content-Type", value: "application/json")
-        responder.respond(HTTPResponse(status: 200, headers: headers, body: [UInt8](body)))
+        responder.respond(HTTPResponse(status: 200, headers: headers, body: body))
     }
 }

@@ -1,6 +1,7 @@
 import AppAttest
 import AttestSimulator
 import Foundation
+import GatewayRules
 
 /// Shared plumbing of the device subcommands: error reporting and exit codes, JSON output in the
 /// shape of shared/tools/ref_device.py (indented, keys in a fixed order, binary values in standard

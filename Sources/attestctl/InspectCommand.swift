@@ -1,6 +1,7 @@
 import AppAttest
 import AttestCrypto
 import Foundation
+import GatewayRules
 
 /// `attestctl inspect BASE64|FILE`
 ///

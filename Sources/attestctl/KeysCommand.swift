@@ -12,9 +12,11 @@ import GatewayStore
 /// - `revoke`: marks the key `revoked`; its assertions are then answered `403 key_revoked` on every
 ///   gateway sharing the store (caches hold only the public key, never the status). Exit 1 when absent.
 /// - `delete`: removes the record; the device must attest a new key (`401 key_unknown`, `reattest`).
-/// The keyId is standard or URL-safe base64 of its 32 bytes. A store outage exits 1 with the reason.
+/// `--store` takes the Redis URLs the configuration's `store:` takes (`GatewayRules.RedisURL`; a relative
+/// `unix:` path resolves against the current directory). The keyId is standard or URL-safe base64 of
+/// its 32 bytes. A store outage exits 1 with the reason.
 enum KeysCommand {
-    static let usage = "attestctl keys show|revoke|delete --store redis://HOST:PORT/DB --key-id B64"
+    static let usage = "attestctl keys show|revoke|delete --store redis://HOST:PORT/DB|unix:/PATH/redis.sock --key-id B64"
 
     static func run(_ arguments: [String]) -> Int32 {
         guard let action = arguments.first, ["show", "revoke", "delete"].contains(action) else {
@@ -28,10 +30,11 @@ enum KeysCommand {
             guard let keyId = try? KeyID(keyBytes) else { throw DeviceCommandError.usage("--key-id must be base64 of 32 bytes") }
             let store: any AttestStore
             do {
-                store = try AttestStores.make(url: url)
+                store = try AttestStores.make(url: url, baseDirectory: FileManager.default.currentDirectoryPath)
             } catch {
                 throw DeviceCommandError.usage("--store: \(error)")
             }
+            defer { store.close() }
             switch action {
             case "show":
                 guard let record = try wait({ store.fetchKey(keyId, completion: $0) }).get() else {

@@ -2,6 +2,7 @@ import AppAttest
 import AttestCrypto
 import AttestSimulator
 import Foundation
+import GatewayRules
 
 /// `attestctl simulate --gateway URL --app-id ID --ca DIR [--env development] [--route /v1/purchases]
 /// [--requests 5] [--prefix /app-attest/v1] [--key KEYFILE] [--ios27-ext VERSION] [--method POST]
@@ -137,7 +138,8 @@ private struct Simulation {
             let separator = route.contains("?") ? "&" : "?"
             let target = gateway.basePath + route + separator + "n=\(n)"
             let body: [UInt8] = ["GET", "HEAD", "DELETE", "OPTIONS"].contains(method)
-                ? [] : Array("{\"item\":\"sku-\(n)\",\"quantity\":\(n),\"note\":\"attestctl simulate request \(n) of \(requests)\"}".utf8)
+                ? [] : Array(JSONText.object([("item", .string("sku-\(n)")), ("quantity", .integer(Int64(n))),
+                                               ("note", .string("attestctl simulate request \(n) of \(requests)"))]).rendered.utf8)
             let assertion: MintedAssertion
             do {
                 assertion = try device.mintAssertion(appId: appId, challenge: challengeBytes, method: method, target: target, body: body,

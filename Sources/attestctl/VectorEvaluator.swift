@@ -1,6 +1,7 @@
 import AppAttest
 import AttestCrypto
 import Foundation
+import GatewayRules
 
 /// Runs the verifier on test vectors and reports per-check results under the vectors' check names.
 struct VectorEvaluator {
@@ -33,13 +34,10 @@ struct VectorEvaluator {
         }
     }
 
+    /// The vector's app; its `environment` (`development` or `production`) restricts the keys accepted,
+    /// any other value or none accepts both.
     private func appPolicy(_ vector: TestVector) -> AppPolicy {
-        let environment: EnvironmentPolicy
-        switch vector.string("environment") {
-        case "development": environment = .development
-        case "production": environment = .production
-        default: environment = .any
-        }
+        let environment = EnvironmentPolicy(rawValue: vector.string("environment") ?? "") ?? .any
         return AppPolicy(teamId: vector.string("teamId") ?? "", bundleId: vector.string("bundleId") ?? "", environment: environment)
     }
 

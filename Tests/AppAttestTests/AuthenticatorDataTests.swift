@@ -1,5 +1,6 @@
 @testable import AppAttest
 import AttestCrypto
+import GatewayRules
 import XCTest
 
 final class AuthenticatorDataTests: XCTestCase {

@@ -1,6 +1,7 @@
 @testable import AppAttest
 import AttestCrypto
 import Foundation
+import GatewayRules
 import GatewayTestSupport
 import XCTest
 

@@ -2,6 +2,7 @@ import AppAttest
 import AttestCrypto
 import AttestSimulator
 import Foundation
+import GatewayRules
 import GatewayTestSupport
 import XCTest
 

@@ -2,6 +2,7 @@ import AppAttest
 import AttestCrypto
 import AttestSimulator
 import Foundation
+import GatewayRules
 import XCTest
 
 /// Objects minted by the simulator pass the independent reference verifier

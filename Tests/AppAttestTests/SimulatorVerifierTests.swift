@@ -1,6 +1,7 @@
 import AppAttest
 import AttestCrypto
 import AttestSimulator
+import GatewayRules
 import XCTest
 
 /// Objects minted by the simulator pass our own AttestationVerifier / AssertionVerifier with the

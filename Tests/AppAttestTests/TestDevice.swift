@@ -1,6 +1,7 @@
 import AppAttest
 import AttestCrypto
 import Foundation
+import GatewayRules
 import XCTest
 
 /// A test CA (P-384 root and intermediate, like Apple's) and a P-256 device key, minting App Attest

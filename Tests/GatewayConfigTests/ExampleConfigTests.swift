@@ -1,4 +1,5 @@
 import Foundation
+import GatewayRules
 import XCTest
 import GatewayTestSupport
 @testable import GatewayConfig
@@ -36,7 +37,7 @@ final class ExampleConfigTests: XCTestCase {
         let c = loaded.configuration
         XCTAssertEqual(c.listen, [.plain(.ip(host: "127.0.0.1", port: 8080))])
         XCTAssertEqual(c.admin, .ip(host: "127.0.0.1", port: 9901))
-        XCTAssertEqual(c.store.kind, .redis(RedisEndpoint(address: .tcp(host: "127.0.0.1", port: 6379), database: 0)))
+        XCTAssertEqual(c.store.kind, .redis(RedisURL(endpoint: .tcp(host: "127.0.0.1", port: 6379), database: 0)))
         XCTAssertEqual(c.store.commandTimeout, .milliseconds(500))
         XCTAssertEqual(c.apps, [AppConfiguration(appID: AppID("ABCDE12345.com.example.app")!, environment: .production)])
         XCTAssertEqual(c.apps[0].appID.teamID, "ABCDE12345")
@@ -73,7 +74,7 @@ final class ExampleConfigTests: XCTestCase {
         let loaded = try GatewayConfiguration.load(path: ConfigTestHelpers.configFolder.appendingPathComponent("sidecar.yaml").path)
         let c = loaded.configuration
         XCTAssertEqual(c.listen, [.plain(.ip(host: "0.0.0.0", port: 8080))])
-        XCTAssertEqual(c.store.kind, .redis(RedisEndpoint(address: .tcp(host: "redis.attest.svc.cluster.local", port: 6379))))
+        XCTAssertEqual(c.store.kind, .redis(RedisURL(endpoint: .tcp(host: "redis.attest.svc.cluster.local", port: 6379))))
         XCTAssertEqual(c.store.commandTimeout, .milliseconds(250))
         XCTAssertEqual(c.upstream(named: "app")?.responseTimeout, .seconds(15))
         XCTAssertEqual(c.upstream(named: "app")?.maxIdleConnections, 32)

@@ -1,3 +1,4 @@
+import GatewayRules
 import XCTest
 @testable import GatewayConfig
 
@@ -96,10 +97,10 @@ final class ValidationTests: XCTestCase {
         }
         XCTAssertEqual(try store("store: memory"), .memory)
         XCTAssertEqual(try store("store: redis://:s3cr%40t@cache:6380/2").kind,
-                       .redis(RedisEndpoint(address: .tcp(host: "cache", port: 6380), password: "s3cr@t", database: 2)))
-        XCTAssertEqual(try store("store: unix:///run/redis.sock").kind, .redis(RedisEndpoint(address: .unix(path: "/run/redis.sock"))))
+                       .redis(RedisURL(endpoint: .tcp(host: "cache", port: 6380), password: "s3cr@t", database: 2)))
+        XCTAssertEqual(try store("store: unix:///run/redis.sock").kind, .redis(RedisURL(endpoint: .unix(path: "/run/redis.sock"))))
         let mapped = try store("store: {url: 'redis://[::1]', command_timeout: 250ms, connect_timeout: 2s}")
-        XCTAssertEqual(mapped, StoreConfiguration(kind: .redis(RedisEndpoint(address: .tcp(host: "::1", port: 6379))), commandTimeout: .milliseconds(250), connectTimeout: .seconds(2)))
+        XCTAssertEqual(mapped, StoreConfiguration(kind: .redis(RedisURL(endpoint: .tcp(host: "::1", port: 6379))), commandTimeout: .milliseconds(250), connectTimeout: .seconds(2)))
         XCTAssertEqual(try store("store: redis://user:pw@h/0").description, "redis://user:***@h:6379/0")
     }
 
@@ -107,10 +108,12 @@ final class ValidationTests: XCTestCase {
         func lines(_ text: String) -> [String] {
             errorLines(ConfigTestHelpers.minimal().replacingOccurrences(of: "store: memory", with: text))
         }
-        XCTAssertEqual(lines("store: memroy"), ["store: expected memory, redis://host:port/db or unix:///path/to/redis.sock, got \"memroy\"; did you mean memory? (line 2, column 8)"])
+        XCTAssertEqual(lines("store: memroy"), ["store: expected memory, redis://[[user]:password@]host[:port][/db] or unix:/path/to/redis.sock[?db=N], got \"memroy\"; did you mean memory? (line 2, column 8)"])
         XCTAssertEqual(lines("store: rediss://cache:6379"), ["store: rediss:// (Redis over TLS) is not supported yet: use redis:// on a trusted network or a Unix socket (line 2, column 8)"])
-        XCTAssertEqual(lines("store: redis://cache:6379/x"), ["store: the Redis database in \"redis://cache:6379/x\" must be a number (e.g. /0), got \"x\" (line 2, column 8)"])
-        XCTAssertEqual(lines("store: redis://:hunter2@cache:99999/0"), ["store: the port in \"redis://:***@cache:99999/0\" must be a number from 1 to 65535 (line 2, column 8)"])
+        XCTAssertEqual(lines("store: redis://cache:6379/x"), ["store: the Redis database must be a number from 0 to 2147483647 (e.g. /0 or ?db=0), got \"x\" (line 2, column 8)"])
+        XCTAssertEqual(lines("store: redis://:hunter2@cache:99999/0"), ["store: the Redis port must be a number from 1 to 65535, got \"99999\" (line 2, column 8)"])
+        XCTAssertEqual(lines("store: 'memcached://:hunter2@x'"), ["store: expected memory, redis://[[user]:password@]host[:port][/db] or unix:/path/to/redis.sock[?db=N], got \"memcached://:***@x\" (line 2, column 8)"])
+        XCTAssertEqual(lines("store: unix://cache/run/redis.sock"), ["store: unix:// takes no host: write unix:///absolute/path/redis.sock (or unix:relative/path/redis.sock) (line 2, column 8)"])
         XCTAssertEqual(lines("store: {command_timeout: 1h}"), [
             "store.url: required key is missing (memory or redis://host:port/db) (line 2, column 8)",
             "store.command_timeout: must be from 1ms to 1m, got 1h (line 2, column 26)",

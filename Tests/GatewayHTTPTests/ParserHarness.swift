@@ -1,3 +1,4 @@
+import GatewayRules
 import XCTest
 @testable import GatewayHTTP
 
@@ -23,7 +24,7 @@ struct ParseOutcome: Equatable {
 enum ParserHarness {
     static func parse(_ input: [UInt8], pieceSize: Int = 0, bodyLimit: Int = .max,
                       limits: HTTP1ParserLimits = HTTP1ParserLimits(),
-                      policy: HTTPTargetPolicy = HTTPTargetPolicy()) -> ParseOutcome {
+                      policy: RequestTargetPolicy = RequestTargetPolicy()) -> ParseOutcome {
         var parser = HTTP1RequestParser(limits: limits, targetPolicy: policy)
         var outcome = ParseOutcome()
         var current: ParsedRequest?
@@ -63,7 +64,7 @@ enum ParserHarness {
 
     /// Parses `text` whole, byte by byte and in 7-byte pieces; asserts the three agree; returns the outcome.
     static func parseAllWays(_ text: String, bodyLimit: Int = .max, limits: HTTP1ParserLimits = HTTP1ParserLimits(),
-                             policy: HTTPTargetPolicy = HTTPTargetPolicy(),
+                             policy: RequestTargetPolicy = RequestTargetPolicy(),
                              file: StaticString = #filePath, line: UInt = #line) -> ParseOutcome {
         let bytes = Array(text.utf8)
         let whole = parse(bytes, bodyLimit: bodyLimit, limits: limits, policy: policy)

@@ -27,10 +27,11 @@ final class MemoryStoreConformanceTests: XCTestCase {
     func test_binaryKeyIdsAndChallenges() throws { try suite().binaryKeyIdsAndChallenges() }
     func test_reissueReplacesPurposeAndExpiry() throws { try suite().reissueReplacesPurposeAndExpiry() }
     func test_pingSucceeds() throws { try suite().pingSucceeds() }
+    func test_closedStoreAnswersUnavailable() throws { try suite().closedStoreAnswersUnavailable() }
 
     /// Fails when a check of `StoreConformance.checks` has no test method here.
     func testCoversEveryConformanceCheck() {
-        let covered: Set<String> = ["registerAndFetchRoundTrip", "fetchUnknownIsNil", "registerRefusalsChangeNothing", "reRegistrationRefusedWithoutTouchingCounter", "challengeConsumedExactlyOnce", "commitRefusalsChangeNothing", "commitReturnsStoredFields", "wrongChallengeDoesNotBurnPending", "challengeBoundToKeyAndPurpose", "challengeExpiryUsesInjectedNow", "counterStrictlyIncreasing", "windowOutOfOrderOnceAndTooOldRefused", "windowMatchesReferenceModel", "revokedKeyRefused", "deletedKeyUnknown", "expiredRegistrationRefused", "raceSameCommitAcceptedOnce", "raceSameCounterDistinctChallengesAcceptedOnce", "raceOutOfOrderWindowEachOnce", "binaryKeyIdsAndChallenges", "reissueReplacesPurposeAndExpiry", "pingSucceeds"]
+        let covered: Set<String> = ["registerAndFetchRoundTrip", "fetchUnknownIsNil", "registerRefusalsChangeNothing", "reRegistrationRefusedWithoutTouchingCounter", "challengeConsumedExactlyOnce", "commitRefusalsChangeNothing", "commitReturnsStoredFields", "wrongChallengeDoesNotBurnPending", "challengeBoundToKeyAndPurpose", "challengeExpiryUsesInjectedNow", "counterStrictlyIncreasing", "windowOutOfOrderOnceAndTooOldRefused", "windowMatchesReferenceModel", "revokedKeyRefused", "deletedKeyUnknown", "expiredRegistrationRefused", "raceSameCommitAcceptedOnce", "raceSameCounterDistinctChallengesAcceptedOnce", "raceOutOfOrderWindowEachOnce", "binaryKeyIdsAndChallenges", "reissueReplacesPurposeAndExpiry", "pingSucceeds", "closedStoreAnswersUnavailable"]
         XCTAssertEqual(Set(StoreConformance.checks.map(\.name)), covered)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import GatewayRedis
+import GatewayRules
 import GatewayStore
 import GatewayTestSupport
 import XCTest
@@ -367,10 +368,11 @@ final class RedisStoreFailureTests: XCTestCase {
 /// Store construction from a URL and the flood behaviour while Redis is down.
 final class RedisStoreConstructionTests: XCTestCase {
     func testStoreFromURL() throws {
-        XCTAssertTrue(try AttestStores.make(url: "memory:") is MemoryStore)
+        XCTAssertTrue(try AttestStores.make(url: "memory") is MemoryStore)
+        XCTAssertThrowsError(try AttestStores.make(url: "memory:"), "the configuration's spelling only")
         let redis = try AttestStores.make(url: "redis://127.0.0.1:1/0")
         XCTAssertTrue(redis is RedisStore)
-        (redis as? RedisStore)?.close()
+        redis.close()
         XCTAssertThrowsError(try AttestStores.make(url: "mysql://x"))
         var configuration = RedisStore.Configuration(url: try RedisURL(parsing: "redis://h"))
         configuration.keyPrefix = "a{b"

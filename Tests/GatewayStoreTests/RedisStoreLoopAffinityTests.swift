@@ -1,6 +1,7 @@
 import Dispatch
 import GatewayIO
 import GatewayRedis
+import GatewayRules
 import GatewayStore
 import GatewayTestSupport
 import Synchronization

@@ -69,12 +69,15 @@ public final class ChildProcess: @unchecked Sendable {  // mutable state guarded
         throw ChildProcessError.notFound(name)
     }
 
-    /// Runs a command to completion; returns exit status and combined output.
+    /// Runs a command to completion (in `currentDirectory` when given); returns exit status and
+    /// combined output.
     public static func run(_ executable: String, _ arguments: [String], stdin: Data? = nil,
-                           environment: [String: String]? = nil) throws -> (status: Int32, output: String) {
+                           environment: [String: String]? = nil,
+                           currentDirectory: URL? = nil) throws -> (status: Int32, output: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try which(executable))
         process.arguments = arguments
+        if let currentDirectory { process.currentDirectoryURL = currentDirectory }
         if let environment {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }

@@ -53,4 +53,7 @@ public final class LoopHoppingStore: AttestStore, Sendable {
     public func ping(completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
         onLoop { self.inner.ping(completion: completion) }
     }
+
+    /// Closes `inner` from the calling thread (calls made afterwards reach it closed).
+    public func close() { inner.close() }
 }

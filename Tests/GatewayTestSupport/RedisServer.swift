@@ -1,6 +1,7 @@
 import Foundation
 
-/// A real `redis-server` on a free loopback port with its own data folder, for tests.
+/// A real `redis-server` on a free loopback port with its own data folder, for tests; it also
+/// listens on a Unix socket in that folder (`socketPath`).
 ///
 /// Append-only persistence is on (`appendfsync always`) so a test can stop it and restart it from
 /// its AOF on the same port and find every acknowledged write. `maxmemory-policy noeviction`, as the
@@ -24,11 +25,15 @@ public final class RedisServer: @unchecked Sendable {  // `child` is replaced on
     /// `redis://127.0.0.1:<port>/0`.
     public var url: String { "redis://127.0.0.1:\(port)/0" }
 
+    /// The Unix socket it also listens on: `redis.sock` in `directory`.
+    public var socketPath: String { directory.appendingPathComponent("redis.sock").path }
+
     /// Starts (or restarts) the server process on the same port and folder.
     public func start() throws {
         lock.lock(); defer { lock.unlock() }
         let process = try ChildProcess("redis-server", [
             "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path,
+            "--unixsocket", socketPath, "--unixsocketperm", "700",
             "--appendonly", "yes", "--appendfsync", "always", "--save", "",
             "--maxmemory-policy", "noeviction", "--daemonize", "no",
         ])

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import GatewayRules
 import GatewayStore
 
 /// A failed expectation of the store conformance suite (thrown; the XCTest case reports it).
@@ -20,7 +21,8 @@ public struct ConformanceFailure: Error, CustomStringConvertible {
 ///
 /// Usage from an XCTest case: `try StoreConformance(store: makeStore()).registerAndFetchRoundTrip()`, one
 /// test method per check in `StoreConformance.checks`. Every check uses fresh random keyIds, so one store
-/// (one redis-server) may serve all checks. Times are injected (`baseNow`); no check measures speed. A
+/// (one redis-server) may serve all checks; `closedStoreAnswersUnavailable` closes it, so it comes last.
+/// Times are injected (`baseNow`); no check measures speed. A
 /// completion that never comes fails the check after `hangGuard` seconds instead of hanging the run.
 public struct StoreConformance: Sendable {
     /// The store under test.
@@ -54,6 +56,8 @@ public struct StoreConformance: Sendable {
         ("binaryKeyIdsAndChallenges", { try $0.binaryKeyIdsAndChallenges() }),
         ("reissueReplacesPurposeAndExpiry", { try $0.reissueReplacesPurposeAndExpiry() }),
         ("pingSucceeds", { try $0.pingSucceeds() }),
+        // Closes the store: keep it last (suites that run every check on one store).
+        ("closedStoreAnswersUnavailable", { try $0.closedStoreAnswersUnavailable() }),
     ]
 
     /// Wraps a store for the checks.
@@ -466,6 +470,38 @@ public struct StoreConformance: Sendable {
         try wait("ping") { store.ping(completion: $0) }.get()
     }
 
+    /// After `close()` (`AttestStore.close`) every operation completes exactly once, without hanging or
+    /// crashing, with `.failure(StoreUnavailable(.closed))`: never a verdict, never the state from before.
+    /// Closing again is harmless. Closes the store: run it last.
+    public func closedStoreAnswersUnavailable() throws {
+        let record = try makeRecord()
+        try registerExpectingAccepted(record)
+        let challenge = try issueAssert(record.keyId)
+        store.close()
+        store.close()
+
+        func expectClosed<T>(_ what: String, _ result: Result<T, StoreUnavailable>, file: StaticString = #filePath,
+                             line: UInt = #line) throws {
+            guard case .failure(let error) = result else {
+                throw failure("\(what) after close answered \(result), expected store_unavailable(closed)", file: file, line: line)
+            }
+            try expect(error.reason == .closed, "\(what) after close: \(error), expected store_unavailable(closed)", file: file, line: line)
+        }
+        try expectClosed("fetchKey", wait("fetchKey") { store.fetchKey(record.keyId, completion: $0) })
+        try expectClosed("commitAssertion", wait("commitAssertion") {
+            store.commitAssertion(keyId: record.keyId, challenge: challenge, counter: 1, window: 0, now: baseNow, completion: $0)
+        })
+        let other = try makeRecord()
+        let attest = try randomChallenge()
+        try expectClosed("issueChallenge", wait("issueChallenge") {
+            store.issueChallenge(attest, keyId: other.keyId, purpose: .attest, expiresAt: baseNow + 300_000, now: baseNow, completion: $0)
+        })
+        try expectClosed("registerKey", wait("registerKey") { store.registerKey(other, challenge: attest, now: baseNow, completion: $0) })
+        try expectClosed("revokeKey", wait("revokeKey") { store.revokeKey(record.keyId, completion: $0) })
+        try expectClosed("deleteKey", wait("deleteKey") { store.deleteKey(record.keyId, completion: $0) })
+        try expectClosed("ping", wait("ping") { store.ping(completion: $0) })
+    }
+
     // MARK: - Helpers (public so store-specific tests can reuse them)
 
     /// A random 32-byte keyId.
@@ -475,7 +511,7 @@ public struct StoreConformance: Sendable {
     public func randomChallenge() throws -> Challenge { try Challenge((0..<32).map { _ in UInt8.random(in: 0...255) }) }
 
     /// A record with a random public key (and keyId unless given).
-    public func makeRecord(keyId: KeyID? = nil, environment: KeyEnvironment = .production, appId: String = "TEAMID1234.com.example.app",
+    public func makeRecord(keyId: KeyID? = nil, environment: AppAttestEnvironment = .production, appId: String = "TEAMID1234.com.example.app",
                            receipt: [UInt8]? = nil, riskMetric: UInt32? = nil, receiptExpiresAt: UnixMillis? = nil,
                            expiresAt: UnixMillis? = nil) throws -> KeyRecord {
         let publicKey = [0x04] + (0..<64).map { _ in UInt8.random(in: 0...255) }

@@ -6,6 +6,7 @@ import Foundation
 import GatewayIO
 import GatewayConfig
 import GatewayHTTP
+import GatewayRules
 import GatewayStore
 import XCTest
 
@@ -52,7 +53,7 @@ final class AssertionEnforcerTests: XCTestCase {
             return try result.get().bytes
         }
 
-        func route(mode: RouteConfiguration.Mode = .enforce, window: Int = 0, environment: AttestEnvironment? = nil,
+        func route(mode: RouteConfiguration.Mode = .enforce, window: Int = 0, environment: AppAttestEnvironment? = nil,
                    apps: [AppID]? = nil, bind: [String] = [], failOpen: Bool = false) -> CompiledRoute {
             CompiledRoute(config: RouteConfiguration(name: "r", match: .prefix("/v1"), upstream: "u", mode: mode,
                                                      onStoreError: failOpen ? .failOpen : .failClosed, counterWindow: window,
@@ -321,5 +322,6 @@ final class AssertionEnforcerTests: XCTestCase {
         func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) { completion(.failure(error)) }
         func deleteKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) { completion(.failure(error)) }
         func ping(completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) { completion(.failure(error)) }
+        func close() {}
     }
 }

@@ -124,6 +124,33 @@ final class GatewayBinaryTests: XCTestCase {
         XCTAssertEqual(events.last, "stopped", gateway.process.output)
     }
 
+    /// Lifecycle lines are JSON whatever their values hold: a listener path with a tab, a quote and a
+    /// non-ASCII letter reaches the `started` line escaped (RFC 8259), not raw.
+    func testLifecycleLinesStayJSONWithControlCharactersInValues() throws {
+        let cas = try TestCAs.shared()
+        let work = try E2EPaths.temporaryDirectory("events")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let socket = work.appendingPathComponent("gw\t\"é.sock").path
+        let yamlSocket = socket.replacingOccurrences(of: "\t", with: "\\t").replacingOccurrences(of: "\"", with: "\\\"")
+        let yaml = E2EEnvironment.yaml(store: "memory", upstreamPort: FreePort.allocate(), deadPort: FreePort.allocate(),
+                                       roots: cas.trustedRoots, listen: "[127.0.0.1:0, \"unix:\(yamlSocket)\"]")
+        let config = work.appendingPathComponent("gateway.yaml")
+        try yaml.write(to: config, atomically: true, encoding: .utf8)
+        let process = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path])
+        defer { process.stop(signal: SIGKILL, grace: 1) }
+        var started: [String: Any]?
+        eventually {
+            started = GatewayBinaryTests.jsonLines(process.output).first { $0["type"] as? String == "started" }
+            return started != nil || !process.isRunning
+        }
+        XCTAssertEqual((started?["listen"] as? String)?.hasSuffix(",unix:\(socket)"), true, process.output)
+        kill(process.pid, SIGTERM)
+        XCTAssertEqual(process.wait(), 0)
+        for line in process.output.split(separator: "\n") where line.hasPrefix("{") {
+            XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(line.utf8)), "not JSON: \(line)")
+        }
+    }
+
     func testCheckConfigOnABrokenFileExits1AndNamesThePath() throws {
         let dir = try E2EPaths.temporaryDirectory("check")
         defer { try? FileManager.default.removeItem(at: dir) }

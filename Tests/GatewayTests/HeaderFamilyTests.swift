@@ -87,16 +87,4 @@ final class HeaderFamilyTests: XCTestCase {
         XCTAssertEqual(outage.status, 503)
         XCTAssertEqual(outage.headers.values("Retry-After"), ["1"])
     }
-
-    func testJSONWriterEscapes() {
-        var json = JSONWriter()
-        json.beginObject()
-        json.field("s", "a\"b\\c\nd\u{01}é")
-        json.field("n", Int64(-5))
-        json.field("d", 1.5, decimals: 3)
-        json.endObject()
-        let text = String(decoding: json.bytes, as: UTF8.self)
-        XCTAssertEqual(text, "{\"s\":\"a\\\"b\\\\c\\nd\\u0001é\",\"n\":-5,\"d\":1.500}")
-        XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(json.bytes)))
-    }
 }

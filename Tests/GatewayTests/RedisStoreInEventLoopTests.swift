@@ -4,6 +4,7 @@ import Foundation
 import GatewayIO
 import GatewayHTTP
 import GatewayRedis
+import GatewayRules
 import GatewayStore
 import GatewayTestSupport
 import Synchronization

@@ -1,5 +1,6 @@
 import AppAttest
 import AttestCrypto
+import GatewayRules
 
 /// `attestation`: `AttestationVerifier.verify` on a whole attestation object, Apple's roots plus the
 /// Fuzz/testca root pinned. Framed input (`AttestationHarness.frame`):

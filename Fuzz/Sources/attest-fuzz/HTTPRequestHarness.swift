@@ -1,4 +1,5 @@
 import GatewayHTTP
+import GatewayRules
 
 /// `http-request`: `HTTP1RequestParser` on a byte stream (pipelined requests). Framed input:
 /// `options(1) splitSeed(1) stream...`; options bits 0-1 choose the body limit (0, 7, 300, 1 MiB),
@@ -124,7 +125,7 @@ enum HTTPRequestHarness {
         let allowSemicolon = options & 4 != 0
         let limits = options & 8 != 0 ? smallLimits : HTTP1ParserLimits()
         func fresh() -> Run {
-            Run(parser: HTTP1RequestParser(limits: limits, targetPolicy: HTTPTargetPolicy(allowSemicolonInPath: allowSemicolon)),
+            Run(parser: HTTP1RequestParser(limits: limits, targetPolicy: RequestTargetPolicy(allowSemicolonInPath: allowSemicolon)),
                 bodyLimit: bodyLimit, allowSemicolon: allowSemicolon)
         }
         var whole = fresh()

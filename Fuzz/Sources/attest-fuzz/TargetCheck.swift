@@ -1,5 +1,5 @@
 /// An independent statement of the request-target normal form (DESIGN.md section 5), written
-/// without looking at `HTTPTargetPolicy`'s structure: split into path and query, split the path into
+/// without looking at `RequestTargetPolicy`'s structure: split into path and query, split the path into
 /// segments, then check each segment and each escape.
 enum TargetCheck {
     static let unreserved = Set(Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8))

@@ -1,11 +1,9 @@
-/// The App Attest environment of a key, read from the aaguid (Apple: attestation step 8).
-public enum AppAttestEnvironment: String, Sendable, CaseIterable {
-    /// aaguid `appattestdevelop` (development builds; receipts say "sandbox").
-    case development
-    /// aaguid `appattest` followed by seven 0x00 bytes.
-    case production
+import GatewayRules
 
-    /// The 16-byte aaguid.
+/// The aaguid of each App Attest environment (Apple: attestation step 8; `authenticatorData`
+/// bytes 37..<53 of an attestation).
+extension AppAttestEnvironment {
+    /// The 16-byte aaguid: `appattestdevelop`, or `appattest` followed by seven 0x00 bytes.
     public var aaguid: [UInt8] {
         switch self {
         case .development: return Array("appattestdevelop".utf8)
@@ -13,7 +11,7 @@ public enum AppAttestEnvironment: String, Sendable, CaseIterable {
         }
     }
 
-    /// The environment whose aaguid equals `aaguid` (constant-time per candidate), or nil.
+    /// The environment whose aaguid equals `aaguid` (compared in constant time per candidate), or nil.
     public init?(aaguid: [UInt8]) {
         var found: AppAttestEnvironment? = nil
         for candidate in AppAttestEnvironment.allCases where ConstantTimeBytes.equal(candidate.aaguid, aaguid) { found = candidate }

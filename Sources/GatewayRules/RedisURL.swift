@@ -1,0 +1,210 @@
+/// Where the Redis store lives and how to log in (DESIGN.md section 4): the one grammar of Redis URLs,
+/// read by the configuration (`store:`) and by `attestctl keys --store`, so that both take and refuse
+/// the same URLs.
+///
+/// Grammar:
+/// - `redis://[[username]:password@]host[:port][/db]`: `host` is a DNS name (lower-cased), an IPv4
+///   literal or an IPv6 literal in brackets (kept in canonical RFC 5952 form, without the brackets);
+///   `port` is 1-65535 (6379 by default); `db` is a decimal 0...2147483647 without sign or leading
+///   zeros (0 by default; `redis://host/` is db 0). No query, no fragment.
+/// - `unix:PATH[?QUERY]` (`unix:/run/redis.sock`, or a path relative to `baseDirectory`) and
+///   `unix://[[username]:password@]/ABSOLUTE/PATH[?QUERY]` (`unix:///run/redis.sock`). `QUERY` is
+///   `&`-separated `db=N`, `username=U` and `password=P`, each at most once. The path is taken as
+///   written (not percent-decoded, like the `unix:` addresses of listeners and upstreams), normalized
+///   lexically (`.`, `..`, repeated `/`) and at most 107 bytes (`sockaddr_un`).
+/// - User name and password (in the userinfo or the query) are percent-decoded (RFC 3986 section
+///   2.1). A password is given once; a user name needs a password (Redis 6 ACL `AUTH username
+///   password`).
+/// - `rediss://` (TLS) is refused: not supported yet.
+///
+/// Neither `description` nor any `RedisURLError` ever shows the password.
+public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
+    /// The transport endpoint.
+    public enum Endpoint: Sendable, Hashable {
+        /// TCP to `host` (a DNS name or a literal address, IPv6 without brackets) and `port`.
+        case tcp(host: String, port: UInt16)
+        /// A Unix domain socket at an absolute path.
+        case unix(path: String)
+    }
+
+    /// The grammar in one line, for messages.
+    public static let grammar = "redis://[[user]:password@]host[:port][/db] or unix:/path/to/redis.sock[?db=N]"
+    /// Redis' default TCP port.
+    public static let defaultPort: UInt16 = 6379
+    /// Largest database number accepted (Redis' `databases` setting is an `int`).
+    public static let maximumDatabase = Int(Int32.max)
+
+    /// Where to connect.
+    public var endpoint: Endpoint
+    /// ACL user name for `AUTH username password` (Redis 6+); nil for the default user.
+    public var username: String?
+    /// Password for `AUTH`; nil when none was given.
+    public var password: String?
+    /// Database number for `SELECT` (0 by default; Redis Cluster only has 0).
+    public var database: Int
+
+    /// A URL from its parts (no validation).
+    public init(endpoint: Endpoint, username: String? = nil, password: String? = nil, database: Int = 0) {
+        self.endpoint = endpoint
+        self.username = username
+        self.password = password
+        self.database = database
+    }
+
+    /// Reads a Redis URL (see the type's documentation for the grammar).
+    /// - Parameters:
+    ///   - text: the URL as written.
+    ///   - baseDirectory: the folder a relative `unix:` path resolves against (the configuration
+    ///     file's folder, or `attestctl`'s current directory); nil refuses relative paths.
+    /// - Throws: `RedisURLError` naming the first problem (never quoting the password).
+    public init(parsing text: String, baseDirectory: String? = nil) throws(RedisURLError) {
+        if text.hasPrefix("redis://") {
+            self = try RedisURL.parseTCP(text.dropFirst("redis://".count))
+        } else if text.hasPrefix("unix:") {
+            self = try RedisURL.parseUnix(text.dropFirst("unix:".count), baseDirectory: baseDirectory)
+        } else if text.lowercased().hasPrefix("rediss://") {
+            throw .tlsNotSupported
+        } else {
+            throw .unsupportedScheme(String(text.prefix { $0 != ":" }.prefix(32)))
+        }
+    }
+
+    /// The URL with the password replaced by `***` (for logs and `check-config`).
+    public var description: String {
+        var auth = ""
+        if password != nil {
+            auth = "\(username ?? ""):***@"
+        } else if let username {
+            auth = "\(username)@"
+        }
+        switch endpoint {
+        case .tcp(let host, let port):
+            let shown = host.contains(":") ? "[\(host)]" : host
+            return "redis://\(auth)\(shown):\(port)/\(database)"
+        case .unix(let path):
+            return "unix://\(auth)\(path)" + (database == 0 ? "" : "?db=\(database)")
+        }
+    }
+
+    // MARK: - redis://
+
+    private static func parseTCP(_ text: Substring) throws(RedisURLError) -> RedisURL {
+        if text.contains(where: { $0 == "?" || $0 == "#" }) {
+            throw .malformed("redis:// URLs take no query or fragment (put the database number in the path: /0)")
+        }
+        var rest = text
+        var username: String?
+        var password: String?
+        if let at = rest.lastIndex(of: "@") {
+            (username, password) = try credentials(rest[..<at])
+            rest = rest[rest.index(after: at)...]
+        }
+        var database = 0
+        if let slash = rest.firstIndex(of: "/") {
+            let dbText = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+            if !dbText.isEmpty { database = try parseDatabase(dbText) }
+        }
+        guard let (host, portText, bracketed) = NetworkSyntax.splitHostPort(rest) else {
+            throw .malformed("the Redis host must be a host name, an IPv4 address or an IPv6 address in brackets (redis://[::1]:6379)")
+        }
+        guard !host.isEmpty else { throw .malformed("the Redis URL has no host (redis://host:port/db)") }
+        var port = defaultPort
+        if let portText {
+            guard let p = NetworkSyntax.port(portText), p != 0 else { throw .invalidPort(String(portText)) }
+            port = p
+        }
+        let hostName: String
+        if bracketed {
+            guard let v6 = NetworkSyntax.ipv6(String(host)) else { throw .invalidHost(String(host)) }
+            hostName = v6
+        } else if let v4 = NetworkSyntax.ipv4(String(host)) {
+            hostName = v4
+        } else if NetworkSyntax.isHostName(String(host)) {
+            hostName = host.lowercased()
+        } else {
+            throw .invalidHost(String(host))
+        }
+        return RedisURL(endpoint: .tcp(host: hostName, port: port), username: username, password: password, database: database)
+    }
+
+    // MARK: - unix:
+
+    private static func parseUnix(_ text: Substring, baseDirectory: String?) throws(RedisURLError) -> RedisURL {
+        if text.contains("#") { throw .malformed("unix: Redis URLs take no fragment (#)") }
+        var pathPart = text
+        var query: Substring?
+        if let q = text.firstIndex(of: "?") {
+            pathPart = text[..<q]
+            query = text[text.index(after: q)...]
+        }
+        var username: String?
+        var password: String?
+        if pathPart.hasPrefix("//") {
+            let afterSlashes = pathPart.dropFirst(2)
+            if afterSlashes.hasPrefix("/") || afterSlashes.isEmpty {
+                pathPart = afterSlashes
+            } else if let slash = afterSlashes.firstIndex(of: "/"), afterSlashes[..<slash].hasSuffix("@") {
+                (username, password) = try credentials(afterSlashes[..<slash].dropLast())
+                pathPart = afterSlashes[slash...]
+            } else {
+                throw .malformed("unix:// takes no host: write unix:///absolute/path/redis.sock (or unix:relative/path/redis.sock)")
+            }
+        }
+        guard !pathPart.isEmpty else { throw .malformed("expected unix:/path/to/redis.sock") }
+        if !pathPart.hasPrefix("/") && baseDirectory == nil { throw .relativePath(String(pathPart)) }
+        let path = NetworkSyntax.resolvePath(String(pathPart), baseDirectory: baseDirectory ?? "/")
+        guard path != "/" else { throw .malformed("expected unix:/path/to/redis.sock") }
+        guard path.utf8.count <= NetworkSyntax.maximumUnixPathBytes else { throw .pathTooLong(path) }
+
+        var database = 0
+        if let query {
+            guard !query.isEmpty else { throw .malformed("the ? of a unix: Redis URL must be followed by db=N, username=U or password=P") }
+            var seen: Set<Substring> = []
+            for pair in query.split(separator: "&", omittingEmptySubsequences: false) {
+                guard let eq = pair.firstIndex(of: "=") else {
+                    throw .malformed("each query parameter of a unix: Redis URL is name=value (db, username or password)")
+                }
+                let name = pair[..<eq]
+                let value = pair[pair.index(after: eq)...]
+                guard ["db", "username", "password"].contains(name) else {
+                    throw .malformed("the query of a unix: Redis URL takes db=N, username=U and password=P, got \(RedisURLError.quoted(String(name)))")
+                }
+                guard seen.insert(name).inserted else { throw .malformed("\(name) is given twice in the Redis URL") }
+                switch name {
+                case "db":
+                    database = try parseDatabase(value)
+                case "username":
+                    guard username == nil else { throw .malformed("the Redis user name is given twice") }
+                    guard let decoded = URISyntax.percentDecoded(value) else { throw .badCredentialEncoding }
+                    username = decoded.isEmpty ? nil : decoded
+                default:
+                    guard password == nil else { throw .malformed("the Redis password is given twice") }
+                    guard let decoded = URISyntax.percentDecoded(value) else { throw .badCredentialEncoding }
+                    password = decoded
+                }
+            }
+        }
+        if username != nil && password == nil { throw .malformed("a Redis user name needs a password (username=U&password=P)") }
+        return RedisURL(endpoint: .unix(path: path), username: username, password: password, database: database)
+    }
+
+    // MARK: - Parts
+
+    /// `[username]:password` from a userinfo, percent-decoded.
+    private static func credentials(_ userinfo: Substring) throws(RedisURLError) -> (String?, String?) {
+        guard let colon = userinfo.firstIndex(of: ":") else {
+            throw .malformed("write the Redis password as redis://:password@host (or redis://user:password@host)")
+        }
+        guard let user = URISyntax.percentDecoded(userinfo[..<colon]),
+              let pass = URISyntax.percentDecoded(userinfo[userinfo.index(after: colon)...]) else {
+            throw .badCredentialEncoding
+        }
+        return (user.isEmpty ? nil : user, pass)
+    }
+
+    private static func parseDatabase(_ text: Substring) throws(RedisURLError) -> Int {
+        guard let db = NetworkSyntax.decimal(text), db <= maximumDatabase else { throw .invalidDatabase(String(text)) }
+        return db
+    }
+}
