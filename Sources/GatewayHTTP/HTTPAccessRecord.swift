@@ -7,11 +7,17 @@ import GatewayIO
 public struct HTTPAccessRecord: Sendable {
     /// The downstream connection.
     public var connection: HTTPConnectionInfo
+    /// The protocol the request arrived over: `"h1"` (HTTP/1.x) or `"h2"` (HTTP/2 stream).
+    public var protocolName: String
+    /// The TLS version of the connection (e.g. `"TLSv1.3"`), nil on plain connections.
+    public var tlsVersion: String?
     /// Method, or nil when the request line could not be parsed.
     public var method: HTTPMethod?
     /// Raw request-target, or nil when the request line could not be parsed.
     public var target: [UInt8]?
-    /// Final status sent downstream; 499 when the client went away before any response byte.
+    /// Final status sent downstream; 499 when the client went away (or reset the HTTP/2 stream) before
+    /// any response byte. An HTTP/2 stream reset by the server as malformed (RST_STREAM
+    /// `PROTOCOL_ERROR`, RFC 9113 section 8.1.1: no response is sent) reports 400 with `error`.
     public var status: Int
     /// The error the server answered by itself (400, 408, 413, 431, 502, 504...), if any.
     public var error: HTTPError?
@@ -23,7 +29,7 @@ public struct HTTPAccessRecord: Sendable {
     public var latencyNanoseconds: UInt64
     /// Name of the upstream pool when the request was forwarded.
     public var upstream: String?
-    /// Whether the exchange ended early (client gone, upstream failed mid-response).
+    /// Whether the exchange ended early (client gone or stream reset, upstream failed mid-response).
     public var aborted: Bool
 
     /// The value the handler attached to its answer (`HTTPResponder.respond(_:annotation:)`), if any.
