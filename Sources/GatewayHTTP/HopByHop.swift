@@ -4,8 +4,9 @@ import GatewayIO
 
 /// Which fields are connection-specific and must not be forwarded (RFC 9110 section 7.6.1).
 enum HopByHop {
-    /// Fields never forwarded upstream: the hop-by-hop set plus `Expect` (answered here) and
-    /// `Content-Length` (re-framed).
+    /// Fields never forwarded upstream: the hop-by-hop set plus `Expect` (answered here),
+    /// `Content-Length` (re-framed) and `HTTP2-Settings` (h2c upgrades are never performed, RFC 9113
+    /// section 3.1).
     @inline(__always) static func isRequestHopByHop(_ name: UnsafeRawBufferPointer) -> Bool {
         switch name.count {
         case 2: return HTTP1Syntax.equalsLowercaseLiteral(name, "te")
@@ -13,6 +14,7 @@ enum HopByHop {
         case 7: return HTTP1Syntax.equalsLowercaseLiteral(name, "trailer") || HTTP1Syntax.equalsLowercaseLiteral(name, "upgrade")
         case 10: return HTTP1Syntax.equalsLowercaseLiteral(name, "connection") || HTTP1Syntax.equalsLowercaseLiteral(name, "keep-alive")
         case 14: return HTTP1Syntax.equalsLowercaseLiteral(name, "content-length")
+            || HTTP1Syntax.equalsLowercaseLiteral(name, "http2-settings")
         case 16: return HTTP1Syntax.equalsLowercaseLiteral(name, "proxy-connection")
         case 17: return HTTP1Syntax.equalsLowercaseLiteral(name, "transfer-encoding")
         default: return false
@@ -22,6 +24,7 @@ enum HopByHop {
     /// Fields never relayed downstream from an upstream response (framing is redone here).
     @inline(__always) static func isResponseHopByHop(_ name: UnsafeRawBufferPointer) -> Bool {
         if name.count == 6 { return false }  // "expect" is a request field only
+        if name.count == 14 { return HTTP1Syntax.equalsLowercaseLiteral(name, "content-length") }
         return isRequestHopByHop(name)
     }
 
