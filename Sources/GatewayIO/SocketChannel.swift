@@ -60,6 +60,14 @@ public final class SocketChannel {
         }
     }
 
+    /// Hands the channel to a new owner: readiness goes to these callbacks from now on (e.g. an
+    /// HTTP/1.1 connection that recognised the HTTP/2 preface and gives its socket to an HTTP/2 one).
+    package func setHandlers(onReadable: @escaping () -> Void, onWritable: @escaping () -> Void) {
+        guard !isClosed else { return }
+        self.onReadable = onReadable
+        self.onWritable = onWritable
+    }
+
     /// Starts delivering readability (again after `stopReading`).
     public func startReading() {
         guard !isClosed, !reading else { return }
