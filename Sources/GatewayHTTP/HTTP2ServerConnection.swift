@@ -35,6 +35,9 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
         case draining
         /// Ending: output is flushed, then the socket closes.
         case closing
+        /// GOAWAY written and the write side shut: unread input is drained for a while so that the
+        /// GOAWAY is not destroyed by a TCP reset (as HTTP/1.1 does, RFC 9112 section 9.6).
+        case lingering
         case closed
     }
 
@@ -56,6 +59,8 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
     /// When the last stream closed (or the connection started): the idle timeout counts from here.
     private var idleSince: UInt64
     private var drainStarted: UInt64 = 0
+    private var lingerDeadline: UInt64 = 0
+    private var lingerBytes = 0
     private var finalGoawaySent = false
     private var readingPaused = false
     private var inHandlerCall = false
@@ -120,6 +125,10 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
 
     private func readable() {
         now = EventLoop.now()
+        if state == .lingering {
+            linger()
+            return
+        }
         var reads = 0
         reading: while reads < 4 && (state == .open || state == .draining) && channel.isReading {
             reads += 1
@@ -464,7 +473,7 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
     /// Moves frames from nghttp2 to the output (up to the high watermark) and writes them, until the
     /// socket blocks or nothing is left; then resumes what waited for room and closes when finished.
     private func produceAndFlush() {
-        guard state != .closed, let session, !session.isBusy else { return }
+        guard state != .closed && state != .lingering, let session, !session.isBusy else { return }
         writing: while true {
             if state == .draining && !finalGoawaySent && streams.isEmpty { sendFinalGoaway() }
             guard session.produceOutput(into: &out, limit: highWatermark) else {
@@ -490,7 +499,7 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
         }
         resumePausedStreams()
         if out.isEmpty && session.isFinished {
-            close()
+            startLinger()
             return
         }
         // A client that sends faster than it reads is not read until the output drains.
@@ -571,12 +580,51 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
         close()
     }
 
-    private func close() {
-        guard state != .closed else { return }
-        state = .closed
+    /// Everything is written (the last frame a GOAWAY): half-close and drain input briefly, then close.
+    private func startLinger() {
+        guard state != .closed && state != .lingering else { return }
+        reportOpenStreams()
+        guard context.lingerTimeout > 0 else {
+            close()
+            return
+        }
+        state = .lingering
+        channel.shutdownWrite()
+        channel.startReading()
+        channel.resumeReading()
+        lingerDeadline = now &+ context.lingerTimeout
+    }
+
+    private func linger() {
+        let buffer = loop.readBuffer
+        for _ in 0..<4 {
+            switch readSome(into: buffer) {
+            case .bytes(let n):
+                lingerBytes += n
+                if lingerBytes > 1 << 20 {
+                    close()
+                    return
+                }
+            case .wouldBlock:
+                return
+            case .endOfFile, .failed:
+                close()
+                return
+            }
+        }
+    }
+
+    /// Reports every stream still open as aborted (the connection is ending).
+    private func reportOpenStreams() {
         let open = streams.values.sorted { $0.id < $1.id }
         streams = [:]
         for stream in open { finish(stream, code: .cancel) }
+    }
+
+    private func close() {
+        guard state != .closed else { return }
+        state = .closed
+        reportOpenStreams()
         channel.close()
         loop.unregister(self)
         context.connectionClosed()
@@ -592,6 +640,10 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
         let writeTimeout = context.writeTimeout
         if channel.isWriteArmed && writeTimeout > 0 && now &- lastWriteProgress > writeTimeout {
             abort()  // the client accepts no bytes at all
+            return
+        }
+        if state == .lingering {
+            if now >= lingerDeadline { close() }
             return
         }
         if state == .closing {
@@ -614,8 +666,8 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
                 }
             }
             if !stalled.isEmpty && !flowing {
-                terminate(.enhanceYourCalm)
-                close()
+                terminate(.enhanceYourCalm)  // the GOAWAY goes out (the socket is writable), then close
+                if state == .closing && out.isEmpty { startLinger() }
                 return
             }
             for stream in stalled {
@@ -634,7 +686,7 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
         }
         if streams.isEmpty && out.isEmpty && context.idleTimeout > 0 && now &- idleSince > context.idleTimeout {
             terminate(.noError)
-            if state != .closed { close() }
+            if state == .closing && out.isEmpty { startLinger() }
             return
         }
         produceAndFlush()
