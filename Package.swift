@@ -52,7 +52,8 @@ let package = Package(
         .testTarget(name: "AttestCryptoTests", dependencies: ["AttestCrypto", "GatewayTestSupport"]),
         .testTarget(name: "AppAttestTests", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayTestSupport"]),
         .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayIO", "GatewayRedis", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayIO", "GatewayHTTP", "GatewayTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayIO", "GatewayHTTP", "GatewayTestSupport", "CNghttp2"],
+                    exclude: ["Fixtures"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayTestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayIO", "GatewayTestSupport"], exclude: ["Fixtures"]),
     ]

@@ -46,7 +46,8 @@ package final class HTTP2Session {
     private var blockEncodedBytes = 0
     private var continuations = 0
     private var termination: HTTP2ErrorCode?
-    /// The GOAWAY error code once the session decided to end the connection.
+    /// The GOAWAY error code once the connection is ending with an error: set when this type decided
+    /// it, or once nghttp2's own GOAWAY (e.g. `COMPRESSION_ERROR`) is handed out for sending.
     package private(set) var terminatedWith: HTTP2ErrorCode?
     /// Whether nghttp2 is running (receive or send): nested calls are refused.
     package private(set) var isBusy = false
@@ -449,6 +450,10 @@ package final class HTTP2Session {
     private func frameSent(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         let hd = frame.pointee.hd
         let type = UInt32(hd.type)
+        if type == NGHTTP2_GOAWAY.rawValue && frame.pointee.goaway.error_code != 0 && terminatedWith == nil {
+            // nghttp2 ended the connection by itself (e.g. COMPRESSION_ERROR, too many SETTINGS entries).
+            terminatedWith = HTTP2ErrorCode(frame.pointee.goaway.error_code)
+        }
         guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue,
               hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let session else { return 0 }
         // The response is complete before the request: tell the client to stop sending
