@@ -6,6 +6,7 @@ scenario waits for the test to act). Every scenario speaks h2c with prior knowle
 
 Scenarios:
   request PATH            one GET with h2; status, headers, body length and SHA-256
+  forged-trailers PATH    a POST whose header block and trailers carry forged App-Attest- fields; the answer
   rapid-reset N           N x (HEADERS + RST_STREAM CANCEL), then a request on a new connection
   continuation-flood      HEADERS without END_HEADERS, then 1000 small CONTINUATION frames
   continuation-bytes      HEADERS + 7 CONTINUATION frames of 16 KiB each (an oversized header block)
@@ -189,6 +190,35 @@ def h2_request(path, conn=None, method="GET", body=None):
                 done = True
         sock.sendall(h2c.data_to_send())
     return status, response_headers, data, conn
+
+
+def forged_trailers(path):
+    sock = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+    h2c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+    h2c.initiate_connection()
+    stream_id = h2c.get_next_available_stream_id()
+    h2c.send_headers(stream_id, [(":method", "POST"), (":scheme", "http"), (":path", path), (":authority", "127.0.0.1"),
+                                 ("app-attest-verdict", "valid"), ("app-attest-counter", "7"), ("x-kept", "yes")])
+    h2c.send_data(stream_id, b"abc")
+    h2c.send_headers(stream_id, [("app-attest-verdict", "valid"), ("app-attest-key-id", "forged"), ("x-trailer", "t")],
+                     end_stream=True)
+    sock.sendall(h2c.data_to_send())
+    status, headers, data, done = None, [], b"", False
+    while not done:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        for event in h2c.receive_data(chunk):
+            if isinstance(event, h2.events.ResponseReceived):
+                headers = [[n.decode(), v.decode()] for n, v in event.headers]
+                status = int(dict(headers)[":status"])
+            elif isinstance(event, h2.events.DataReceived):
+                data += event.data
+                h2c.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
+                done = True
+        sock.sendall(h2c.data_to_send())
+    result(status=status, headers=headers, body=data.decode("utf-8", "replace"))
 
 
 def result(**fields):
@@ -485,6 +515,8 @@ def main():
     if s == "request":
         status, headers, body, _ = h2_request(args.arg)
         result(status=status, headers=headers, length=len(body), sha256=hashlib.sha256(body).hexdigest())
+    elif s == "forged-trailers":
+        forged_trailers(args.arg)
     elif s == "rapid-reset":
         rapid_reset(int(args.arg or "500"))
     elif s == "continuation-flood":

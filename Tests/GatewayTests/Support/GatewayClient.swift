@@ -26,8 +26,9 @@ extension GatewayClient {
 
     /// One request to the gateway's data listener through curl.
     func send(_ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8]? = nil,
-              chunked: Bool = false) throws -> HTTPReply {
-        try Curl.request(port: port, method: method, target: target, headers: headers, body: body, chunked: chunked)
+              chunked: Bool = false, http2: Bool = false) throws -> HTTPReply {
+        try Curl.request(port: port, method: method, target: target, headers: headers, body: body, chunked: chunked,
+                         http2: http2)
     }
 
     // MARK: - Protocol steps (client side)
@@ -90,10 +91,10 @@ extension GatewayClient {
     /// Sends a signed request (optionally with another method, target, body or extra fields: the
     /// evidence stays the same).
     func send(_ request: SignedRequest, method: String? = nil, target: String? = nil, body: [UInt8]? = nil,
-              extraHeaders: [(String, String)] = []) throws -> HTTPReply {
+              extraHeaders: [(String, String)] = [], http2: Bool = false) throws -> HTTPReply {
         let sentBody = body ?? request.body
         return try send(method ?? request.method, target ?? request.target, headers: request.evidenceHeaders + extraHeaders,
-                        body: sentBody.isEmpty && (method ?? request.method) == "GET" ? nil : sentBody)
+                        body: sentBody.isEmpty && (method ?? request.method) == "GET" ? nil : sentBody, http2: http2)
     }
 
 }

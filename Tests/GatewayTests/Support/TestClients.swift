@@ -11,14 +11,16 @@ enum Curl {
     ///   - headers: extra fields, sent in order (duplicates and any case are kept).
     ///   - body: request body (`--data-binary`), or nil for none.
     ///   - chunked: send the body with `Transfer-Encoding: chunked` instead of Content-Length.
+    ///   - http2: speak HTTP/2 with prior knowledge (h2c) instead of HTTP/1.1 (fails the test unless
+    ///     the answer came over HTTP/2).
     static func request(port: UInt16, method: String, target: String, headers: [(String, String)] = [],
-                        body: [UInt8]? = nil, chunked: Bool = false) throws -> HTTPReply {
+                        body: [UInt8]? = nil, chunked: Bool = false, http2: Bool = false) throws -> HTTPReply {
         guard ChildProcess.isAvailable("curl") else { throw XCTSkip("curl not installed") }
         let dir = try E2EPaths.temporaryDirectory("curl")
         defer { try? FileManager.default.removeItem(at: dir) }
         let headerFile = dir.appendingPathComponent("headers").path
         let bodyFile = dir.appendingPathComponent("body").path
-        var args = ["-s", "-S", "--http1.1", "--path-as-is", "--max-time", "20", "-X", method,
+        var args = ["-s", "-S", http2 ? "--http2-prior-knowledge" : "--http1.1", "--path-as-is", "--max-time", "20", "-X", method,
                     "-D", headerFile, "-o", bodyFile, "-H", "Expect:"]
         for (name, value) in headers { args += ["-H", "\(name): \(value)"] }
         if let body {
@@ -31,6 +33,9 @@ enum Curl {
         let result = try ChildProcess.run("curl", args)
         let head = (try? Data(contentsOf: URL(fileURLWithPath: headerFile))).map { Array($0) } ?? []
         let payload = (try? Data(contentsOf: URL(fileURLWithPath: bodyFile))).map { Array($0) } ?? []
+        if http2 && !head.isEmpty {
+            XCTAssertTrue(head.starts(with: Array("HTTP/2 ".utf8)), "answered over HTTP/2: \(String(decoding: head, as: UTF8.self))")
+        }
         // The header file holds every header block (interim responses first): use the last one.
         var reply = HTTPReply.parseAll(head).last(where: { $0.status >= 200 })
             ?? HTTPReply(status: 0, headers: [("X-Curl-Output", result.output)], body: [])
