@@ -22,7 +22,8 @@ import GatewayIO
 /// timeout as a send timeout when response bytes wait on a zero flow-control window (one stream
 /// stalled while others progress: RST_STREAM `CANCEL`; every waiting stream stalled: GOAWAY
 /// `ENHANCE_YOUR_CALM` and close); the body timeout while a request body stalls (408 on the stream);
-/// the idle timeout while no stream is open (GOAWAY `NO_ERROR` and close).
+/// the idle timeout while no stream is open, the header timeout before the first request (GOAWAY
+/// `NO_ERROR` and close).
 ///
 /// The byte stream is read and written only through `readSome(into:)` and `writeOutput()`, so a TLS
 /// transport can take the socket's place.
@@ -62,9 +63,17 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
     private var lingerDeadline: UInt64 = 0
     private var lingerBytes = 0
     private var finalGoawaySent = false
+    /// Whether a request arrived yet: before, the header timeout bounds the wait (as for HTTP/1.1).
+    private var anyStream = false
     private var readingPaused = false
     private var inHandlerCall = false
     private var synchronousAnswers: [(HTTPResponder.Answer, (any Sendable)?, UInt64)] = []
+
+    /// Response body bytes held for the streams (waiting for the client's windows), for tests and
+    /// metrics; read on the loop's queue.
+    var bufferedResponseBytes: Int { bufferedBytes }
+    /// Bytes produced by nghttp2 and not yet taken by the socket; read on the loop's queue.
+    var queuedOutputBytes: Int { out.count }
 
     /// Output queued beyond this stops reading the client and producing frames.
     private var highWatermark: Int { context.configuration.writeHighWatermark }
@@ -163,6 +172,7 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
 
     func http2StreamOpened(_ streamID: Int32, head: HTTPRequestHead) {
         let stream = HTTP2Stream(id: streamID, connection: self, now: now)
+        anyStream = true
         stream.head = head
         streams[streamID] = stream
         var decision = context.handler.headDecision(for: head, connection: info)
@@ -193,6 +203,7 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
             return
         }
         let stream = HTTP2Stream(id: streamID, connection: self, now: now)
+        anyStream = true
         stream.method = method
         stream.target = target
         streams[streamID] = stream
@@ -207,6 +218,7 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
             return
         }
         let stream = HTTP2Stream(id: streamID, connection: self, now: now)
+        anyStream = true
         stream.method = method
         stream.target = target
         stream.malformed = true
@@ -365,6 +377,7 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
 
     func upstreamHead(_ stream: HTTP2Stream, _ upstreamHead: HTTPResponseHead) {
         guard stream.phase == .forwarding, let session else { return }
+        now = EventLoop.now()
         var head = upstreamHead
         stream.responseHeadFilter?(&head)
         var contentLength: Int?
@@ -393,7 +406,10 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
     func upstreamBody(_ stream: HTTP2Stream, _ bytes: UnsafeRawBufferPointer) -> Bool {
         guard stream.phase == .forwarding, state != .closed else { return false }
         guard !stream.bodyComplete, !bytes.isEmpty else { return true }
-        if stream.pending.isEmpty { stream.lastProgress = now }  // the send-timeout clock starts
+        if stream.pending.isEmpty {
+            now = EventLoop.now()
+            stream.lastProgress = now  // the send-timeout clock starts
+        }
         stream.pending.append(bytes)
         bufferedBytes += bytes.count
         if stream.deferred {
@@ -684,7 +700,8 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
         if state == .draining && !finalGoawaySent && now &- drainStarted > HTTP2ServerConnection.drainNoticeNanoseconds {
             sendFinalGoaway()
         }
-        if streams.isEmpty && out.isEmpty && context.idleTimeout > 0 && now &- idleSince > context.idleTimeout {
+        let idleLimit = anyStream ? context.idleTimeout : context.headerTimeout
+        if streams.isEmpty && out.isEmpty && idleLimit > 0 && now &- idleSince > idleLimit {
             terminate(.noError)
             if state == .closing && out.isEmpty { startLinger() }
             return

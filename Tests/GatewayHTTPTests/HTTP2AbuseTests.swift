@@ -32,6 +32,13 @@ final class HTTP2AbuseTests: XCTestCase {
         XCTAssertEqual(r["closed"] as? Bool, true, "the server closed the connection: \(r)", file: file, line: line)
     }
 
+    func testSilentConnectionIsClosedAfterTheHeaderTimeout() throws {
+        // The harness's header timeout is 0.3 s, its idle timeout 2 s.
+        let r = try run("preface-only")
+        assertGoaway(r, "NO_ERROR")
+        XCTAssertLessThan(r["seconds"] as? Double ?? 99, 1.5, "the header timeout, not the idle timeout: \(r)")
+    }
+
     func testRapidResetIsCutOffAndCancelsUpstreamWork() throws {
         let r = try run("rapid-reset", "500")
         assertGoaway(r, "ENHANCE_YOUR_CALM")

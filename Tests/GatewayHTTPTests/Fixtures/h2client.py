@@ -7,6 +7,7 @@ scenario waits for the test to act). Every scenario speaks h2c with prior knowle
 Scenarios:
   request PATH            one GET with h2; status, headers, body length and SHA-256
   forged-trailers PATH    a POST whose header block and trailers carry forged App-Attest- fields; the answer
+  preface-only            the preface and SETTINGS, then nothing; reports the server's GOAWAY and when it closed
   rapid-reset N           N x (HEADERS + RST_STREAM CANCEL), then a request on a new connection
   continuation-flood      HEADERS without END_HEADERS, then 1000 small CONTINUATION frames
   continuation-bytes      HEADERS + 7 CONTINUATION frames of 16 KiB each (an oversized header block)
@@ -22,6 +23,7 @@ Scenarios:
   bad-headers             one stream per malformed header block, then a normal request
   content-length          DATA that disagrees with content-length, then a matching request
   zero-window             SETTINGS_INITIAL_WINDOW_SIZE 0, then a large response that cannot flow
+  stalled-reader PATH     huge windows, a request, then never reads the socket (prints READY); reports the close
   slow-reader SIZE        a SIZE-byte response read slowly with a 16 KiB window, then a second request
   cancel PATH             a request reset after 300 ms, then a request on the same connection
   drain PATH              a request; prints READY; records every frame until the server closes
@@ -230,6 +232,14 @@ def finish_abuse(c, **extra):
     g = c.goaway()
     result(goaway=g and g["error"], lastStreamID=g and g["lastStreamID"], closed=c.closed,
            sendFailed=c.send_failed, frames=[f["type"] for f in c.frames][-20:], **extra)
+
+
+def preface_only():
+    start = time.monotonic()
+    c = RawConnection()
+    c.read_all(timeout=10)
+    g = c.goaway()
+    result(goaway=g and g["error"], closed=c.closed, seconds=time.monotonic() - start)
 
 
 def rapid_reset(count):
@@ -442,6 +452,33 @@ def zero_window():
     result(goaway=g and g["error"], closed=c.closed, seconds=closed_after, dataBytes=data, statuses=statuses)
 
 
+def stalled_reader(path):
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+    sock.connect(("127.0.0.1", PORT))
+    big = 2 ** 31 - 1
+    sock.sendall(PREFACE + SettingsFrame(0, settings={SettingsFrame.INITIAL_WINDOW_SIZE: big}).serialize()
+                 + WindowUpdateFrame(0, window_increment=big - 65535).serialize())
+    c = RawConnection.__new__(RawConnection)
+    c.sock, c.buffer, c.encoder, c.decoder, c.closed, c.send_failed, c.frames = sock, b"", Encoder(), Decoder(), False, False, []
+    c.request(1, path)
+    print("READY", flush=True)
+    start = time.monotonic()
+    time.sleep(3)
+    # Now read whatever is left until the server's close.
+    received = 0
+    sock.settimeout(10)
+    try:
+        while True:
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                break
+            received += len(chunk)
+    except OSError:
+        pass
+    result(received=received, seconds=time.monotonic() - start)
+
+
 def slow_reader(size):
     sock = socket.create_connection(("127.0.0.1", PORT), timeout=20)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
@@ -517,6 +554,8 @@ def main():
         result(status=status, headers=headers, length=len(body), sha256=hashlib.sha256(body).hexdigest())
     elif s == "forged-trailers":
         forged_trailers(args.arg)
+    elif s == "preface-only":
+        preface_only()
     elif s == "rapid-reset":
         rapid_reset(int(args.arg or "500"))
     elif s == "continuation-flood":
@@ -547,6 +586,8 @@ def main():
         content_length()
     elif s == "zero-window":
         zero_window()
+    elif s == "stalled-reader":
+        stalled_reader(args.arg)
     elif s == "slow-reader":
         slow_reader(int(args.arg))
     elif s == "cancel":
