@@ -189,8 +189,9 @@ final class HTTP2ServerConnection: HTTPServerConnection, HTTPResponseSink, HTTP2
                 return
             }
             stream.bodyLimit = max(0, limit)
+            // Until END_STREAM (cleared at once when the HEADERS frame carried it).
+            stream.deadline = deadline(context.bodyTimeout)
             if head.framing.hasBody {
-                stream.deadline = deadline(context.bodyTimeout)
                 if let length = head.contentLength { stream.body.reserveCapacity(min(length, 1 << 20)) }
                 if head.expectsContinue { session?.submitContinue(streamID: streamID) }
             }

@@ -88,6 +88,20 @@ final class HTTP2SocketTests: XCTestCase {
         XCTAssertTrue(local.output.hasSuffix("abc"), local.output)
     }
 
+    func testLargeUploadWithExpectContinueFlowsThroughTheWindows() throws {
+        let body = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let file = harness.tempDir.appendingPathComponent("upload.bin")
+        try Data(body).write(to: file)
+        let (status, output) = try curl(["-H", "Expect: 100-continue", "--data-binary", "@\(file.path)", harness.url("/big-upload")])
+        XCTAssertEqual(status, 0, output)
+        let echo = try json(output)
+        XCTAssertEqual(echo["bodyLength"] as? Int, body.count)
+        let sha = try ChildProcess.run("sha256sum", [file.path]).output.prefix(64)
+        XCTAssertEqual(echo["bodySHA256"] as? String, String(sha))
+        let names = (echo["headers"] as? [[String]] ?? []).map { $0[0].lowercased() }
+        XCTAssertFalse(names.contains("expect"), "Expect is answered here, not forwarded: \(names)")
+    }
+
     func testBodyOverLimitIs413OnTheStream() throws {
         let (status, output) = try curl(["-D", "-", "--data-binary", String(repeating: "x", count: 17),
                                          harness.url("/limited/x")])
