@@ -20,7 +20,9 @@ import GatewayIO
 /// header list past its hard bound (HPACK bomb); more than `maxResetsInWindow` client RST_STREAM
 /// frames within the last `resetWindowStreams` streams opened (rapid reset, CVE-2023-44487); more than
 /// `maxControlFramesPerWindow` SETTINGS/PING/PRIORITY frames per `controlFrameWindow`; more than
-/// `maxEmptyDataFrames` zero-length DATA frames without END_STREAM.
+/// `maxEmptyDataFrames` zero-length DATA frames without END_STREAM. Request bodies: the connection
+/// window always reopens as DATA arrives, stream windows only while the bodies still arriving stay
+/// within `requestBodyBufferBytes` (the oldest such stream always), so slow uploads cannot pile up.
 ///
 /// Confined to one queue: every method and every delegate call run on the owner's queue. nghttp2's C
 /// callbacks reach this object through an unmanaged pointer in `user_data` (no closure captures).
@@ -61,6 +63,13 @@ package final class HTTP2Session {
     private var controlFrames = 0
     private let controlWindowNanos: UInt64
     private var emptyDataFrames = 0
+
+    // Request body flow control: WINDOW_UPDATE is ours to send (nghttp2's automatic updates are off).
+    /// Streams whose request body is still arriving, oldest first.
+    private var bodyStreams: [Int32] = []
+    /// Per such stream: body bytes received, and bytes not yet given back to its window.
+    private var bodyBytes: [Int32: (held: Int, unconsumed: Int)] = [:]
+    private var heldBodyBytes = 0
 
     // Response header scratch, reused.
     private var scratch: [UInt8] = []
@@ -105,6 +114,7 @@ package final class HTTP2Session {
         nghttp2_option_set_max_settings(options, s.maxSettingsEntries)
         nghttp2_option_set_max_outbound_ack(options, s.maxQueuedAcks)
         nghttp2_option_set_no_closed_streams(options, 1)
+        nghttp2_option_set_no_auto_window_update(options, 1)  // see bodyChunk(_:_:)
 
         var created: OpaquePointer?
         let userData = Unmanaged.passUnretained(self).toOpaque()
@@ -397,6 +407,7 @@ package final class HTTP2Session {
         let hd = frame.pointee.hd
         let id = hd.stream_id
         let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+        if endStream { releaseBody(id) }
         switch UInt32(hd.type) {
         case NGHTTP2_HEADERS.rawValue:
             guard let b = block, b.streamID == id else { return 0 }
@@ -464,8 +475,42 @@ package final class HTTP2Session {
         return 0
     }
 
+    /// Accounts `n` request body bytes of `id` and opens the windows again (RFC 9113 section 6.9.1):
+    /// the connection's at once (a stalled stream must not stall the others), the stream's while the
+    /// bodies still arriving are within the budget, or when `id` is the oldest of them (so one
+    /// always progresses and no upload deadlocks).
+    private func bodyChunk(_ id: Int32, _ n: Int) {
+        guard let session, n > 0 else { return }
+        _ = nghttp2_session_consume_connection(session, n)
+        if bodyBytes[id] == nil { bodyStreams.append(id) }
+        var entry = bodyBytes[id] ?? (0, 0)
+        entry.held += n
+        heldBodyBytes += n
+        if heldBodyBytes <= settings.requestBodyBufferBytes || bodyStreams.first == id {
+            _ = nghttp2_session_consume_stream(session, id, n)
+        } else {
+            entry.unconsumed += n
+        }
+        bodyBytes[id] = entry
+    }
+
+    /// The body of `id` is complete (or the stream is gone): its bytes leave the budget, and windows
+    /// held back are opened again, oldest stream first, while within the budget.
+    private func releaseBody(_ id: Int32) {
+        guard let session, let entry = bodyBytes.removeValue(forKey: id) else { return }
+        heldBodyBytes -= entry.held
+        if let i = bodyStreams.firstIndex(of: id) { bodyStreams.remove(at: i) }
+        for (index, other) in bodyStreams.enumerated() {
+            guard let e = bodyBytes[other], e.unconsumed > 0 else { continue }
+            guard index == 0 || heldBodyBytes <= settings.requestBodyBufferBytes else { break }
+            _ = nghttp2_session_consume_stream(session, other, e.unconsumed)
+            bodyBytes[other] = (e.held, 0)
+        }
+    }
+
     private func streamClosed(_ id: Int32, _ code: UInt32) -> Int32 {
         if block?.streamID == id { discardBlock() }
+        releaseBody(id)
         delegate.http2StreamClosed(id, error: HTTP2ErrorCode(code))
         return 0
     }
@@ -494,7 +539,9 @@ package final class HTTP2Session {
     }
 
     private static let onDataChunkRecv: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, length, userData in
-        from(userData).delegate.http2StreamData(streamID, UnsafeRawBufferPointer(start: data, count: length))
+        let s = from(userData)
+        s.bodyChunk(streamID, length)
+        s.delegate.http2StreamData(streamID, UnsafeRawBufferPointer(start: data, count: length))
         return 0
     }
 

@@ -67,13 +67,19 @@ public struct HTTP2Settings: Sendable, Hashable {
     /// Response bytes buffered across all streams of one connection, in bytes. Above it every stream's
     /// upstream read pauses. Default 1 MiB, bounds 64 KiB...1 GiB.
     public var connectionBufferBytes: Int
+    /// Request body bytes held for requests still arriving (before END_STREAM) across the streams
+    /// of one connection, in bytes. Beyond it only the oldest such stream gets WINDOW_UPDATE (RFC 9113
+    /// section 6.9): the others wait at their window until it completes, so a client cannot make the
+    /// gateway hold its concurrency limit times the body limit. Default 4 MiB, bounds 64 KiB...1 GiB.
+    public var requestBodyBufferBytes: Int
 
     /// Settings with the given values (the defaults suit a public-facing reverse proxy).
     public init(maxConcurrentStreams: Int = 100, initialWindowSize: Int = 65535, maxFrameSize: Int = 16384,
                 maxHeaderListSize: Int? = nil, headerTableSize: Int = 4096, maxContinuationFrames: Int = 8,
                 resetWindowStreams: Int = 200, maxResetsInWindow: Int = 100, maxControlFramesPerWindow: Int = 100,
                 controlFrameWindow: Double = 1, maxEmptyDataFrames: Int = 32, maxSettingsEntries: Int = 32,
-                maxQueuedAcks: Int = 1000, streamBufferBytes: Int = 65536, connectionBufferBytes: Int = 1 << 20) {
+                maxQueuedAcks: Int = 1000, streamBufferBytes: Int = 65536, connectionBufferBytes: Int = 1 << 20,
+                requestBodyBufferBytes: Int = 4 << 20) {
         self.maxConcurrentStreams = maxConcurrentStreams
         self.initialWindowSize = initialWindowSize
         self.maxFrameSize = maxFrameSize
@@ -89,6 +95,7 @@ public struct HTTP2Settings: Sendable, Hashable {
         self.maxQueuedAcks = maxQueuedAcks
         self.streamBufferBytes = streamBufferBytes
         self.connectionBufferBytes = connectionBufferBytes
+        self.requestBodyBufferBytes = requestBodyBufferBytes
     }
 
     /// The settings with every value within its documented bounds.
@@ -110,6 +117,7 @@ public struct HTTP2Settings: Sendable, Hashable {
         s.maxQueuedAcks = c(maxQueuedAcks, 1, 100_000)
         s.streamBufferBytes = c(streamBufferBytes, 4096, 16 << 20)
         s.connectionBufferBytes = c(connectionBufferBytes, 64 << 10, 1 << 30)
+        s.requestBodyBufferBytes = c(requestBodyBufferBytes, 64 << 10, 1 << 30)
         return s
     }
 

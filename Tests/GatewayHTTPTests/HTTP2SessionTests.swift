@@ -175,6 +175,25 @@ final class HTTP2SessionTests: XCTestCase {
         XCTAssertTrue(p.server.isFinished, "nothing left to read or write once they completed")
     }
 
+    func testRequestBodiesStillArrivingStayWithinTheBudget() throws {
+        var settings = HTTP2Settings()
+        settings.requestBodyBufferBytes = 65536
+        let p = try HTTP2SessionPair(settings: settings)
+        let body = (0..<300_000).map { UInt8(truncatingIfNeeded: $0) }
+        var secondAtFirstEnd: Int?
+        let first = p.client.request(get + [("content-length", "300000")], body: body)
+        let second = p.client.request(get.map { $0.0 == ":path" ? (":path", "/b") : $0 } + [("content-length", "300000")], body: body)
+        p.delegate.onEnded = { id in if id == first { secondAtFirstEnd = p.delegate.bodies[second]?.count ?? 0 } }
+        p.pump()
+        XCTAssertEqual(p.delegate.bodies[first], body, "the oldest stream always gets its window back")
+        XCTAssertEqual(p.delegate.bodies[second], body, "the other one continues once the first is complete")
+        XCTAssertTrue(p.delegate.events.contains("ended \(second)"))
+        // Without the budget both bodies arrive interleaved (all 300000 bytes of the second by then,
+        // measured); with it the second waits at its window.
+        XCTAssertLessThanOrEqual(try XCTUnwrap(secondAtFirstEnd), 65536 + 65535, "held back at its window")
+        XCTAssertNil(p.server.terminatedWith)
+    }
+
     // MARK: abuse budgets (RFC 9113 section 10.5)
 
     func testRapidResetBudget() throws {
