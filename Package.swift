@@ -59,7 +59,8 @@ let package = Package(
         // COpenSSL only for the ticket key callback test (EVP contexts as OpenSSL passes them).
         .testTarget(name: "GatewayIOTests", dependencies: ["GatewayIO", "GatewayTestSupport", "COpenSSL"]),
         .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayIO", "GatewayRedis", "GatewayRules", "GatewayTestSupport"]),
-        .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayIO", "GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayIO", "GatewayHTTP", "GatewayRules", "GatewayTestSupport", "CNghttp2"],
+                    exclude: ["Fixtures"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayRules", "GatewayTestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayConfig", "GatewayIO", "GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
     ]

@@ -9,7 +9,8 @@ import Glibc
 
 /// One JSON line per request on standard output (DESIGN.md section 5 / issue 3 "Operations"):
 /// `ts`, `route`, `method`, `path` (never the query), `status`, `verdict`, `reason`, `latency_ms`,
-/// `upstream`, `bytes_in`, `bytes_out`, `client`, and `error` when the proxy core answered by itself.
+/// `upstream`, `bytes_in`, `bytes_out`, `client`, `proto` (`h1` or `h2`), `tls` (the TLS version, only on
+/// TLS connections), and `error` when the proxy core answered by itself.
 /// Challenges, assertions, keyIds of failed requests and bodies are never written.
 ///
 /// Never writes on an event loop: each loop appends its lines to its own buffer (`PerLoop`, a lock
@@ -66,6 +67,8 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
         json.field("bytes_in", record.requestBodyBytes)
         json.field("bytes_out", record.responseBodyBytes)
         json.field("client", record.connection.remoteAddress)
+        json.field("proto", record.connection.protocolName)
+        if let tls = record.connection.tlsVersion { json.field("tls", tls) }
         if record.aborted { json.field("aborted", true) }
         json.endObject()
         let line = json.bytes

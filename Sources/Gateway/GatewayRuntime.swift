@@ -264,7 +264,7 @@ public final class GatewayRuntime: Sendable {
     }
 
     /// ALPN protocols offered on TLS listeners, in preference order (RFC 7301).
-    static let alpn = ["http/1.1"]
+    static let alpn = ["h2", "http/1.1"]
 
     static func listenAddress(_ address: GatewayConfig.SocketAddress) -> SocketEndpoint {
         switch address {

@@ -9,6 +9,11 @@ import GatewayIO
 /// beyond) and parsed only after the response. Every error the parser reports is answered through
 /// the handler's error renderer and closes the connection after a bounded lingering close
 /// (RFC 9112 section 9.6), so a client's unread bytes never turn the answer into a TCP reset.
+///
+/// h2c with prior knowledge (RFC 9113 section 3.3): until the first bytes decide, they are compared
+/// with the HTTP/2 client preface (waiting for more while they are a prefix of it); on a match the
+/// socket and the bytes read so far go to an `HTTP2ServerConnection`, otherwise the bytes are parsed
+/// as HTTP/1.1. `Upgrade: h2c` is never performed: such a request is served as HTTP/1.1.
 final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, UpstreamResponseSink,
     @unchecked Sendable  // all state confined to `loop.queue`; `deliver` hops onto it
 {
@@ -39,6 +44,10 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
     /// returns instead of taking another trip through the queue.
     private var inHandlerCall = false
     private var synchronousAnswer: (HTTPResponder.Answer, (any Sendable)?, UInt64)?
+    /// True until the first bytes decided between HTTP/1.1 and the HTTP/2 preface.
+    private var sniffing = true
+    /// First bytes kept while they are a proper prefix of the HTTP/2 preface.
+    private var sniffed: [UInt8] = []
 
     // The request in progress.
     private var head: HTTPRequestHead?
@@ -108,6 +117,10 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
+        if sniffing {
+            sniff(bytes)
+            return
+        }
         switch phase {
         case .closed, .closing:
             return
@@ -121,6 +134,46 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
         case .idle, .head, .body:
             feed(bytes)
         }
+    }
+
+    /// Decides the protocol from the first bytes (RFC 9113 section 3.3).
+    private func sniff(_ bytes: UnsafeRawBufferPointer) {
+        let match: HTTP2Preface.Match
+        if sniffed.isEmpty {
+            match = HTTP2Preface.match(bytes)
+            if match != .mismatch { sniffed = Array(bytes) }
+        } else {
+            sniffed.append(contentsOf: bytes)
+            match = sniffed.withUnsafeBytes { HTTP2Preface.match($0) }
+        }
+        switch match {
+        case .partial:
+            break  // wait for more (the header timeout still runs)
+        case .complete:
+            handOverToHTTP2()
+        case .mismatch:
+            sniffing = false
+            if sniffed.isEmpty {
+                received(bytes)
+            } else {
+                let first = sniffed
+                sniffed = []
+                first.withUnsafeBytes { received($0) }
+            }
+        }
+    }
+
+    /// Gives the socket and the bytes read so far to an HTTP/2 connection; this one is done without
+    /// closing anything (the connection stays counted once, by its new owner).
+    private func handOverToHTTP2() {
+        sniffing = false
+        let initial = sniffed
+        sniffed = []
+        phase = .closed
+        deadlineKind = .none
+        loop.unregister(self)
+        HTTP2ServerConnection(stream: stream, loop: loop, context: context, info: info.speaking("h2"),
+                              initialBytes: initial).start()
     }
 
     private func stash(_ bytes: UnsafeRawBufferPointer) {

@@ -5,13 +5,16 @@ import GatewayIO
 /// What happened to one request, reported to `HTTPHandler.requestCompleted(_:)` when its response
 /// is fully handed to the connection (or the exchange was aborted).
 public struct HTTPAccessRecord: Sendable {
-    /// The downstream connection.
+    /// The downstream connection (its `protocolName`, `"h1"` or `"h2"`, is the protocol the request
+    /// arrived over; its `tlsVersion` the TLS version, nil on plain connections).
     public var connection: HTTPConnectionInfo
     /// Method, or nil when the request line could not be parsed.
     public var method: HTTPMethod?
     /// Raw request-target, or nil when the request line could not be parsed.
     public var target: [UInt8]?
-    /// Final status sent downstream; 499 when the client went away before any response byte.
+    /// Final status sent downstream; 499 when the client went away (or reset the HTTP/2 stream) before
+    /// any response byte. An HTTP/2 stream reset by the server as malformed (RST_STREAM
+    /// `PROTOCOL_ERROR`, RFC 9113 section 8.1.1: no response is sent) reports 400 with `error`.
     public var status: Int
     /// The error the server answered by itself (400, 408, 413, 431, 502, 504...), if any.
     public var error: HTTPError?
@@ -23,7 +26,7 @@ public struct HTTPAccessRecord: Sendable {
     public var latencyNanoseconds: UInt64
     /// Name of the upstream pool when the request was forwarded.
     public var upstream: String?
-    /// Whether the exchange ended early (client gone, upstream failed mid-response).
+    /// Whether the exchange ended early (client gone or stream reset, upstream failed mid-response).
     public var aborted: Bool
 
     /// The value the handler attached to its answer (`HTTPResponder.respond(_:annotation:)`), if any.

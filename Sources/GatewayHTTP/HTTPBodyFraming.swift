@@ -8,7 +8,8 @@ public enum HTTPBodyFraming: Sendable, Hashable {
     case none
     /// Exactly this many bytes follow (Content-Length, RFC 9110 section 8.6).
     case contentLength(Int)
-    /// Chunked transfer coding (RFC 9112 section 7.1); the decoded length is unknown up front.
+    /// Chunked transfer coding (RFC 9112 section 7.1); the decoded length is unknown up front. For an
+    /// HTTP/2 request: DATA frames without `content-length` (RFC 9113 section 8.1).
     case chunked
     /// Responses only: the body runs until the upstream closes the connection (RFC 9112 section 6.3 rule 8).
     case untilClose

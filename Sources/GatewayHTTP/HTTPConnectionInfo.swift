@@ -12,6 +12,9 @@ public struct HTTPConnectionInfo: Sendable {
     public let localAddress: String
     /// Whether the connection is TLS.
     public let isSecure: Bool
+    /// The protocol spoken on the connection: `"h1"` (HTTP/1.x, RFC 9112) or `"h2"` (HTTP/2, RFC 9113;
+    /// h2c with prior knowledge, or h2 after TLS ALPN).
+    public let protocolName: String
     /// The negotiated TLS version (`TLSv1.2`, `TLSv1.3`), nil on plain connections.
     public let tlsVersion: String?
     /// The host part of `remoteAddress` (`1.2.3.4`, `::1` without brackets, `unix` for a Unix socket
@@ -23,15 +26,23 @@ public struct HTTPConnectionInfo: Sendable {
     public let loopIndex: Int
 
     /// Info from parts.
-    public init(id: UInt64, remoteAddress: String, localAddress: String, isSecure: Bool = false, tlsVersion: String? = nil,
-                loopIndex: Int = 0) {
+    public init(id: UInt64, remoteAddress: String, localAddress: String, isSecure: Bool = false,
+                protocolName: String = "h1", tlsVersion: String? = nil, loopIndex: Int = 0) {
         self.id = id
         self.remoteAddress = remoteAddress
         self.localAddress = localAddress
         self.isSecure = isSecure
+        self.protocolName = protocolName
         self.tlsVersion = tlsVersion
         self.loopIndex = loopIndex
         remoteHost = HTTPConnectionInfo.host(of: remoteAddress)
+    }
+
+    /// The same connection speaking `protocolName` (`"h1"` or `"h2"`): e.g. once the HTTP/2 preface
+    /// or ALPN `h2` decided it.
+    package func speaking(_ protocolName: String) -> HTTPConnectionInfo {
+        HTTPConnectionInfo(id: id, remoteAddress: remoteAddress, localAddress: localAddress, isSecure: isSecure,
+                           protocolName: protocolName, tlsVersion: tlsVersion, loopIndex: loopIndex)
     }
 
     /// The host part of `host:port`, `[v6]:port` or a Unix socket description.

@@ -2,8 +2,8 @@
 
 import GatewayIO
 
-/// Decides what happens to requests. Protocol-agnostic: HTTP/1.1 connections call it now, HTTP/2
-/// streams will call it the same way.
+/// Decides what happens to requests. Protocol-agnostic: HTTP/1.1 connections and HTTP/2 streams
+/// (RFC 9113) call it the same way.
 ///
 /// Per request, in order:
 /// 1. `headDecision(for:connection:)` on the connection's event loop once the head is parsed and valid:

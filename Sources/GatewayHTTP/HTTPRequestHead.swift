@@ -5,8 +5,9 @@ import GatewayRules
 
 /// The head of a request: method, request-target, version, header fields and derived framing.
 ///
-/// Protocol-agnostic: HTTP/1.1 fills it from the request line and header section; HTTP/2 will fill it
-/// from pseudo-header fields (`:method`, `:path`; `:authority` as `Host`).
+/// Protocol-agnostic: HTTP/1.1 fills it from the request line and header section; HTTP/2 fills it
+/// from pseudo-header fields (`:method`, `:path`; `:authority` as `Host`, added when absent) with
+/// version 2.0 (RFC 9113 section 8.3.1, `HTTP2RequestHeadBuilder`).
 public struct HTTPRequestHead: Sendable {
     /// The method token (RFC 9110 section 9).
     public var method: HTTPMethod
@@ -20,12 +21,15 @@ public struct HTTPRequestHead: Sendable {
     public var version: HTTPVersion
     /// Header fields in received order and case.
     public var headers: HTTPHeaders
-    /// How the request body is delimited (Content-Length, chunked, none).
+    /// How the request body is delimited (Content-Length, chunked, none). HTTP/2: `.none` when the
+    /// HEADERS frame ended the stream, `.contentLength` from `content-length`, else `.chunked` (DATA
+    /// frames of a length not known in advance).
     public var framing: HTTPBodyFraming
     /// Whether the client wants the connection kept open (RFC 9112 section 9.3: HTTP/1.1 unless
-    /// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`).
+    /// `Connection: close`; HTTP/1.0 only with `Connection: keep-alive`). Always true for HTTP/2.
     public var keepAlive: Bool
-    /// Whether the request carries `Expect: 100-continue` (RFC 9110 section 10.1.1; HTTP/1.1 only).
+    /// Whether the request carries `Expect: 100-continue` and a body (RFC 9110 section 10.1.1; HTTP/1.1,
+    /// and HTTP/2 where the interim response is a HEADERS frame, RFC 9113 section 8.1).
     public var expectsContinue: Bool
 
     /// A head from parts; the target is checked against `policy` (normal form, DESIGN.md section 5).

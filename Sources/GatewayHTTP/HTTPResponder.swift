@@ -3,7 +3,8 @@
 import GatewayIO
 import Synchronization
 
-/// How a responder's answer reaches the connection (HTTP/1.1 now, HTTP/2 streams later).
+/// How a responder's answer reaches the connection (an HTTP/1.1 connection, or an HTTP/2 connection
+/// with the stream identifier as `sequence`).
 protocol HTTPResponseSink: AnyObject, Sendable {
     /// Delivers the answer for request `sequence` (called from any thread, once).
     func deliver(_ answer: HTTPResponder.Answer, annotation: (any Sendable)?, sequence: UInt64)

@@ -4,8 +4,8 @@ import GatewayIO
 import Dispatch
 import Synchronization
 
-/// An HTTP/1.1 server on Dispatch event loops that hands requests to an `HTTPHandler` and proxies
-/// them upstream on its instruction.
+/// An HTTP/1.1 and HTTP/2 server on Dispatch event loops that hands requests to an `HTTPHandler` and
+/// proxies them upstream on its instruction.
 ///
 ///     let group = EventLoopGroup()
 ///     let server = HTTPServer(configuration: .init(listeners: [.tcp(host: "127.0.0.1", port: 0)]),
@@ -19,12 +19,13 @@ import Synchronization
 /// Behaviour per request: RFC 9112 / RFC 9110 as documented on `HTTP1RequestParser`,
 /// `HTTPHandler`, `HTTPForward` and `UpstreamPool`.
 ///
-/// Extension points (not implemented yet): TLS (OpenSSL) wraps the accepted descriptor between
-/// `SocketChannel` and the protocol connection and selects the protocol by ALPN; HTTP/2 (nghttp2,
-/// h2c by prior knowledge: the connection preface `PRI * HTTP/2.0` is sniffed before the HTTP/1
-/// parser sees it) becomes a second protocol connection that fills `HTTPRequestHead` from
-/// pseudo-header fields, checks `:path` with `RequestTargetPolicy`, and answers through the same
-/// `HTTPResponder` (its `HTTPResponseSink` is a stream). The handler interface does not change.
+/// Protocols: a plain listener speaks HTTP/1.1 and HTTP/2 with prior knowledge (h2c, RFC 9113
+/// section 3.3): a connection whose first bytes are the client preface `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`
+/// becomes an `HTTP2ServerConnection` (nghttp2), every stream handled through the same
+/// `HTTPHandler` as an HTTP/1.1 request (`HTTP2Settings` for its limits). `Upgrade: h2c` is never
+/// performed. Extension point (not implemented yet): TLS (OpenSSL) wraps the accepted descriptor
+/// and selects the protocol by ALPN, handing `h2` connections to
+/// `HTTP2ServerConnection(channel:loop:context:info:initialBytes:)`.
 public final class HTTPServer: Sendable {
     /// The configuration it was created with.
     public let configuration: HTTPServerConfiguration

@@ -28,12 +28,15 @@ public struct HTTPServerConfiguration: Sendable {
     /// the listeners stop accepting (new connections wait in the kernel's accept backlog, as with
     /// HAProxy's `maxconn`) and resume once connections close.
     public var maxConnections: Int
+    /// HTTP/2 SETTINGS, abuse budgets and buffering (h2c with prior knowledge on plain listeners).
+    public var http2: HTTP2Settings
 
     /// A configuration with defaults suitable for a public-facing reverse proxy.
     public init(listeners: [HTTPListenerConfiguration], backlog: Int = 4096, acceptBatch: Int = 64,
                 limits: HTTP1ParserLimits = HTTP1ParserLimits(), targetPolicy: RequestTargetPolicy = RequestTargetPolicy(),
                 timeouts: HTTPServerTimeouts = HTTPServerTimeouts(), maxRequestsPerConnection: Int = 0,
-                writeHighWatermark: Int = 256 * 1024, unixSocketPermissions: UInt16? = nil, maxConnections: Int = 0) {
+                writeHighWatermark: Int = 256 * 1024, unixSocketPermissions: UInt16? = nil, maxConnections: Int = 0,
+                http2: HTTP2Settings = HTTP2Settings()) {
         self.listeners = listeners
         self.backlog = backlog
         self.acceptBatch = acceptBatch
@@ -44,5 +47,6 @@ public struct HTTPServerConfiguration: Sendable {
         self.writeHighWatermark = writeHighWatermark
         self.unixSocketPermissions = unixSocketPermissions
         self.maxConnections = maxConnections
+        self.http2 = http2
     }
 }

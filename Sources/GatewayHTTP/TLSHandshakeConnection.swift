@@ -84,8 +84,12 @@ final class TLSHandshakeConnection: DownstreamConnection {  // confined to `loop
             remoteAddress: remoteAddress, localAddress: localAddress, version: version, alpn: alpn,
             resumed: session.sessionReused, failure: nil, loopIndex: loop.index))
         let info = HTTPConnectionInfo(id: id, remoteAddress: remoteAddress, localAddress: localAddress, isSecure: true,
-                                      tlsVersion: version, loopIndex: loop.index)
-        HTTP1ServerConnection(stream: stream, loop: loop, context: context, info: info).start()
+                                      protocolName: alpn == "h2" ? "h2" : "h1", tlsVersion: version, loopIndex: loop.index)
+        if alpn == "h2" {
+            HTTP2ServerConnection(stream: stream, loop: loop, context: context, info: info, initialBytes: []).start()
+        } else {
+            HTTP1ServerConnection(stream: stream, loop: loop, context: context, info: info).start()
+        }
     }
 
     private func fail(_ reason: String) {

@@ -70,12 +70,15 @@ final class GatewayBinaryTests: XCTestCase {
         XCTAssertEqual(try gateway.send("GET", "/v1/open/x").status, 200)               // 1
         XCTAssertEqual(try gateway.send("POST", "/v1/monitored/y", body: body).status, 200)  // 1
         XCTAssertEqual(try gateway.send("GET", "/nowhere").status, 404)                 // 1
+        XCTAssertEqual(try gateway.send("GET", "/v1/open/h2", via: .h2c).status, 200)  // 1 (h2c)
         XCTAssertEqual(gateway.terminate(), 0, "exit 0 after draining")
 
         let output = gateway.process.output
         let lines = GatewayBinaryTests.jsonLines(output).filter { $0["type"] as? String == "access" }
-        XCTAssertEqual(lines.count, 8, "one access line per request:\n\(output)")
+        XCTAssertEqual(lines.count, 9, "one access line per request:\n\(output)")
         for line in lines {
+            XCTAssertEqual(line["proto"] as? String, line["path"] as? String == "/v1/open/h2" ? "h2" : "h1", "\(line)")
+            XCTAssertNil(line["tls"], "no TLS on this listener: \(line)")
             for key in ["route", "verdict", "reason", "status", "latency_ms", "method", "path"] {
                 XCTAssertTrue(line.keys.contains(key), "\(key) in \(line)")
             }

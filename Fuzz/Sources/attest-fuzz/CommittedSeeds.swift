@@ -162,6 +162,56 @@ enum CommittedSeeds {
             let replies = ["+OK\r\n", "-NOSCRIPT No matching script\r\n:-7\r\n", "$3\r\na\r\n\r\n$-1\r\n*-1\r\n",
                            "*4\r\n$2\r\npk\r\n$3\r\nabc\r\n$3\r\nctr\r\n:12\r\n", "*2\r\n*2\r\n:1\r\n:2\r\n*0\r\n", "*3\r\n$1\r\nx\r\n*1\r\n+QUEUED\r\n$0\r\n\r\n"]
             return replies.enumerated().map { ("resp-\($0.offset)", [UInt8($0.offset)] + Array($0.element.utf8)) }
+        case "h2-session":
+            // HTTP/2 frames after the preface (RFC 9113 section 4.1): type, flags, stream, payload.
+            func frame(_ type: UInt8, _ flags: UInt8, _ stream: UInt8, _ payload: [UInt8] = []) -> [UInt8] {
+                let header: [UInt8] = [0, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF), type, flags, 0, 0, 0, stream]
+                return header + payload
+            }
+            func literal(_ name: String, _ value: String) -> [UInt8] {
+                var out: [UInt8] = [0x00, UInt8(name.utf8.count)]
+                out += Array(name.utf8)
+                out.append(UInt8(value.utf8.count))
+                out += Array(value.utf8)
+                return out
+            }
+            let get: [UInt8] = [0x82, 0x86, 0x84, 0x01, 0x01, 0x68]  // GET http / authority h (RFC 7541 static table)
+            let post: [UInt8] = [0x83, 0x86, 0x84, 0x01, 0x01, 0x68]
+            var seeds: [(UInt8, [UInt8])] = []
+            seeds.append((0, frame(1, 0x5, 1, get)))
+            seeds.append((2, frame(1, 0x4, 1, post + literal("content-length", "5")) + frame(0, 0x1, 1, Array("hello".utf8))))
+            var trailers = frame(1, 0x4, 1, post)
+            trailers += frame(0, 0, 1, Array("ab".utf8))
+            trailers += frame(1, 0x5, 1, literal("x-trailer", "t"))
+            seeds.append((4, trailers))
+            var control = frame(6, 0, 0, Array("12345678".utf8))
+            control += frame(4, 0, 0, [0, 3, 0, 0, 0, 9])
+            control += frame(8, 0, 0, [0, 0, 1, 0])
+            control += frame(1, 0x5, 1, get)
+            control += frame(3, 0, 1, [0, 0, 0, 8])
+            seeds.append((0, control))
+            var continuation = frame(1, 0x1, 1, get)
+            continuation += frame(9, 0, 1, literal("x-a", "1"))
+            continuation += frame(9, 0, 1, literal("x-b", "2"))
+            continuation += frame(9, 0x4, 1, literal("x-c", "3"))
+            seeds.append((1, continuation))
+            var bad = frame(1, 0x5, 1, get + literal("X-Upper", "1"))
+            bad += frame(1, 0x5, 3, get + literal("connection", "close"))
+            bad += frame(1, 0x5, 5, get + literal("host", "other"))
+            seeds.append((0, bad))
+            let indexed: [UInt8] = get + [0x40, 0x03] + Array("x-d".utf8) + [0x04] + Array("vvvv".utf8)
+            seeds.append((2, frame(1, 0x5, 1, indexed) + frame(1, 0x5, 3, get + [0xBE])))
+            var resets: [UInt8] = []
+            for i in 0..<6 {
+                resets += frame(1, 0x5, UInt8(1 + 2 * i), get)
+                resets += frame(3, 0, UInt8(1 + 2 * i), [0, 0, 0, 8])
+            }
+            seeds.append((5, resets))
+            seeds.append((1, frame(1, 0x4, 1, post) + frame(0, 0, 1) + frame(0, 0, 1) + frame(0, 0, 1)))
+            seeds.append((8, Array("PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n".utf8)))
+            let dotPath: [UInt8] = [0x87, 0x86, 0x01, 0x01, 0x68] + literal(":path", "/a/../b")
+            seeds.append((0, frame(1, 0x5, 1, dotPath)))
+            return seeds.enumerated().map { ("h2-\($0.offset)", [$0.element.0, UInt8($0.offset * 37 & 0xFF)] + $0.element.1) }
         default:
             return []
         }

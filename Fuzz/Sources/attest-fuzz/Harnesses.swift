@@ -23,6 +23,7 @@ enum Harnesses {
         TargetPolicyHarness.harness,
         ConfigHarness.harness,
         RESPHarness.harness,
+        H2SessionHarness.harness,
     ]
 
     static func named(_ name: String) -> Harness? { all.first { $0.name == name } }

@@ -41,6 +41,7 @@ def pattern(n):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "test-upstream"
+    disable_nagle_algorithm = True  # head and body are separate writes: no 40 ms delayed-ACK stall
 
     def setup(self):
         super().setup()
@@ -160,6 +161,10 @@ class Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_HEAD = handle_any
 
 
+class UnixHandler(Handler):
+    disable_nagle_algorithm = False  # TCP_NODELAY does not apply to Unix sockets
+
+
 class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
 
@@ -172,10 +177,11 @@ def main():
     parser.add_argument("--tls-key", help="the chain's private key")
     args = parser.parse_args()
     if args.unix:
-        server = UnixServer(args.unix, Handler)
+        server = UnixServer(args.unix, UnixHandler)
         print("READY unix", flush=True)
     else:
         ThreadingHTTPServer.daemon_threads = True
+        ThreadingHTTPServer.request_queue_size = 256  # HTTP/2 tests open ~100 upstream connections at once
         server = ThreadingHTTPServer(("127.0.0.1", args.port or 0), Handler)
         if args.tls_chain:
             import ssl

@@ -15,6 +15,11 @@ enum E2EPaths {
         SharedFixtures.packageRoot.appendingPathComponent("Tests/GatewayHTTPTests/Fixtures/rawclient.py").path
     }
 
+    /// Tests/GatewayHTTPTests/Fixtures/h2client.py (HTTP/2 requests and raw frames, PyPI h2 + hyperframe).
+    static var h2ClientScript: String {
+        SharedFixtures.packageRoot.appendingPathComponent("Tests/GatewayHTTPTests/Fixtures/h2client.py").path
+    }
+
     /// Tests/GatewayTests/Fixtures/race.py (the same request on several connections at once).
     static var raceScript: String {
         SharedFixtures.packageRoot.appendingPathComponent("Tests/GatewayTests/Fixtures/race.py").path

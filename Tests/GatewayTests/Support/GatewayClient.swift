@@ -29,11 +29,12 @@ extension GatewayClient {
 
     // MARK: - HTTP
 
-    /// One request to the gateway's data listener through curl.
+    /// One request to the gateway's data listener through curl, over the client's transport unless
+    /// `via` names another (an h2c request to a plain listener, for example).
     func send(_ method: String, _ target: String, headers: [(String, String)] = [], body: [UInt8]? = nil,
-              chunked: Bool = false) throws -> HTTPReply {
+              chunked: Bool = false, via: ClientTransport? = nil) throws -> HTTPReply {
         try Curl.request(port: port, method: method, target: target, headers: headers, body: body, chunked: chunked,
-                         transport: transport)
+                         transport: via ?? transport)
     }
 
     // MARK: - Protocol steps (client side)
@@ -96,10 +97,10 @@ extension GatewayClient {
     /// Sends a signed request (optionally with another method, target, body or extra fields: the
     /// evidence stays the same).
     func send(_ request: SignedRequest, method: String? = nil, target: String? = nil, body: [UInt8]? = nil,
-              extraHeaders: [(String, String)] = []) throws -> HTTPReply {
+              extraHeaders: [(String, String)] = [], via: ClientTransport? = nil) throws -> HTTPReply {
         let sentBody = body ?? request.body
         return try send(method ?? request.method, target ?? request.target, headers: request.evidenceHeaders + extraHeaders,
-                        body: sentBody.isEmpty && (method ?? request.method) == "GET" ? nil : sentBody)
+                        body: sentBody.isEmpty && (method ?? request.method) == "GET" ? nil : sentBody, via: via)
     }
 
 }

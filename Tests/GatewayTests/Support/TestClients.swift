@@ -34,6 +34,9 @@ enum Curl {
         let result = try ChildProcess.run("curl", args)
         let head = (try? Data(contentsOf: URL(fileURLWithPath: headerFile))).map { Array($0) } ?? []
         let payload = (try? Data(contentsOf: URL(fileURLWithPath: bodyFile))).map { Array($0) } ?? []
+        if transport.isHTTP2 && !head.isEmpty {
+            XCTAssertTrue(head.starts(with: Array("HTTP/2 ".utf8)), "answered over HTTP/2: \(String(decoding: head, as: UTF8.self))")
+        }
         // The header file holds every header block (interim responses first): use the last one.
         var reply = HTTPReply.parseAll(head).last(where: { $0.status >= 200 })
             ?? HTTPReply(status: 0, headers: [("X-Curl-Output", result.output)], body: [])

@@ -1,0 +1,567 @@
+// The server side of one HTTP/2 connection over nghttp2: bytes in, bytes out, events, no sockets.
+
+import CNghttp2
+import GatewayIO
+import GatewayRules
+
+/// One server-side `nghttp2_session` (RFC 9113), with the application rules nghttp2 leaves to us.
+///
+/// No sockets: feed received bytes to `receive(_:now:)` (which calls the delegate for every event) and
+/// collect the bytes to send with `produceOutput(into:limit:)`. Responses go in with
+/// `submitResponse(streamID:status:headers:contentLength:date:hasBody:)`; their body is pulled from
+/// the delegate (`HTTP2SessionDelegate.http2ReadResponseBody`) as the flow-control windows allow, and a
+/// body that has nothing yet defers until `resumeData(_:)`.
+///
+/// What nghttp2 does (HTTP messaging on): framing, HPACK, flow control, stream states, the client
+/// preface, RFC 9113 section 8 request checks (see `HTTP2RequestHeadBuilder` for the split), content-
+/// length against DATA received, SETTINGS entries per frame (`max_settings`) and queued ACKs
+/// (`max_outbound_ack`). What this type adds, each ending the connection with GOAWAY
+/// `ENHANCE_YOUR_CALM` (RFC 9113 section 10.5): more than `maxContinuationFrames` CONTINUATION frames
+/// or an encoded header block over twice the header list size (CVE-2024-27316 class); a decoded
+/// header list past its hard bound (HPACK bomb); more than `maxResetsInWindow` client RST_STREAM
+/// frames within the last `resetWindowStreams` streams opened (rapid reset, CVE-2023-44487); more than
+/// `maxControlFramesPerWindow` SETTINGS/PING/PRIORITY frames per `controlFrameWindow`; more than
+/// `maxEmptyDataFrames` zero-length DATA frames without END_STREAM. Request bodies: the connection
+/// window always reopens as DATA arrives, stream windows only while the bodies still arriving stay
+/// within `requestBodyBufferBytes` (the oldest such stream always), so slow uploads cannot pile up.
+///
+/// Confined to one queue: every method and every delegate call run on the owner's queue. nghttp2's C
+/// callbacks reach this object through an unmanaged pointer in `user_data` (no closure captures).
+package final class HTTP2Session {
+    /// What the delegate hands nghttp2 for a DATA frame.
+    package enum BodyRead {
+        /// `count` bytes were written to the buffer; `end` when they are the last of the body
+        /// (END_STREAM; `count` may then be 0).
+        case bytes(Int, end: Bool)
+        /// Nothing yet: nghttp2 waits until `resumeData(_:)`.
+        case deferred
+    }
+
+    private var session: OpaquePointer?
+    private unowned let delegate: any HTTP2SessionDelegate
+    private let settings: HTTP2Settings
+    private let listLimit: Int
+    private let countLimit: Int
+    private let policy: RequestTargetPolicy
+
+    /// The header block being received (header blocks never interleave: RFC 9113 section 4.3).
+    private var block: HTTP2RequestHeadBuilder?
+    private var blockEncodedBytes = 0
+    private var continuations = 0
+    private var termination: HTTP2ErrorCode?
+    /// The GOAWAY error code once the connection is ending with an error: set when this type decided
+    /// it, or once nghttp2's own GOAWAY (e.g. `COMPRESSION_ERROR`) is handed out for sending.
+    package private(set) var terminatedWith: HTTP2ErrorCode?
+    /// Whether nghttp2 is running (receive or send): nested calls are refused.
+    package private(set) var isBusy = false
+    private var now: UInt64 = 0
+
+    // Abuse budgets.
+    private var streamsOpened = 0
+    private var resetsReceived = 0
+    private var resetRing: [Int]
+    private var controlWindowStart: UInt64 = 0
+    private var controlFrames = 0
+    private let controlWindowNanos: UInt64
+    private var emptyDataFrames = 0
+
+    // Request body flow control: WINDOW_UPDATE is ours to send (nghttp2's automatic updates are off).
+    /// Streams whose request body is still arriving, oldest first.
+    private var bodyStreams: [Int32] = []
+    /// Per such stream: body bytes received, and bytes not yet given back to its window.
+    private var bodyBytes: [Int32: (held: Int, unconsumed: Int)] = [:]
+    private var heldBodyBytes = 0
+
+    // Response header scratch, reused.
+    private var scratch: [UInt8] = []
+    private var spans: [(UInt32, UInt32, UInt32, UInt32)] = []
+    private var nvs: [nghttp2_nv] = []
+
+    /// A server session that has queued its SETTINGS (RFC 9113 section 3.4).
+    /// - Parameters:
+    ///   - settings: advertised SETTINGS and abuse budgets (clamped here).
+    ///   - limits: the HTTP/1.1 limits; `maxHeaderBytes` is the header list size unless
+    ///     `settings.maxHeaderListSize` is set, `maxHeaderCount` bounds the fields of one block.
+    ///   - policy: request-target rules applied to `:path`.
+    /// - Returns: nil when nghttp2 cannot allocate the session.
+    package init?(settings: HTTP2Settings, limits: HTTP1ParserLimits, policy: RequestTargetPolicy,
+                  delegate: any HTTP2SessionDelegate) {
+        let s = settings.clamped
+        self.settings = s
+        self.delegate = delegate
+        self.policy = policy
+        listLimit = s.effectiveHeaderListSize(limits)
+        countLimit = max(1, limits.clamped.maxHeaderCount)
+        resetRing = Array(repeating: 0, count: s.resetWindowStreams)
+        controlWindowNanos = UInt64(s.controlFrameWindow * 1e9)
+
+        var callbacks: OpaquePointer?
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
+        defer { nghttp2_session_callbacks_del(callbacks) }
+        nghttp2_session_callbacks_set_on_begin_frame_callback(callbacks, HTTP2Session.onBeginFrame)
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks, HTTP2Session.onBeginHeaders)
+        nghttp2_session_callbacks_set_on_header_callback(callbacks, HTTP2Session.onHeader)
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, HTTP2Session.onFrameRecv)
+        nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(callbacks, HTTP2Session.onInvalidFrameRecv)
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, HTTP2Session.onDataChunkRecv)
+        nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, HTTP2Session.onFrameSend)
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, HTTP2Session.onStreamClose)
+
+        var options: OpaquePointer?
+        guard nghttp2_option_new(&options) == 0, let options else { return nil }
+        defer { nghttp2_option_del(options) }
+        // nghttp2's own CONTINUATION cap sits above ours so that ours (with GOAWAY) fires first.
+        nghttp2_option_set_max_continuations(options, s.maxContinuationFrames + 8)
+        nghttp2_option_set_max_settings(options, s.maxSettingsEntries)
+        nghttp2_option_set_max_outbound_ack(options, s.maxQueuedAcks)
+        nghttp2_option_set_no_closed_streams(options, 1)
+        nghttp2_option_set_no_auto_window_update(options, 1)  // see bodyChunk(_:_:)
+
+        var created: OpaquePointer?
+        let userData = Unmanaged.passUnretained(self).toOpaque()
+        guard nghttp2_session_server_new2(&created, callbacks, userData, options) == 0, let created else { return nil }
+        session = created
+
+        var entries: [nghttp2_settings_entry] = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue),
+                                   value: UInt32(s.maxConcurrentStreams)),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE.rawValue),
+                                   value: UInt32(listLimit)),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES.rawValue), value: 1),
+        ]
+        if s.initialWindowSize != 65535 {
+            entries.append(nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
+                                                  value: UInt32(s.initialWindowSize)))
+        }
+        if s.maxFrameSize != 16384 {
+            entries.append(nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_FRAME_SIZE.rawValue),
+                                                  value: UInt32(s.maxFrameSize)))
+        }
+        if s.headerTableSize != 4096 {
+            entries.append(nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_HEADER_TABLE_SIZE.rawValue),
+                                                  value: UInt32(s.headerTableSize)))
+        }
+        guard nghttp2_submit_settings(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), entries, entries.count) == 0 else {
+            return nil
+        }
+        if s.initialWindowSize > 65535 {
+            // The connection window follows the stream window (RFC 9113 section 6.9.2).
+            _ = nghttp2_session_set_local_window_size(created, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0,
+                                                      Int32(s.initialWindowSize))
+        }
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+    }
+
+    // MARK: bytes in, bytes out
+
+    /// Processes received bytes (RFC 9113 section 4), calling the delegate for every event.
+    /// - Parameter now: monotonic time in nanoseconds (for the control-frame window).
+    /// - Returns: false when the connection is ending: GOAWAY is queued (see `terminatedWith`); send
+    ///   the output, then close. Further input is ignored.
+    @discardableResult
+    package func receive(_ bytes: UnsafeRawBufferPointer, now: UInt64) -> Bool {
+        guard let session, terminatedWith == nil, !isBusy else { return terminatedWith == nil }
+        guard bytes.count > 0, let base = bytes.baseAddress else { return true }
+        self.now = now
+        isBusy = true
+        let rv = nghttp2_session_mem_recv(session, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+        isBusy = false
+        if rv < 0 || termination != nil {
+            terminate(termination ?? HTTP2Session.goawayCode(forLibraryError: Int32(truncatingIfNeeded: rv)))
+            return false
+        }
+        return true
+    }
+
+    /// Appends frames ready to send to `out` until nghttp2 has nothing more or `out` holds at least
+    /// `limit` bytes (the caller's bound on queued output).
+    /// - Returns: false on a fatal nghttp2 error (close the connection).
+    package func produceOutput(into out: inout OutputBuffer, limit: Int) -> Bool {
+        guard let session else { return false }
+        guard !isBusy else { return true }
+        isBusy = true
+        defer { isBusy = false }
+        while out.count < limit {
+            var data: UnsafePointer<UInt8>?
+            let n = nghttp2_session_mem_send(session, &data)
+            if n < 0 { return false }
+            guard n > 0, let data else { break }
+            out.append(UnsafeRawBufferPointer(start: data, count: n))
+        }
+        return true
+    }
+
+    /// Whether nghttp2 still expects input (false once GOAWAY was exchanged and no stream is active).
+    package var wantsRead: Bool { session.map { nghttp2_session_want_read($0) != 0 } ?? false }
+    /// Whether nghttp2 has frames to send (data deferred or blocked by flow control does not count).
+    package var wantsWrite: Bool { session.map { nghttp2_session_want_write($0) != 0 } ?? false }
+    /// Whether the connection is over: nothing more to read or write (close after the output is written).
+    package var isFinished: Bool { !wantsRead && !wantsWrite }
+
+    // MARK: responses
+
+    /// Submits the response head of `streamID` (RFC 9113 section 8.3.2): `:status`, then `headers`
+    /// with names lower-cased, values trimmed, and the connection-specific fields dropped
+    /// (RFC 9113 section 8.2.2: `Connection` and the fields it names, `Keep-Alive`,
+    /// `Proxy-Connection`, `Transfer-Encoding`, `Upgrade`, plus `TE`, `Trailer` and any
+    /// `Content-Length`), then `content-length` when given and `date` when given and absent.
+    /// - Parameters:
+    ///   - status: 100...999 (anything else is sent as 500).
+    ///   - hasBody: false ends the stream with the HEADERS frame; true pulls DATA from the delegate.
+    /// - Returns: false when nghttp2 refused (the stream is closed or already answered).
+    @discardableResult
+    package func submitResponse(streamID: Int32, status: Int, headers: HTTPHeaders, contentLength: Int?,
+                                date: ArraySlice<UInt8>?, hasBody: Bool) -> Bool {
+        guard let session else { return false }
+        scratch.removeAll(keepingCapacity: true)
+        spans.removeAll(keepingCapacity: true)
+        let s = (100...999).contains(status) ? status : 500
+        let statusName = appendLiteral(":status")
+        let statusValue = UInt32(scratch.count)
+        scratch.append(UInt8(truncatingIfNeeded: s / 100) &+ 0x30)
+        scratch.append(UInt8(truncatingIfNeeded: (s / 10) % 10) &+ 0x30)
+        scratch.append(UInt8(truncatingIfNeeded: s % 10) &+ 0x30)
+        spans.append((statusName, 7, statusValue, 3))
+        var tokens: [[UInt8]] = []
+        HopByHop.connectionTokens(headers, into: &tokens)
+        var hasDate = false
+        headers.storage.withUnsafeBytes { raw in
+            for slot in headers.slots {
+                let name = HTTPHeaders.nameBuffer(raw, slot)
+                if HopByHop.isHopByHop(name) { continue }
+                if !tokens.isEmpty && HopByHop.isNamed(name, in: tokens) { continue }
+                if name.count == 4 && HTTP1Syntax.equalsLowercaseLiteral(name, "date") { hasDate = true }
+                let nameStart = UInt32(scratch.count)
+                for b in name { scratch.append(HTTP1Syntax.lower(b)) }
+                let value = HTTPHeaders.valueBuffer(raw, slot)
+                let trimmed = HTTP1Syntax.trimOWS(value, 0..<value.count)
+                let valueStart = UInt32(scratch.count)
+                scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[trimmed]))
+                spans.append((nameStart, UInt32(name.count), valueStart, UInt32(trimmed.count)))
+            }
+        }
+        if let contentLength {
+            let nameStart = appendLiteral("content-length")
+            let valueStart = UInt32(scratch.count)
+            HTTP1Syntax.appendDecimal(max(0, contentLength), to: &scratch)
+            spans.append((nameStart, 14, valueStart, UInt32(scratch.count) - valueStart))
+        }
+        if let date, !hasDate {
+            let nameStart = appendLiteral("date")
+            let valueStart = UInt32(scratch.count)
+            scratch.append(contentsOf: date)
+            spans.append((nameStart, 4, valueStart, UInt32(date.count)))
+        }
+        let rv: Int32 = scratch.withUnsafeMutableBufferPointer { bytes in
+            let base = bytes.baseAddress!
+            nvs.removeAll(keepingCapacity: true)
+            for (ns, nl, vs, vl) in spans {
+                nvs.append(nghttp2_nv(name: base + Int(ns), value: base + Int(vs), namelen: Int(nl), valuelen: Int(vl),
+                                      flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+            }
+            if hasBody {
+                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil),
+                                                     read_callback: HTTP2Session.readBody)
+                return nghttp2_submit_response(session, streamID, nvs, nvs.count, &provider)
+            }
+            return nghttp2_submit_response(session, streamID, nvs, nvs.count, nil)
+        }
+        return rv == 0
+    }
+
+    /// Submits an interim `100 Continue` head on `streamID` (RFC 9110 section 10.1.1, RFC 9113 section 8.1).
+    package func submitContinue(streamID: Int32) {
+        guard let session else { return }
+        var name = Array(":status".utf8)
+        var value = Array("100".utf8)
+        name.withUnsafeMutableBufferPointer { n in
+            value.withUnsafeMutableBufferPointer { v in
+                var nv = nghttp2_nv(name: n.baseAddress, value: v.baseAddress, namelen: n.count, valuelen: v.count,
+                                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+                _ = nghttp2_submit_headers(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, nil, &nv, 1, nil)
+            }
+        }
+    }
+
+    /// Tells nghttp2 that the body of `streamID` has bytes again (after `.deferred`).
+    package func resumeData(_ streamID: Int32) {
+        guard let session else { return }
+        _ = nghttp2_session_resume_data(session, streamID)
+    }
+
+    /// Resets `streamID` with RST_STREAM `error` (RFC 9113 section 6.4).
+    package func resetStream(_ streamID: Int32, error: HTTP2ErrorCode) {
+        guard let session else { return }
+        _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, error.code)
+    }
+
+    /// Graceful shutdown (RFC 9113 section 6.8). `graceful: true` queues the shutdown notice (GOAWAY
+    /// with the last stream identifier 2^31-1: new streams are still accepted for a round trip);
+    /// `graceful: false` queues the final GOAWAY `NO_ERROR` with the last stream processed: streams up
+    /// to it finish, later ones are ignored, and `isFinished` turns true once none is active.
+    package func submitGoaway(graceful: Bool) {
+        guard let session, terminatedWith == nil else { return }
+        if graceful {
+            _ = nghttp2_submit_shutdown_notice(session)
+        } else {
+            _ = nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue),
+                                      nghttp2_session_get_last_proc_stream_id(session), HTTP2ErrorCode.noError.code, nil, 0)
+        }
+    }
+
+    /// Ends the connection: GOAWAY `error` with the last stream processed (RFC 9113 section 5.4.1);
+    /// nothing more is read, and `isFinished` turns true once it is sent.
+    package func terminate(_ error: HTTP2ErrorCode) {
+        guard let session, terminatedWith == nil else { return }
+        terminatedWith = error
+        _ = nghttp2_session_terminate_session(session, error.code)
+    }
+
+    /// The client's flow-control window for `streamID`, in bytes (RFC 9113 section 6.9), or nil when
+    /// the stream is unknown.
+    package func remoteWindow(of streamID: Int32) -> Int? {
+        guard let session else { return nil }
+        let stream = Int(nghttp2_session_get_stream_remote_window_size(session, streamID))
+        let connection = Int(nghttp2_session_get_remote_window_size(session))
+        return stream < 0 ? nil : min(stream, connection)
+    }
+
+    // MARK: internals
+
+    private func appendLiteral(_ s: StaticString) -> UInt32 {
+        let start = UInt32(scratch.count)
+        scratch.append(contentsOf: UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+        return start
+    }
+
+    /// Records the first reason to end the connection; nghttp2 stops processing at once.
+    private func fail(_ code: HTTP2ErrorCode) -> Int32 {
+        if termination == nil { termination = code }
+        return NGHTTP2_ERR_CALLBACK_FAILURE.rawValue
+    }
+
+    static func goawayCode(forLibraryError rv: Int32) -> HTTP2ErrorCode {
+        switch rv {
+        case NGHTTP2_ERR_FLOODED.rawValue, NGHTTP2_ERR_TOO_MANY_CONTINUATIONS.rawValue: return .enhanceYourCalm
+        case NGHTTP2_ERR_HEADER_COMP.rawValue: return .compressionError
+        case NGHTTP2_ERR_FLOW_CONTROL.rawValue: return .flowControlError
+        case NGHTTP2_ERR_FRAME_SIZE_ERROR.rawValue: return .frameSizeError
+        default: return .protocolError
+        }
+    }
+
+    private static func from(_ userData: UnsafeMutableRawPointer?) -> HTTP2Session {
+        Unmanaged<HTTP2Session>.fromOpaque(userData!).takeUnretainedValue()
+    }
+
+    /// Drops the header block in progress; a request block dropped unfinished was malformed.
+    private func discardBlock() {
+        guard let b = block else { return }
+        block = nil
+        delegate.http2StreamMalformed(b.streamID, method: b.methodSeen, target: b.targetSeen)
+    }
+
+    private func beginFrame(_ hd: nghttp2_frame_hd) -> Int32 {
+        switch UInt32(hd.type) {
+        case NGHTTP2_HEADERS.rawValue:
+            blockEncodedBytes = hd.length
+            continuations = 0
+        case NGHTTP2_CONTINUATION.rawValue:
+            continuations += 1
+            blockEncodedBytes += hd.length
+            if continuations > settings.maxContinuationFrames || blockEncodedBytes > 2 * listLimit + 16384 {
+                return fail(.enhanceYourCalm)
+            }
+        default:
+            break
+        }
+        return 0
+    }
+
+    private func beginHeaders(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        let id = frame.pointee.hd.stream_id
+        let category = frame.pointee.headers.cat
+        discardBlock()
+        if category == NGHTTP2_HCAT_REQUEST {
+            resetRing[streamsOpened % resetRing.count] = resetsReceived
+            streamsOpened += 1
+            block = HTTP2RequestHeadBuilder(streamID: id, kind: .request, listLimit: listLimit, countLimit: countLimit)
+        } else if category == NGHTTP2_HCAT_HEADERS {
+            block = HTTP2RequestHeadBuilder(streamID: id, kind: .trailers, listLimit: listLimit, countLimit: countLimit)
+        }
+        return 0
+    }
+
+    private func header(_ frame: UnsafePointer<nghttp2_frame>, _ name: UnsafeRawBufferPointer,
+                        _ value: UnsafeRawBufferPointer) -> Int32 {
+        guard block?.streamID == frame.pointee.hd.stream_id else { return 0 }
+        switch block!.add(name: name, value: value) {
+        case .ok: return 0
+        case .abusive: return fail(.enhanceYourCalm)
+        }
+    }
+
+    private func frameReceived(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        let hd = frame.pointee.hd
+        let id = hd.stream_id
+        let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
+        if endStream { releaseBody(id) }
+        switch UInt32(hd.type) {
+        case NGHTTP2_HEADERS.rawValue:
+            guard let b = block, b.streamID == id else { return 0 }
+            block = nil
+            switch b.finish(endStream: endStream, policy: policy) {
+            case .head(let head):
+                delegate.http2StreamOpened(id, head: head)
+                if endStream { delegate.http2StreamEnded(id, trailers: HTTPHeaders()) }
+            case .trailers(let trailers):
+                delegate.http2StreamEnded(id, trailers: trailers)
+            case .refused(let error):
+                delegate.http2StreamRefused(id, error: error, method: b.methodSeen, target: b.targetSeen)
+            case .malformed:
+                resetStream(id, error: .protocolError)
+                delegate.http2StreamMalformed(id, method: b.methodSeen, target: b.targetSeen)
+            }
+        case NGHTTP2_DATA.rawValue:
+            if hd.length == frame.pointee.data.padlen && !endStream {
+                emptyDataFrames += 1
+                if emptyDataFrames > settings.maxEmptyDataFrames { return fail(.enhanceYourCalm) }
+            }
+            if endStream { delegate.http2StreamEnded(id, trailers: HTTPHeaders()) }
+        case NGHTTP2_SETTINGS.rawValue, NGHTTP2_PING.rawValue, NGHTTP2_PRIORITY.rawValue:
+            if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { return 0 }
+            if now &- controlWindowStart >= controlWindowNanos {
+                controlWindowStart = now
+                controlFrames = 0
+            }
+            controlFrames += 1
+            if controlFrames > settings.maxControlFramesPerWindow { return fail(.enhanceYourCalm) }
+        case NGHTTP2_RST_STREAM.rawValue:
+            resetsReceived += 1
+            let window = resetRing.count
+            let base = streamsOpened >= window ? resetRing[streamsOpened % window] : 0
+            if resetsReceived - base > settings.maxResetsInWindow { return fail(.enhanceYourCalm) }
+            delegate.http2StreamReset(id, error: HTTP2ErrorCode(frame.pointee.rst_stream.error_code))
+        default:
+            break
+        }
+        return 0
+    }
+
+    private func invalidFrameReceived(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        // nghttp2 reset the stream (malformed header block): report it now.
+        if UInt32(frame.pointee.hd.type) == NGHTTP2_HEADERS.rawValue, block?.streamID == frame.pointee.hd.stream_id {
+            discardBlock()
+        }
+        return 0
+    }
+
+    private func frameSent(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
+        let hd = frame.pointee.hd
+        let type = UInt32(hd.type)
+        if type == NGHTTP2_GOAWAY.rawValue && frame.pointee.goaway.error_code != 0 && terminatedWith == nil {
+            // nghttp2 ended the connection by itself (e.g. COMPRESSION_ERROR, too many SETTINGS entries).
+            terminatedWith = HTTP2ErrorCode(frame.pointee.goaway.error_code)
+        }
+        guard type == NGHTTP2_HEADERS.rawValue || type == NGHTTP2_DATA.rawValue,
+              hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0, let session else { return 0 }
+        // The response is complete before the request: tell the client to stop sending
+        // (RST_STREAM NO_ERROR, RFC 9113 section 8.1).
+        if nghttp2_session_get_stream_remote_close(session, hd.stream_id) == 0 {
+            resetStream(hd.stream_id, error: .noError)
+        }
+        return 0
+    }
+
+    /// Accounts `n` request body bytes of `id` and opens the windows again (RFC 9113 section 6.9.1):
+    /// the connection's at once (a stalled stream must not stall the others), the stream's while the
+    /// bodies still arriving are within the budget, or when `id` is the oldest of them (so one
+    /// always progresses and no upload deadlocks).
+    private func bodyChunk(_ id: Int32, _ n: Int) {
+        guard let session, n > 0 else { return }
+        _ = nghttp2_session_consume_connection(session, n)
+        if bodyBytes[id] == nil { bodyStreams.append(id) }
+        var entry = bodyBytes[id] ?? (0, 0)
+        entry.held += n
+        heldBodyBytes += n
+        if heldBodyBytes <= settings.requestBodyBufferBytes || bodyStreams.first == id {
+            _ = nghttp2_session_consume_stream(session, id, n)
+        } else {
+            entry.unconsumed += n
+        }
+        bodyBytes[id] = entry
+    }
+
+    /// The body of `id` is complete (or the stream is gone): its bytes leave the budget, and windows
+    /// held back are opened again, oldest stream first, while within the budget.
+    private func releaseBody(_ id: Int32) {
+        guard let session, let entry = bodyBytes.removeValue(forKey: id) else { return }
+        heldBodyBytes -= entry.held
+        if let i = bodyStreams.firstIndex(of: id) { bodyStreams.remove(at: i) }
+        for (index, other) in bodyStreams.enumerated() {
+            guard let e = bodyBytes[other], e.unconsumed > 0 else { continue }
+            guard index == 0 || heldBodyBytes <= settings.requestBodyBufferBytes else { break }
+            _ = nghttp2_session_consume_stream(session, other, e.unconsumed)
+            bodyBytes[other] = (e.held, 0)
+        }
+    }
+
+    private func streamClosed(_ id: Int32, _ code: UInt32) -> Int32 {
+        if block?.streamID == id { discardBlock() }
+        releaseBody(id)
+        delegate.http2StreamClosed(id, error: HTTP2ErrorCode(code))
+        return 0
+    }
+
+    // MARK: C callbacks (no captures: the session comes from user_data)
+
+    private static let onBeginFrame: nghttp2_on_begin_frame_callback = { _, hd, userData in
+        from(userData).beginFrame(hd!.pointee)
+    }
+
+    private static let onBeginHeaders: nghttp2_on_begin_headers_callback = { _, frame, userData in
+        from(userData).beginHeaders(frame!)
+    }
+
+    private static let onHeader: nghttp2_on_header_callback = { _, frame, name, nameLength, value, valueLength, _, userData in
+        from(userData).header(frame!, UnsafeRawBufferPointer(start: name, count: nameLength),
+                              UnsafeRawBufferPointer(start: value, count: valueLength))
+    }
+
+    private static let onFrameRecv: nghttp2_on_frame_recv_callback = { _, frame, userData in
+        from(userData).frameReceived(frame!)
+    }
+
+    private static let onInvalidFrameRecv: nghttp2_on_invalid_frame_recv_callback = { _, frame, _, userData in
+        from(userData).invalidFrameReceived(frame!)
+    }
+
+    private static let onDataChunkRecv: nghttp2_on_data_chunk_recv_callback = { _, _, streamID, data, length, userData in
+        let s = from(userData)
+        s.bodyChunk(streamID, length)
+        s.delegate.http2StreamData(streamID, UnsafeRawBufferPointer(start: data, count: length))
+        return 0
+    }
+
+    private static let onFrameSend: nghttp2_on_frame_send_callback = { _, frame, userData in
+        from(userData).frameSent(frame!)
+    }
+
+    private static let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, errorCode, userData in
+        from(userData).streamClosed(streamID, errorCode)
+    }
+
+    private static let readBody: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
+        let s = from(userData)
+        switch s.delegate.http2ReadResponseBody(streamID, into: UnsafeMutableRawBufferPointer(start: buffer, count: length)) {
+        case .bytes(let n, let end):
+            if end { flags!.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+            return n
+        case .deferred:
+            return Int(NGHTTP2_ERR_DEFERRED.rawValue)
+        }
+    }
+}

@@ -1,0 +1,76 @@
+// One request/response exchange on an HTTP/2 connection.
+
+import GatewayIO
+
+/// The state of one HTTP/2 stream of an `HTTP2ServerConnection` (RFC 9113 section 5.1): the request
+/// as it arrives, the handler's answer, the upstream exchange when forwarded, and the response body
+/// bytes waiting for the client's flow-control window. It is the exchange's `UpstreamResponseSink`
+/// and passes every event to its connection.
+final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's loop
+    enum Phase {
+        /// Head in, body arriving.
+        case receiving
+        /// The whole request is with the handler.
+        case handling
+        /// Sent upstream; the response is relayed.
+        case forwarding
+        /// The response is submitted (its body may still be waiting for the window).
+        case responding
+    }
+
+    let id: Int32
+    unowned let connection: HTTP2ServerConnection
+    let start: UInt64
+    var phase = Phase.receiving
+    var head: HTTPRequestHead?
+    /// Method and target received, for the access record of a refused request (no `head`).
+    var method: HTTPMethod?
+    var target: [UInt8]?
+    var body: [UInt8] = []
+    var bodyLimit = 0
+    var requestBodyBytes = 0
+    /// END_STREAM received.
+    var requestComplete = false
+    /// Receiving: when the request stalls (body timeout), monotonic nanoseconds; 0 = none.
+    var deadline: UInt64 = 0
+
+    var exchange: UpstreamExchange?
+    var upstreamName: String?
+    var annotation: (any Sendable)?
+    var responseHeadFilter: (@Sendable (inout HTTPResponseHead) -> Void)?
+    /// The error the server answered by itself, or the reason the stream failed.
+    var error: HTTPError?
+    /// Reset as malformed (RST_STREAM PROTOCOL_ERROR sent).
+    var malformed = false
+    /// The client reset the stream.
+    var peerReset = false
+
+    var responseStarted = false
+    var responseStatus = 0
+    var responseBodyBytes = 0
+    /// Response body bytes not yet taken by nghttp2.
+    var pending = HTTP2BodyBuffer()
+    /// No more bytes will be added to `pending`.
+    var bodyComplete = false
+    /// nghttp2 was told the body ended (END_STREAM queued).
+    var endGiven = false
+    /// nghttp2 waits for `resumeData`.
+    var deferred = false
+    /// The upstream exchange is paused until the client catches up.
+    var upstreamPaused = false
+    /// Last time nghttp2 took body bytes of this stream (or bytes started waiting), monotonic nanoseconds.
+    var lastProgress: UInt64
+
+    init(id: Int32, connection: HTTP2ServerConnection, now: UInt64) {
+        self.id = id
+        self.connection = connection
+        start = now
+        lastProgress = now
+    }
+
+    func upstreamHead(_ head: HTTPResponseHead) { connection.upstreamHead(self, head) }
+    func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool { connection.upstreamBody(self, bytes) }
+    func upstreamReadDone() { connection.upstreamReadDone(self) }
+    func upstreamEnd() { connection.upstreamEnd(self) }
+    func upstreamFailed(_ error: HTTPError) { connection.upstreamFailed(self, error) }
+}

@@ -1,0 +1,602 @@
+#!/usr/bin/env python3
+"""HTTP/2 client for the GatewayHTTP tests: well-behaved requests (h2) and abuse (raw frames, hyperframe + hpack).
+
+Usage: h2client.py --port PORT SCENARIO ; prints one JSON object on stdout (and "READY" lines when a
+scenario waits for the test to act). Every scenario speaks h2c with prior knowledge (RFC 9113 section 3.3).
+
+Scenarios:
+  request PATH            one GET with h2; status, headers, body length and SHA-256
+  forged-trailers PATH    a POST whose header block and trailers carry forged App-Attest- fields; the answer
+  preface-only            the preface and SETTINGS, then nothing; reports the server's GOAWAY and when it closed
+  rapid-reset N           N x (HEADERS + RST_STREAM CANCEL), then a request on a new connection
+  continuation-flood      HEADERS without END_HEADERS, then 1000 small CONTINUATION frames
+  continuation-bytes      HEADERS + 7 CONTINUATION frames of 16 KiB each (an oversized header block)
+  header-too-large        a 40 KiB header list, then a normal request on the same connection
+  hpack-bomb              one 4 KB field in the dynamic table, referenced 100 times
+  table-size-update       a dynamic table size update above our SETTINGS_HEADER_TABLE_SIZE
+  settings-flood          2000 SETTINGS frames
+  ping-flood              2000 PING frames
+  settings-entries        one SETTINGS frame with 40 entries
+  empty-data-flood        a POST, then 200 zero-length DATA frames without END_STREAM
+  max-concurrent          110 open streams before acknowledging the server's SETTINGS
+  max-concurrent-acked    101 open streams after acknowledging them
+  bad-headers             one stream per malformed header block, then a normal request
+  content-length          DATA that disagrees with content-length, then a matching request
+  zero-window             SETTINGS_INITIAL_WINDOW_SIZE 0, then a large response that cannot flow
+  stalled-reader PATH     huge windows, a request, then never reads the socket (prints READY); reports the close
+  slow-reader SIZE        a SIZE-byte response read slowly with a 16 KiB window, then a second request
+  cancel PATH             a request reset after 300 ms, then a request on the same connection
+  drain PATH              a request; prints READY; records every frame until the server closes
+"""
+import argparse
+import hashlib
+import json
+import socket
+import sys
+import time
+
+import h2.config
+import h2.connection
+import h2.events
+import h2.settings
+from hpack import Decoder, Encoder
+from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, GoAwayFrame, HeadersFrame, PingFrame,
+                              RstStreamFrame, SettingsFrame, WindowUpdateFrame)
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+ERRORS = {0: "NO_ERROR", 1: "PROTOCOL_ERROR", 2: "INTERNAL_ERROR", 3: "FLOW_CONTROL_ERROR", 4: "SETTINGS_TIMEOUT",
+          5: "STREAM_CLOSED", 6: "FRAME_SIZE_ERROR", 7: "REFUSED_STREAM", 8: "CANCEL", 9: "COMPRESSION_ERROR",
+          10: "CONNECT_ERROR", 11: "ENHANCE_YOUR_CALM", 12: "INADEQUATE_SECURITY", 13: "HTTP_1_1_REQUIRED"}
+FRAME_NAMES = {0x0: "DATA", 0x1: "HEADERS", 0x2: "PRIORITY", 0x3: "RST_STREAM", 0x4: "SETTINGS", 0x5: "PUSH_PROMISE",
+               0x6: "PING", 0x7: "GOAWAY", 0x8: "WINDOW_UPDATE", 0x9: "CONTINUATION"}
+PORT = 0
+
+
+class RawConnection:
+    """A socket speaking raw HTTP/2 frames; received frames are summarised as dicts."""
+
+    def __init__(self, settings=None, timeout=5.0):
+        self.sock = socket.create_connection(("127.0.0.1", PORT), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buffer = b""
+        self.encoder = Encoder()
+        self.decoder = Decoder()
+        self.closed = False
+        self.send_failed = False
+        self.frames = []
+        self.send(PREFACE + SettingsFrame(0, settings=settings or {}).serialize())
+
+    def send(self, data):
+        try:
+            self.sock.sendall(data)
+            return True
+        except OSError:
+            self.send_failed = True
+            return False
+
+    def send_frames(self, frames):
+        return self.send(b"".join(f.serialize() for f in frames))
+
+    def block(self, headers):
+        return self.encoder.encode(headers)
+
+    def headers_frame(self, stream_id, headers, end_stream=True, end_headers=True):
+        flags = (["END_STREAM"] if end_stream else []) + (["END_HEADERS"] if end_headers else [])
+        return HeadersFrame(stream_id, data=self.block(headers), flags=flags)
+
+    def request(self, stream_id, path, method="GET", extra=(), end_stream=True):
+        base = [(":method", method), (":scheme", "http"), (":path", path), (":authority", "127.0.0.1:%d" % PORT)]
+        return self.send_frames([self.headers_frame(stream_id, base + list(extra), end_stream=end_stream)])
+
+    def read_frame(self, deadline):
+        """The next frame (summarised), or None at end of stream or deadline."""
+        while True:
+            if len(self.buffer) >= 9:
+                frame, length = Frame.parse_frame_header(memoryview(self.buffer[:9]))
+                if len(self.buffer) >= 9 + length:
+                    body = self.buffer[9:9 + length]
+                    self.buffer = self.buffer[9 + length:]
+                    frame.parse_body(memoryview(body))
+                    summary = self.summarise(frame, length)
+                    self.frames.append(summary)
+                    return summary
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self.closed:
+                return None
+            self.sock.settimeout(remaining)
+            try:
+                chunk = self.sock.recv(65536)
+            except socket.timeout:
+                return None
+            except OSError:
+                self.closed = True
+                return None
+            if not chunk:
+                self.closed = True
+                return None
+            self.buffer += chunk
+
+    def summarise(self, frame, length):
+        s = {"type": FRAME_NAMES.get(frame.type, str(frame.type)), "stream": frame.stream_id,
+             "flags": sorted(frame.flags), "length": length, "t": time.monotonic()}
+        if isinstance(frame, (RstStreamFrame, GoAwayFrame)):
+            s["error"] = ERRORS.get(frame.error_code, frame.error_code)
+        if isinstance(frame, GoAwayFrame):
+            s["lastStreamID"] = frame.last_stream_id
+        if isinstance(frame, HeadersFrame):
+            fields = self.decoder.decode(frame.data)
+            s["headers"] = [[n.decode() if isinstance(n, bytes) else n, v.decode() if isinstance(v, bytes) else v]
+                            for n, v in fields]
+            s["status"] = next((int(v) for n, v in s["headers"] if n == ":status"), None)
+        if isinstance(frame, SettingsFrame):
+            s["settings"] = {str(k): v for k, v in frame.settings.items()}
+        return s
+
+    def read_until(self, predicate, timeout=5.0):
+        deadline = time.monotonic() + timeout
+        while True:
+            f = self.read_frame(deadline)
+            if f is None:
+                return None
+            if predicate(f):
+                return f
+
+    def read_all(self, timeout=5.0):
+        """Frames until the server closes (or the timeout)."""
+        self.read_until(lambda f: False, timeout)
+        return self.frames
+
+    def goaway(self):
+        return next((f for f in reversed(self.frames) if f["type"] == "GOAWAY"), None)
+
+    def stream_outcome(self, stream_id, timeout=5.0):
+        """("rst", code) or ("status", n) for the first answer on a stream."""
+        f = self.read_until(lambda f: f["stream"] == stream_id and f["type"] in ("RST_STREAM", "HEADERS"), timeout)
+        if f is None:
+            return ("none", None)
+        if f["type"] == "RST_STREAM":
+            return ("rst", f["error"])
+        return ("status", f["status"])
+
+
+def h2_request(path, conn=None, method="GET", body=None):
+    """One request with the h2 library on a new (or the given) connection: (status, headers, body)."""
+    if conn is None:
+        sock = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+        h2c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+        h2c.initiate_connection()
+        sock.sendall(h2c.data_to_send())
+        conn = (sock, h2c)
+    sock, h2c = conn
+    stream_id = h2c.get_next_available_stream_id()
+    headers = [(":method", method), (":scheme", "http"), (":path", path), (":authority", "127.0.0.1:%d" % PORT)]
+    h2c.send_headers(stream_id, headers, end_stream=body is None)
+    if body is not None:
+        h2c.send_data(stream_id, body, end_stream=True)
+    sock.sendall(h2c.data_to_send())
+    status, response_headers, data, done = None, [], b"", False
+    while not done:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        for event in h2c.receive_data(chunk):
+            if isinstance(event, h2.events.ResponseReceived) and event.stream_id == stream_id:
+                response_headers = [(n.decode(), v.decode()) for n, v in event.headers]
+                status = int(dict(response_headers)[":status"])
+            elif isinstance(event, h2.events.DataReceived) and event.stream_id == stream_id:
+                data += event.data
+                h2c.acknowledge_received_data(event.flow_controlled_length, stream_id)
+            elif isinstance(event, h2.events.StreamEnded) and event.stream_id == stream_id:
+                done = True
+            elif isinstance(event, h2.events.StreamReset) and event.stream_id == stream_id:
+                done = True
+        sock.sendall(h2c.data_to_send())
+    return status, response_headers, data, conn
+
+
+def forged_trailers(path):
+    sock = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+    h2c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+    h2c.initiate_connection()
+    stream_id = h2c.get_next_available_stream_id()
+    h2c.send_headers(stream_id, [(":method", "POST"), (":scheme", "http"), (":path", path), (":authority", "127.0.0.1"),
+                                 ("app-attest-verdict", "valid"), ("app-attest-counter", "7"), ("x-kept", "yes")])
+    h2c.send_data(stream_id, b"abc")
+    h2c.send_headers(stream_id, [("app-attest-verdict", "valid"), ("app-attest-key-id", "forged"), ("x-trailer", "t")],
+                     end_stream=True)
+    sock.sendall(h2c.data_to_send())
+    status, headers, data, done = None, [], b"", False
+    while not done:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        for event in h2c.receive_data(chunk):
+            if isinstance(event, h2.events.ResponseReceived):
+                headers = [[n.decode(), v.decode()] for n, v in event.headers]
+                status = int(dict(headers)[":status"])
+            elif isinstance(event, h2.events.DataReceived):
+                data += event.data
+                h2c.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
+                done = True
+        sock.sendall(h2c.data_to_send())
+    result(status=status, headers=headers, body=data.decode("utf-8", "replace"))
+
+
+def result(**fields):
+    print(json.dumps(fields), flush=True)
+
+
+def finish_abuse(c, **extra):
+    c.read_all(timeout=5)
+    g = c.goaway()
+    result(goaway=g and g["error"], lastStreamID=g and g["lastStreamID"], closed=c.closed,
+           sendFailed=c.send_failed, frames=[f["type"] for f in c.frames][-20:], **extra)
+
+
+def preface_only():
+    start = time.monotonic()
+    c = RawConnection()
+    c.read_all(timeout=10)
+    g = c.goaway()
+    result(goaway=g and g["error"], closed=c.closed, seconds=time.monotonic() - start)
+
+
+def rapid_reset(count):
+    c = RawConnection()
+    sent = 0
+    for i in range(count):
+        sid = 1 + 2 * i
+        ok = c.send_frames([c.headers_frame(sid, [(":method", "GET"), (":scheme", "http"), (":path", "/rr/%d?delay=2000" % i),
+                                                  (":authority", "h")]),
+                            RstStreamFrame(sid, error_code=8)])
+        if not ok:
+            break
+        sent += 1
+    c.read_all(timeout=5)
+    g = c.goaway()
+    status, _, _, _ = h2_request("/local/after-rapid-reset")
+    result(sent=sent, goaway=g and g["error"], lastStreamID=g and g["lastStreamID"], closed=c.closed, after=status)
+
+
+def continuation_flood():
+    c = RawConnection()
+    c.send_frames([c.headers_frame(1, [(":method", "GET"), (":scheme", "http"), (":path", "/local/cf"), (":authority", "h")],
+                                   end_headers=False)])
+    sent = 0
+    for i in range(1000):
+        if not c.send_frames([ContinuationFrame(1, data=c.block([("x-c%d" % i, "v")]))]):
+            break
+        sent += 1
+    finish_abuse(c, sent=sent)
+
+
+def continuation_bytes():
+    c = RawConnection()
+    c.send_frames([c.headers_frame(1, [(":method", "GET"), (":scheme", "http"), (":path", "/local/cb"), (":authority", "h")],
+                                   end_headers=False)])
+    sent = 0
+    for i in range(7):
+        # Never-indexed literals of incompressible values: the encoded block grows by ~16 KiB a frame.
+        value = hashlib.sha512(str(i).encode()).hexdigest() * 250
+        if not c.send_frames([ContinuationFrame(1, data=c.encoder.encode([("x-b%d" % i, value[:16000])], huffman=False))]):
+            break
+        sent += 1
+    finish_abuse(c, sent=sent)
+
+
+def header_too_large():
+    c = RawConnection()
+    extra = [("x-big-%d" % i, hashlib.sha256(str(i).encode()).hexdigest() * 15) for i in range(40)]  # 40 x ~1 KB
+    block = c.block([(":method", "GET"), (":scheme", "http"), (":path", "/local/big"), (":authority", "h")] + extra)
+    frames = [HeadersFrame(1, data=block[:16384], flags=["END_STREAM"])]
+    rest = block[16384:]
+    while rest:
+        piece, rest = rest[:16384], rest[16384:]
+        frames.append(ContinuationFrame(1, data=piece, flags=[] if rest else ["END_HEADERS"]))
+    c.send_frames(frames)
+    first = c.stream_outcome(1)
+    c.request(3, "/local/after-big")
+    second = c.stream_outcome(3)
+    result(first=list(first), second=list(second), encoded=len(block), goaway=c.goaway() and c.goaway()["error"])
+
+
+def hpack_bomb():
+    c = RawConnection()
+    headers = [(":method", "GET"), (":scheme", "http"), (":path", "/local/bomb"), (":authority", "h")]
+    headers += [("x-bomb", "a" * 4000)] * 100
+    block = c.block(headers)
+    c.send_frames([HeadersFrame(1, data=block, flags=["END_STREAM", "END_HEADERS"])])
+    finish_abuse(c, encoded=len(block))
+
+
+def table_size_update():
+    c = RawConnection()
+    c.encoder.header_table_size = 65536  # the next block starts with a size update to 65536
+    c.request(1, "/local/tsu")
+    finish_abuse(c)
+
+
+def settings_flood():
+    c = RawConnection()
+    c.send_frames([SettingsFrame(0, settings={})] * 2000)
+    finish_abuse(c)
+
+
+def ping_flood():
+    c = RawConnection()
+    c.send_frames([PingFrame(0, opaque_data=b"12345678")] * 2000)
+    finish_abuse(c)
+
+
+def settings_entries():
+    c = RawConnection()
+    f = SettingsFrame(0)
+    payload = b"".join((0x4).to_bytes(2, "big") + (65535 + i).to_bytes(4, "big") for i in range(40))
+    raw = len(payload).to_bytes(3, "big") + b"\x04\x00" + (0).to_bytes(4, "big") + payload
+    c.send(raw)
+    finish_abuse(c)
+
+
+def empty_data_flood():
+    c = RawConnection()
+    c.request(1, "/local/edf", method="POST", end_stream=False)
+    c.send_frames([DataFrame(1, data=b"")] * 200)
+    finish_abuse(c)
+
+
+def max_concurrent(acked):
+    if acked:
+        c = RawConnection()
+        server_settings = c.read_until(lambda f: f["type"] == "SETTINGS" and "ACK" not in f["flags"])
+        c.send_frames([SettingsFrame(0, flags=["ACK"])])
+        c.read_until(lambda f: f["type"] == "SETTINGS" and "ACK" in f["flags"])
+        count = 101
+    else:
+        c = RawConnection()
+        server_settings = None
+        count = 110
+    frames = []
+    for i in range(count):
+        frames.append(c.headers_frame(1 + 2 * i, [(":method", "POST"), (":scheme", "http"), (":path", "/local/mc%d" % i),
+                                                  (":authority", "h")], end_stream=False))
+    c.send_frames(frames)
+    deadline = time.monotonic() + 1
+    while c.read_frame(deadline) is not None:
+        if any(f["type"] == "GOAWAY" for f in c.frames):
+            break
+    refused = sorted(f["stream"] for f in c.frames if f["type"] == "RST_STREAM" and f["error"] == "REFUSED_STREAM")
+    # NO_ERROR resets follow the 408 answers of streams whose body never came (body timeout).
+    other = sorted(f["stream"] for f in c.frames if f["type"] == "RST_STREAM" and f["error"] not in ("REFUSED_STREAM", "NO_ERROR"))
+    g = c.goaway()
+    result(refused=refused, otherResets=other, goaway=g and g["error"],
+           advertised=server_settings and server_settings["settings"].get("3"))
+
+
+BAD_CASES = [
+    ("missing :path", [(":method", "GET"), (":scheme", "http"), (":authority", "h")]),
+    ("missing :method", [(":scheme", "http"), (":path", "/local/x"), (":authority", "h")]),
+    ("missing :scheme", [(":method", "GET"), (":path", "/local/x"), (":authority", "h")]),
+    ("empty :path", [(":method", "GET"), (":scheme", "http"), (":path", ""), (":authority", "h")]),
+    ("duplicated :method", [(":method", "GET"), (":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h")]),
+    ("duplicated :path", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":path", "/local/y"), (":authority", "h")]),
+    ("unknown pseudo-header", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), (":foo", "bar")]),
+    ("response pseudo-header", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), (":status", "200")]),
+    ("pseudo-header after regular", [(":method", "GET"), (":scheme", "http"), ("x-a", "1"), (":path", "/local/x"), (":authority", "h")]),
+    ("uppercase name", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("X-Upper", "1")]),
+    ("connection", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("connection", "keep-alive")]),
+    ("keep-alive", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("keep-alive", "timeout=5")]),
+    ("proxy-connection", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("proxy-connection", "keep-alive")]),
+    ("transfer-encoding", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("transfer-encoding", "chunked")]),
+    ("upgrade", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("upgrade", "h2c")]),
+    ("te gzip", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("te", "gzip")]),
+    ("space in name", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("x a", "1")]),
+    ("CR in value", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("x-a", "1\r\nx-b: 2")]),
+    ("control byte in value", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("x-a", "1\x01")]),
+    ("leading space in value", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("x-a", " 1")]),
+    ("host differs from :authority", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "a.test"), ("host", "b.test")]),
+    ("two host fields", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), ("host", "a.test"), ("host", "a.test")]),
+    ("userinfo in :authority", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "user@a.test")]),
+    ("no :authority nor host", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x")]),
+    ("two content-length", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("content-length", "0"), ("content-length", "0")]),
+    ("bad content-length", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("content-length", "abc")]),
+]
+REFUSED_CASES = [
+    ("target not in normal form", [(":method", "GET"), (":scheme", "http"), (":path", "/a/../b"), (":authority", "h")]),
+    ("asterisk form", [(":method", "OPTIONS"), (":scheme", "http"), (":path", "*"), (":authority", "h")]),
+    ("CONNECT", [(":method", "CONNECT"), (":authority", "a.test:443")]),
+    ("expect other than 100-continue", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("expect", "teapot")]),
+]
+GOOD_CASES = [
+    ("te trailers", [(":method", "GET"), (":scheme", "http"), (":path", "/local/te"), (":authority", "h"), ("te", "trailers")]),
+    ("host equal to :authority", [(":method", "GET"), (":scheme", "http"), (":path", "/local/h"), (":authority", "A.test"), ("host", "a.TEST")]),
+    ("host without :authority", [(":method", "GET"), (":scheme", "http"), (":path", "/local/h2"), ("host", "a.test")]),
+]
+
+
+def bad_headers():
+    c = RawConnection()
+    outcomes = {}
+    sid = 1
+    for name, headers in BAD_CASES + REFUSED_CASES + GOOD_CASES:
+        c.send_frames([HeadersFrame(sid, data=c.block(headers), flags=["END_STREAM", "END_HEADERS"])])
+        outcomes[name] = list(c.stream_outcome(sid))
+        sid += 2
+    c.request(sid, "/local/after-bad")
+    outcomes["after"] = list(c.stream_outcome(sid))
+    g = c.goaway()
+    result(outcomes=outcomes, goaway=g and g["error"])
+
+
+def content_length():
+    c = RawConnection()
+    out = {}
+    for sid, declared, body in [(1, "10", b"hello"), (3, "3", b"hello"), (5, "5", b"hello")]:
+        c.request(sid, "/local/cl%d" % sid, method="POST", extra=[("content-length", declared)], end_stream=False)
+        c.send_frames([DataFrame(sid, data=body, flags=["END_STREAM"])])
+        out[declared] = list(c.stream_outcome(sid))
+    result(outcomes=out, goaway=c.goaway() and c.goaway()["error"])
+
+
+def zero_window():
+    c = RawConnection(settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0})
+    c.read_until(lambda f: f["type"] == "SETTINGS" and "ACK" not in f["flags"])
+    c.send_frames([SettingsFrame(0, flags=["ACK"])])
+    start = time.monotonic()
+    c.request(1, "/zero?size=1000000")
+    c.read_all(timeout=10)
+    closed_after = time.monotonic() - start
+    g = c.goaway()
+    data = sum(f["length"] for f in c.frames if f["type"] == "DATA")
+    statuses = [f["status"] for f in c.frames if f["type"] == "HEADERS"]
+    result(goaway=g and g["error"], closed=c.closed, seconds=closed_after, dataBytes=data, statuses=statuses)
+
+
+def stalled_reader(path):
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+    sock.connect(("127.0.0.1", PORT))
+    big = 2 ** 31 - 1
+    sock.sendall(PREFACE + SettingsFrame(0, settings={SettingsFrame.INITIAL_WINDOW_SIZE: big}).serialize()
+                 + WindowUpdateFrame(0, window_increment=big - 65535).serialize())
+    c = RawConnection.__new__(RawConnection)
+    c.sock, c.buffer, c.encoder, c.decoder, c.closed, c.send_failed, c.frames = sock, b"", Encoder(), Decoder(), False, False, []
+    c.request(1, path)
+    print("READY", flush=True)
+    start = time.monotonic()
+    time.sleep(3)
+    # Now read whatever is left until the server's close.
+    received = 0
+    sock.settimeout(10)
+    try:
+        while True:
+            chunk = sock.recv(1 << 20)
+            if not chunk:
+                break
+            received += len(chunk)
+    except OSError:
+        pass
+    result(received=received, seconds=time.monotonic() - start)
+
+
+def slow_reader(size):
+    sock = socket.create_connection(("127.0.0.1", PORT), timeout=20)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+    config = h2.config.H2Configuration(client_side=True)
+    h2c = h2.connection.H2Connection(config=config)
+    h2c.local_settings = h2.settings.Settings(client=True, initial_values={h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16384})
+    h2c.initiate_connection()
+    sock.sendall(h2c.data_to_send())
+    stream_id = h2c.get_next_available_stream_id()
+    h2c.send_headers(stream_id, [(":method", "GET"), (":scheme", "http"), (":path", "/slow-reader?size=%d" % size),
+                                 (":authority", "h")], end_stream=True)
+    sock.sendall(h2c.data_to_send())
+    body, headers, done = b"", {}, False
+    while not done:
+        chunk = sock.recv(16384)
+        if not chunk:
+            break
+        for event in h2c.receive_data(chunk):
+            if isinstance(event, h2.events.ResponseReceived):
+                headers = {n.decode(): v.decode() for n, v in event.headers}
+            elif isinstance(event, h2.events.DataReceived):
+                body += event.data
+                h2c.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
+                done = True
+        sock.sendall(h2c.data_to_send())
+        time.sleep(0.002)
+    ok = hashlib.sha256(body).hexdigest() == headers.get("x-content-sha256")
+    status, _, after, _ = h2_request("/local/after-slow", conn=(sock, h2c))
+    result(ok=ok, length=len(body), status=headers.get(":status"), after=status)
+
+
+def cancel(path):
+    c = RawConnection()
+    c.request(1, path)
+    time.sleep(0.3)
+    c.send_frames([RstStreamFrame(1, error_code=8)])
+    start = time.monotonic()
+    c.request(3, "/local/after-cancel")
+    after = c.stream_outcome(3)
+    result(after=list(after), seconds=time.monotonic() - start)
+
+
+def drain(path):
+    c = RawConnection()
+    c.read_until(lambda f: f["type"] == "SETTINGS" and "ACK" not in f["flags"])
+    c.send_frames([SettingsFrame(0, flags=["ACK"])])
+    c.request(1, path)
+    print("READY", flush=True)
+    c.read_until(lambda f: f["type"] == "GOAWAY", timeout=10)
+    # A stream opened after the shutdown notice, before the final GOAWAY: still served.
+    c.request(3, "/local/after-notice")
+    c.read_all(timeout=10)
+    events = []
+    for f in c.frames:
+        if f["type"] in ("GOAWAY", "HEADERS", "RST_STREAM") or (f["type"] == "DATA" and "END_STREAM" in f["flags"]):
+            events.append({k: f.get(k) for k in ("type", "stream", "error", "lastStreamID", "status")})
+    body = sum(f["length"] for f in c.frames if f["type"] == "DATA" and f["stream"] == 1)
+    result(events=events, closed=c.closed, body1=body)
+
+
+def main():
+    global PORT
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("scenario")
+    parser.add_argument("arg", nargs="?")
+    args = parser.parse_args()
+    PORT = args.port
+    s = args.scenario
+    if s == "request":
+        status, headers, body, _ = h2_request(args.arg)
+        result(status=status, headers=headers, length=len(body), sha256=hashlib.sha256(body).hexdigest())
+    elif s == "forged-trailers":
+        forged_trailers(args.arg)
+    elif s == "preface-only":
+        preface_only()
+    elif s == "rapid-reset":
+        rapid_reset(int(args.arg or "500"))
+    elif s == "continuation-flood":
+        continuation_flood()
+    elif s == "continuation-bytes":
+        continuation_bytes()
+    elif s == "header-too-large":
+        header_too_large()
+    elif s == "hpack-bomb":
+        hpack_bomb()
+    elif s == "table-size-update":
+        table_size_update()
+    elif s == "settings-flood":
+        settings_flood()
+    elif s == "ping-flood":
+        ping_flood()
+    elif s == "settings-entries":
+        settings_entries()
+    elif s == "empty-data-flood":
+        empty_data_flood()
+    elif s == "max-concurrent":
+        max_concurrent(False)
+    elif s == "max-concurrent-acked":
+        max_concurrent(True)
+    elif s == "bad-headers":
+        bad_headers()
+    elif s == "content-length":
+        content_length()
+    elif s == "zero-window":
+        zero_window()
+    elif s == "stalled-reader":
+        stalled_reader(args.arg)
+    elif s == "slow-reader":
+        slow_reader(int(args.arg))
+    elif s == "cancel":
+        cancel(args.arg)
+    elif s == "drain":
+        drain(args.arg)
+    else:
+        parser.error("unknown scenario " + s)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,70 @@
+import Foundation
+@testable import GatewayHTTP
+import GatewayIO
+import GatewayTestSupport
+import XCTest
+
+/// A client that stops reading (TCP) or never opens its flow-control window (HTTP/2) never makes the
+/// gateway buffer without bound: the stream and connection buffers stay within `HTTP2Settings`, the
+/// upstream exchange pauses, and the write timeout ends the connection.
+final class HTTP2FlowControlTests: XCTestCase {
+    /// The HTTP/2 connections of `harness` with their buffered bytes (read on their loops).
+    private func bufferSamples(_ harness: ProxyHarness) -> [(buffered: Int, queued: Int)] {
+        harness.group.loops.flatMap { loop in
+            loop.queue.sync {
+                loop.allResidents.compactMap { $0 as? HTTP2ServerConnection }.map { ($0.bufferedResponseBytes, $0.queuedOutputBytes) }
+            }
+        }
+    }
+
+    /// Samples the buffers every 20 ms for `seconds`; returns the largest values seen and whether a
+    /// connection was seen at all.
+    private func maxBuffered(_ harness: ProxyHarness, seconds: Double) -> (buffered: Int, queued: Int, seen: Bool) {
+        var result = (buffered: 0, queued: 0, seen: false)
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            for s in bufferSamples(harness) {
+                result.seen = true
+                result.buffered = max(result.buffered, s.buffered)
+                result.queued = max(result.queued, s.queued)
+            }
+            usleep(20_000)
+        }
+        return result
+    }
+
+    func testZeroWindowClientHoldsAtMostTheStreamBuffer() throws {
+        let h = try ProxyHarness(timeouts: HTTPServerTimeouts(headerRead: 5, bodyRead: 5, idle: 30, write: 2, linger: 0.5))
+        defer { h.stop() }
+        let client = try HTTP2Client.start(port: h.port, "zero-window")
+        XCTAssertTrue(waitUntil(5) { !self.bufferSamples(h).isEmpty }, client.output)
+        let seen = maxBuffered(h, seconds: 1)
+        XCTAssertTrue(seen.seen)
+        XCTAssertGreaterThan(seen.buffered, 0, "the response waits for the window")
+        // One stream: its bound plus at most one upstream read (the loop's 64 KiB read buffer).
+        XCTAssertLessThanOrEqual(seen.buffered, HTTP2Settings().streamBufferBytes + 65536, "the upstream was paused")
+        XCTAssertEqual(client.wait(), 0, client.output)
+        let r = try HTTP2Client.parse(client.output)
+        XCTAssertEqual(r["goaway"] as? String, "ENHANCE_YOUR_CALM", "\(r)")
+        XCTAssertTrue(waitUntil(5) { self.bufferSamples(h).isEmpty }, "the connection is gone")
+    }
+
+    func testClientThatStopsReadingTheSocketIsBoundedThenCutOff() throws {
+        let h = try ProxyHarness(timeouts: HTTPServerTimeouts(headerRead: 5, bodyRead: 5, idle: 30, write: 1, linger: 0.5))
+        defer { h.stop() }
+        let client = try HTTP2Client.start(port: h.port, "stalled-reader", "/large?size=33554432")
+        XCTAssertTrue(waitUntil(5) { client.output.contains("READY") }, client.output)
+        let seen = maxBuffered(h, seconds: 0.8)
+        XCTAssertTrue(seen.seen)
+        let limit = HTTPServerConfiguration(listeners: []).writeHighWatermark
+        XCTAssertLessThanOrEqual(seen.queued, limit + 2 * 16384, "frames are produced only while the output is below the watermark")
+        XCTAssertLessThanOrEqual(seen.buffered, HTTP2Settings().streamBufferBytes + 65536, "the upstream was paused")
+        XCTAssertEqual(client.wait(), 0, client.output)
+        let r = try HTTP2Client.parse(client.output)
+        XCTAssertLessThan(r["received"] as? Int ?? Int.max, 8 << 20, "cut off long before the 32 MiB: \(r)")
+        XCTAssertTrue(waitUntil(5) { h.handler.completed.contains { $0.targetString?.hasPrefix("/large") == true } })
+        let record = try XCTUnwrap(h.handler.completed.first { $0.targetString?.hasPrefix("/large") == true })
+        XCTAssertTrue(record.aborted, "the write timeout ended it")
+        XCTAssertEqual(record.connection.protocolName, "h2")
+    }
+}

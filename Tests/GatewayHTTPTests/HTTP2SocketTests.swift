@@ -1,0 +1,190 @@
+import Foundation
+import GatewayHTTP
+import GatewayTestSupport
+import XCTest
+
+/// HTTP/2 with prior knowledge (h2c, RFC 9113 section 3.3) over real sockets: curl, nghttp and h2load
+/// against an HTTPServer with the proxy test handler and the real Python upstream.
+final class HTTP2SocketTests: XCTestCase {
+    private var harness: ProxyHarness!
+
+    override func setUpWithError() throws {
+        harness = try ProxyHarness()
+    }
+
+    override func tearDown() {
+        harness?.stop()
+        harness = nil
+    }
+
+    private func curl(_ args: [String]) throws -> (status: Int32, output: String) {
+        try Curl.run(["--http2-prior-knowledge"] + args)
+    }
+
+    private func json(_ text: String) throws -> [String: Any] {
+        let body = text.split(separator: "\n").last.map(String.init) ?? text
+        return try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any], text)
+    }
+
+    func testCurlGetIsForwardedOverHTTP2() throws {
+        let (status, output) = try curl(["-w", "\\n%{http_version} %{http_code}\\n", "-H", "X-Strip-Me: 1",
+                                         "-H", "X-Keep: Yes", harness.url("/api/items?b=2&a=%2F")])
+        XCTAssertEqual(status, 0, output)
+        let lines = output.split(separator: "\n")
+        XCTAssertEqual(lines.last, "2 200", output)
+        let echo = try json(String(lines[lines.count - 2]))
+        XCTAssertEqual(echo["target"] as? String, "/api/items?b=2&a=%2F")
+        XCTAssertEqual(echo["method"] as? String, "GET")
+        XCTAssertEqual(echo["version"] as? String, "HTTP/1.1", "the upstream side stays HTTP/1.1")
+        let headers = (echo["headers"] as? [[String]] ?? []).map { ($0[0].lowercased(), $0.count > 1 ? $0[1] : "") }
+        XCTAssertEqual(headers.filter { $0.0 == "host" }.map(\.1), ["127.0.0.1:\(harness.port)"], "Host from :authority")
+        XCTAssertTrue(headers.contains { $0 == ("x-keep", "Yes") }, "\(headers)")
+        XCTAssertFalse(headers.contains { $0.0 == "x-strip-me" }, "the handler's edits apply: \(headers)")
+        XCTAssertFalse(headers.contains { $0.0.hasPrefix(":") }, "no pseudo-header reaches the upstream: \(headers)")
+        let record = try XCTUnwrap(harness.handler.completed.last)
+        XCTAssertEqual(record.connection.protocolName, "h2")
+        XCTAssertEqual(record.connection.protocolName, "h2")
+        XCTAssertNil(record.connection.tlsVersion)
+        XCTAssertEqual(record.status, 200)
+        XCTAssertEqual(record.upstream, "main")
+        XCTAssertFalse(record.aborted)
+    }
+
+    func testCurlPostBodyLargeResponseAndRefusal() throws {
+        let body = String(repeating: "0123456789", count: 5000)
+        let post = try curl(["--data-binary", body, harness.url("/upload")])
+        XCTAssertEqual(post.status, 0, post.output)
+        let echo = try json(post.output)
+        XCTAssertEqual(echo["bodyLength"] as? Int, 50000)
+        XCTAssertEqual(echo["method"] as? String, "POST")
+        let lengths = (echo["headers"] as? [[String]] ?? []).filter { $0[0].lowercased() == "content-length" }.map { $0[1] }
+        XCTAssertEqual(lengths, ["50000"], "re-framed with one Content-Length")
+
+        let file = harness.tempDir.appendingPathComponent("large.bin")
+        let (status, headers) = try curl(["-D", "-", "-o", file.path, harness.url("/large?size=1048576")])
+        XCTAssertEqual(status, 0, headers)
+        XCTAssertTrue(headers.hasPrefix("HTTP/2 200"), headers)
+        XCTAssertTrue(headers.contains("content-length: 1048576"), headers)
+        let expected = headers.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-content-sha256:") }?
+            .split(separator: " ").last.map(String.init)
+        let got = try ChildProcess.run("sha256sum", [file.path]).output.prefix(64)
+        XCTAssertEqual(expected, String(got))
+
+        let chunked = try curl(["-D", "-", "-o", file.path, harness.url("/large?chunked=300000&chunksize=7000")])
+        XCTAssertEqual(chunked.status, 0, chunked.output)
+        XCTAssertFalse(chunked.output.lowercased().contains("transfer-encoding"), chunked.output)
+        XCTAssertEqual((try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? Int), 300000)
+
+        let refused = try curl(["-D", "-", harness.url("/reject/x")])
+        XCTAssertEqual(refused.status, 0, refused.output)
+        XCTAssertTrue(refused.output.hasPrefix("HTTP/2 404"), refused.output)
+        XCTAssertTrue(refused.output.hasSuffix("no such route\n"), refused.output)
+
+        let local = try curl(["-D", "-", "--data-binary", "abc", harness.url("/local/here?x=1")])
+        XCTAssertTrue(local.output.hasPrefix("HTTP/2 200"), local.output)
+        XCTAssertTrue(local.output.contains("x-target: /local/here?x=1"), local.output)
+        XCTAssertTrue(local.output.contains("x-body-length: 3"), local.output)
+        XCTAssertTrue(local.output.contains("date: "), local.output)
+        XCTAssertTrue(local.output.hasSuffix("abc"), local.output)
+    }
+
+    func testLargeUploadWithExpectContinueFlowsThroughTheWindows() throws {
+        let body = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let file = harness.tempDir.appendingPathComponent("upload.bin")
+        try Data(body).write(to: file)
+        let (status, output) = try curl(["-H", "Expect: 100-continue", "--data-binary", "@\(file.path)", harness.url("/big-upload")])
+        XCTAssertEqual(status, 0, output)
+        let echo = try json(output)
+        XCTAssertEqual(echo["bodyLength"] as? Int, body.count)
+        let sha = try ChildProcess.run("sha256sum", [file.path]).output.prefix(64)
+        XCTAssertEqual(echo["bodySHA256"] as? String, String(sha))
+        let names = (echo["headers"] as? [[String]] ?? []).map { $0[0].lowercased() }
+        XCTAssertFalse(names.contains("expect"), "Expect is answered here, not forwarded: \(names)")
+    }
+
+    func testBodyOverLimitIs413OnTheStream() throws {
+        let (status, output) = try curl(["-D", "-", "--data-binary", String(repeating: "x", count: 17),
+                                         harness.url("/limited/x")])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertTrue(output.hasPrefix("HTTP/2 413"), output)
+        XCTAssertTrue(output.contains("x-error: body_too_large"), output)
+        let ok = try curl(["-D", "-", "--data-binary", String(repeating: "x", count: 16), harness.url("/limited/x")])
+        XCTAssertTrue(ok.output.hasPrefix("HTTP/2 200"), ok.output)
+    }
+
+    func testTargetNotInNormalFormAnswersTheSameErrorAsHTTP1() throws {
+        let h2 = try curl(["-D", "-", "--path-as-is", harness.url("/a/../b")])
+        XCTAssertTrue(h2.output.hasPrefix("HTTP/2 400"), h2.output)
+        XCTAssertTrue(h2.output.hasSuffix("{\"error\":\"target_dot_segment\"}"), h2.output)
+        let h1 = try Curl.run(["-D", "-", "--path-as-is", harness.url("/a/../b")])
+        XCTAssertTrue(h1.output.hasSuffix("{\"error\":\"target_dot_segment\"}"), h1.output)
+    }
+
+    func testUpstreamFailureAnswers502OnTheStream() throws {
+        let (_, output) = try curl(["-D", "-", harness.url("/dead/x")])
+        XCTAssertTrue(output.hasPrefix("HTTP/2 502"), output)
+        XCTAssertTrue(output.contains("upstream_unavailable"), output)
+    }
+
+    func testResponseHopByHopFieldsAreNotSentOverHTTP2() throws {
+        let (status, output) = try curl(["-D", "-", "-o", "/dev/null", harness.url("/x?hop=1")])
+        XCTAssertEqual(status, 0, output)
+        let lower = output.lowercased()
+        XCTAssertTrue(lower.contains("x-end-to-end: passes"), output)
+        for name in ["\nconnection:", "\nkeep-alive:", "\nproxy-connection:", "\nupgrade:", "\ntransfer-encoding:", "x-hop-secret"] {
+            XCTAssertFalse(lower.contains(name), "\(name) in \(output)")
+        }
+    }
+
+    func testHeadAndNoContent() throws {
+        let head = try curl(["-I", harness.url("/h?size=12345")])
+        XCTAssertTrue(head.output.contains("content-length: 12345"), head.output)
+        let noContent = try curl(["-D", "-", harness.url("/n?status=204")])
+        XCTAssertTrue(noContent.output.hasPrefix("HTTP/2 204"), noContent.output)
+        XCTAssertFalse(noContent.output.contains("content-length"), noContent.output)
+    }
+
+    func testHTTP1StillServedAndUpgradeH2cIgnored() throws {
+        let (status, output) = try Curl.run(["-w", "\\n%{http_version}", "--http2", harness.url("/plain")])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertTrue(output.hasSuffix("\n1.1"), "the h2c upgrade is not performed: \(output)")
+        let echo = try json(String(output.split(separator: "\n").dropLast().last ?? ""))
+        let names = (echo["headers"] as? [[String]] ?? []).map { $0[0].lowercased() }
+        XCTAssertFalse(names.contains("upgrade"), "\(names)")
+        XCTAssertFalse(names.contains("http2-settings"), "\(names)")
+        XCTAssertEqual(harness.handler.completed.last?.connection.protocolName, "h1")
+    }
+
+    func testNghttpVerbose() throws {
+        guard ChildProcess.isAvailable("nghttp") else { return XCTFail("nghttp (nghttp2-client) not installed") }
+        let r = try ChildProcess.run("nghttp", ["-v", "-t", "10", harness.url("/local/nghttp"), harness.url("/e/two")])
+        XCTAssertEqual(r.status, 0, r.output)
+        XCTAssertTrue(r.output.contains("recv SETTINGS frame"), r.output)
+        XCTAssertTrue(r.output.contains("(niv=3)"), "three settings advertised: \(r.output)")
+        XCTAssertTrue(r.output.contains("[SETTINGS_MAX_CONCURRENT_STREAMS(0x03):100]"), r.output)
+        XCTAssertTrue(r.output.contains(":status: 200"), r.output)
+        XCTAssertTrue(r.output.contains("x-target: /local/nghttp"), r.output)
+        XCTAssertTrue(r.output.contains("\"target\": \"/e/two\""), r.output)
+        XCTAssertTrue(r.output.contains("send GOAWAY frame"), r.output)
+    }
+
+    func testH2loadAllRequestsSucceed() throws {
+        guard ChildProcess.isAvailable("h2load") else { return XCTFail("h2load (nghttp2-client) not installed") }
+        // 2000 requests, 10 connections, 10 streams each, answered by the handler on the loops.
+        let local = try ChildProcess.run("h2load", ["-n", "2000", "-c", "10", "-m", "10", harness.url("/local/load")])
+        XCTAssertEqual(local.status, 0, local.output)
+        XCTAssertTrue(local.output.contains("2000 succeeded, 0 failed, 0 errored"), local.output)
+        XCTAssertTrue(local.output.contains("status codes: 2000 2xx"), local.output)
+        // The same shape forwarded upstream (fewer requests: the Python upstream serves ~250 requests/s).
+        let forwarded = try ChildProcess.run("h2load", ["-n", "400", "-c", "10", "-m", "10", harness.url("/load?size=20000")])
+        XCTAssertEqual(forwarded.status, 0, forwarded.output)
+        XCTAssertTrue(forwarded.output.contains("400 succeeded, 0 failed, 0 errored"), forwarded.output)
+        XCTAssertTrue(forwarded.output.contains("status codes: 400 2xx"), forwarded.output)
+        let records = harness.handler.completed.filter { $0.connection.protocolName == "h2" }
+        XCTAssertEqual(records.count, 2400)
+        let bad = records.filter { $0.aborted || $0.status != 200 }
+        XCTAssertEqual(bad.count, 0, bad.prefix(5).map { "\($0.status) \($0.error?.code ?? "-") aborted=\($0.aborted)" }.joined(separator: "; "))
+        XCTAssertEqual(records.filter { $0.upstream == "main" }.map(\.responseBodyBytes).reduce(0, +), 400 * 20000)
+        XCTAssertGreaterThan(harness.pool.statistics.reusedExchanges, 200, "upstream keep-alive under h2 load")
+    }
+}
