@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import XCTest
 
 /// The assertion flows over real sockets, shared by the Redis, memory-store and simulator test
@@ -90,7 +91,19 @@ extension E2ETestCase {
             let signed = try env.signedRequest(device, target: "/v1/protected/race?round=\(round)",
                                                body: Array("round \(round)".utf8), counter: UInt32(round))
             let before = try env.upstream.requestCount()
-            let replies = try RaceClient.run(port: env.port, requests: [signed.raw, signed.raw], tlsCA: env.transport.tlsCA)
+            let replies: [HTTPReply]
+            if env.transport.isHTTP2 {
+                // Two HTTP/2 clients at once (the race client speaks HTTP/1.1 only).
+                let results = Mutex<[HTTPReply]>([])
+                let environment = env!
+                DispatchQueue.concurrentPerform(iterations: 2) { _ in
+                    let reply = (try? environment.send(signed)) ?? HTTPReply(status: 0, headers: [], body: [])
+                    results.withLock { $0.append(reply) }
+                }
+                replies = results.withLock { $0 }
+            } else {
+                replies = try RaceClient.run(port: env.port, requests: [signed.raw, signed.raw], tlsCA: env.transport.tlsCA)
+            }
             let statuses = replies.map(\.status).sorted()
             XCTAssertEqual(statuses, [200, 401], "round \(round): exactly one accepted: \(replies)")
             if let refused = replies.first(where: { $0.status == 401 }) {
