@@ -3,7 +3,7 @@ import GatewayHTTP
 /// Request counters and latency histograms, exposed in the Prometheus text format on the admin
 /// listener's `/metrics`.
 ///
-/// - `attest_gateway_requests_total{route, status, verdict}` (counter)
+/// - `attest_gateway_requests_total{route, status, verdict, protocol, tls}` (counter)
 /// - `attest_gateway_request_duration_seconds{route}` (histogram, seconds from first request byte to
 ///   last response byte)
 /// Per event loop (`PerLoop`): each loop counts into its own shard under a lock no other loop takes
@@ -13,6 +13,10 @@ final class GatewayMetrics: Sendable {
         let route: String
         let status: Int
         let verdict: String
+        /// `h1` or `h2`.
+        let proto: String
+        /// `TLSv1.2`, `TLSv1.3`, or `none` on plain connections.
+        let tls: String
     }
 
     private struct Histogram {
@@ -67,7 +71,8 @@ final class GatewayMetrics: Sendable {
     /// Counts one finished request.
     func record(_ record: HTTPAccessRecord, context: RequestLogContext?) {
         let route = context?.route ?? "none"
-        let key = CounterKey(route: route, status: record.status, verdict: context?.verdict?.rawValue ?? "")
+        let key = CounterKey(route: route, status: record.status, verdict: context?.verdict?.rawValue ?? "",
+                             proto: record.connection.protocolName, tls: record.connection.tlsVersion ?? "none")
         let seconds = Double(record.latencyNanoseconds) / 1e9
         shards.withShard(record.connection.loopIndex) { state in
             state.requests[key, default: 0] += 1
@@ -95,8 +100,10 @@ final class GatewayMetrics: Sendable {
         let snapshot = snapshot()
         var out = "# HELP attest_gateway_requests_total Requests by route, final status and App Attest verdict.\n"
         out += "# TYPE attest_gateway_requests_total counter\n"
-        for (key, count) in snapshot.requests.sorted(by: { ($0.key.route, $0.key.status, $0.key.verdict) < ($1.key.route, $1.key.status, $1.key.verdict) }) {
-            out += "attest_gateway_requests_total{route=\"\(GatewayMetrics.escape(key.route))\",status=\"\(key.status)\",verdict=\"\(key.verdict)\"} \(count)\n"
+        for (key, count) in snapshot.requests.sorted(by: {
+            ($0.key.route, $0.key.status, $0.key.verdict, $0.key.proto, $0.key.tls) < ($1.key.route, $1.key.status, $1.key.verdict, $1.key.proto, $1.key.tls)
+        }) {
+            out += "attest_gateway_requests_total{route=\"\(GatewayMetrics.escape(key.route))\",status=\"\(key.status)\",verdict=\"\(key.verdict)\",protocol=\"\(key.proto)\",tls=\"\(key.tls)\"} \(count)\n"
         }
         out += "# HELP attest_gateway_request_duration_seconds Time from the first request byte to the last response byte.\n"
         out += "# TYPE attest_gateway_request_duration_seconds histogram\n"

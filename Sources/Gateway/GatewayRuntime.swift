@@ -156,9 +156,12 @@ public final class GatewayRuntime: Sendable {
                                           bodyRead: GatewayRuntime.seconds(config.timeouts.body),
                                           idle: GatewayRuntime.seconds(config.timeouts.idle),
                                           tlsHandshake: GatewayRuntime.seconds(config.timeouts.tlsHandshake))
+        let http2 = HTTP2Settings(maxConcurrentStreams: config.http2.maxConcurrentStreams,
+                                  initialWindowSize: config.http2.initialWindowSize,
+                                  maxHeaderListSize: config.http2.maxHeaderListSize)
         server = HTTPServer(configuration: HTTPServerConfiguration(
             listeners: listeners, limits: limits, timeouts: timeouts,
-            maxConnections: config.limits.maxConnections),
+            maxConnections: config.limits.maxConnections, http2: http2),
             group: group, handler: handler)
         adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys, accessLog: accessLog)
         if let admin = config.admin {

@@ -21,8 +21,8 @@ final class AdminListenerTests: E2ETestCase {
     }
 
     func testMetricsCountRequests() throws {
-        let openKey = "attest_gateway_requests_total{route=\"open\",status=\"200\",verdict=\"\"}"
-        let refusedKey = "attest_gateway_requests_total{route=\"protected\",status=\"401\",verdict=\"missing\"}"
+        let openKey = "attest_gateway_requests_total{route=\"open\",status=\"200\",verdict=\"\",protocol=\"h1\",tls=\"none\"}"
+        let refusedKey = "attest_gateway_requests_total{route=\"protected\",status=\"401\",verdict=\"missing\",protocol=\"h1\",tls=\"none\"}"
         let before = try metrics()
         for i in 0..<3 { XCTAssertEqual(try env.send("GET", "/v1/open/m?i=\(i)").status, 200) }
         XCTAssertEqual(try env.send("POST", "/v1/protected/m", body: Array("x".utf8)).status, 401)
@@ -34,6 +34,11 @@ final class AdminListenerTests: E2ETestCase {
         XCTAssertEqual((after[openKey] ?? 0) - (before[openKey] ?? 0), 3, "three forwarded requests on route open")
         XCTAssertEqual((after[refusedKey] ?? 0) - (before[refusedKey] ?? 0), 1, "one refusal with verdict missing")
         XCTAssertNotNil(after["attest_gateway_request_duration_seconds_count{route=\"open\"}"])
+        // HTTP/2 (h2c) requests are counted apart.
+        let h2Key = "attest_gateway_requests_total{route=\"open\",status=\"200\",verdict=\"\",protocol=\"h2\",tls=\"none\"}"
+        XCTAssertEqual(try env.send("GET", "/v1/open/h2", via: .h2c).status, 200)
+        eventually { ((try? metrics()) ?? [:])[h2Key] != nil }
+        XCTAssertEqual((try metrics())[h2Key].map { $0 - (before[h2Key] ?? 0) }, 1)
     }
 
     /// `/metrics` as sample name (with labels) -> value.

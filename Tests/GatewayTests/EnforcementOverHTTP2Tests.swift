@@ -44,6 +44,19 @@ final class EnforcementOverH2TLSTests: E2ETestCase {
     func testWrongChallengeValueDoesNotBurnPendingOne() throws { try scenarioWrongChallengeKeepsPending(.sim) }
     func testUnknownKeyIsKeyUnknownReattest() throws { try scenarioUnknownKey(.sim) }
 
+    /// Requests over h2 on TLS are counted with their protocol and TLS version, and the handshakes
+    /// with their listener, result and version.
+    func testMetricsSayProtocolAndTLSVersion() throws {
+        XCTAssertEqual(try env.send("GET", "/v1/open/metrics").status, 200)
+        var text = ""
+        let deadline = Date().addingTimeInterval(5)
+        repeat {
+            text = try Curl.get("http://127.0.0.1:\(env.adminPort)/metrics").text
+        } while !text.contains("route=\"open\",status=\"200\",verdict=\"\",protocol=\"h2\",tls=\"TLSv1.3\"") && Date() < deadline
+        XCTAssertTrue(text.contains("route=\"open\",status=\"200\",verdict=\"\",protocol=\"h2\",tls=\"TLSv1.3\""), text)
+        XCTAssertTrue(text.contains("attest_gateway_tls_handshakes_total{listener=\"127.0.0.1:\(env.port)\",result=\"ok\",version=\"TLSv1.3\"}"), text)
+    }
+
     /// ALPN chose HTTP/2 and the upstream learns the request came over TLS.
     func testUpstreamSeesForwardedProtoHTTPSOverH2() throws {
         let reply = try env.send("GET", "/v1/open/proto", headers: [("X-Forwarded-Proto", "http")])
