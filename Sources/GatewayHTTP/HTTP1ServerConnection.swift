@@ -48,6 +48,11 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                            onWritable: { [unowned self] in self.writable() })
     }
 
+    /// Where the connection's machine is (diagnostics and tests; on the loop's queue).
+    var phase: HTTP1ConnectionMachine.Phase { machine.phase }
+    /// Whether a write is blocked waiting for writability (diagnostics and tests; on the loop's queue).
+    var isWriteBlocked: Bool { machine.writeArmed }
+
     func start() {
         loop.register(self)
         channel.startReading()
