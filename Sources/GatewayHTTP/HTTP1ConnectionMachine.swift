@@ -16,7 +16,9 @@ import GatewayRules
 /// `answered` (now or later), `renderError` → `errorRendered`, `flush` / `writeDirect` → `flushed`,
 /// `startForward` → the upstream events. A driver therefore runs a loop (answer, perform, answer...),
 /// never a recursion, however long a pipeline. The head decision and the error rendering must be
-/// answered at once, before any other event.
+/// answered at once, before any other event. Every event that can move a deadline takes `now`; the
+/// upstream head, body and read-done events take none (they relay bytes; the time of a write they
+/// ask for comes with its `flushed`).
 ///
 /// `received(_:now:)` consumes a prefix of its input: it stops after a request head (the handler
 /// decides on the head first) and after a complete request; call it again with the rest once the

@@ -53,6 +53,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
     /// Whether a write is blocked waiting for writability (diagnostics and tests; on the loop's queue).
     var isWriteBlocked: Bool { machine.writeArmed }
 
+    /// Registers on the loop and starts reading; the first request's head is due within the header timeout.
     func start() {
         loop.register(self)
         channel.startReading()
@@ -167,25 +168,30 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
         }
     }
 
+    /// From the exchange: the upstream response head.
     func upstreamHead(_ head: HTTPResponseHead) {
         perform(machine.upstreamHead(head), now: nil)
     }
 
+    /// From the exchange: body bytes; false pauses it until the output drained (backpressure).
     func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool {
         perform(machine.upstreamBody(bytes), now: nil, direct: bytes)
         return machine.upstreamMayContinue
     }
 
+    /// From the exchange: one upstream read was relayed.
     func upstreamReadDone() {
         perform(machine.upstreamReadDone(), now: nil)
     }
 
+    /// From the exchange: the response is complete.
     func upstreamEnd() {
         exchange = nil
         let now = EventLoop.now()
         perform(machine.upstreamEnd(now: now), now: now)
     }
 
+    /// From the exchange: it failed.
     func upstreamFailed(_ error: HTTPError) {
         exchange = nil
         let now = EventLoop.now()
@@ -204,6 +210,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
         perform(machine.forceClose(now: now), now: now)
     }
 
+    /// The loop's timer: hands the time to the machine, which applies the deadline due.
     func tick(now: UInt64) {
         perform(machine.tick(now: now), now: now)
     }
