@@ -3,17 +3,21 @@
 import GatewayIO
 import Synchronization
 
-/// What every connection of one server shares: configuration, handler, timeouts in nanoseconds,
+/// What every connection of one server shares: configuration, handler, connection settings,
 /// connection accounting for graceful shutdown.
 final class HTTPServerContext: Sendable {
     let configuration: HTTPServerConfiguration
     let handler: any HTTPHandler
-    let headerTimeout: UInt64
-    let bodyTimeout: UInt64
-    let idleTimeout: UInt64
-    let writeTimeout: UInt64
-    let lingerTimeout: UInt64
+    /// What every connection's `HTTP1ConnectionMachine` is set up with (limits, timeouts in ns).
+    let connectionSettings: HTTP1ConnectionMachine.Settings
+    /// The TLS handshake deadline of TLS listeners, in nanoseconds (0: none).
     let tlsHandshakeTimeout: UInt64
+    // The downstream timeouts in nanoseconds (0: none), for the HTTP/2 connections.
+    var headerTimeout: UInt64 { connectionSettings.headerTimeout }
+    var bodyTimeout: UInt64 { connectionSettings.bodyTimeout }
+    var idleTimeout: UInt64 { connectionSettings.idleTimeout }
+    var writeTimeout: UInt64 { connectionSettings.writeTimeout }
+    var lingerTimeout: UInt64 { connectionSettings.lingerTimeout }
     private let draining = Atomic<Bool>(false)
     private let nextConnectionID = Atomic<UInt64>(1)
     private let accounting = Mutex<Accounting>(Accounting())
@@ -27,13 +31,8 @@ final class HTTPServerContext: Sendable {
     init(configuration: HTTPServerConfiguration, handler: any HTTPHandler) {
         self.configuration = configuration
         self.handler = handler
-        func ns(_ s: Double) -> UInt64 { s <= 0 ? 0 : UInt64(min(s, 1e9) * 1e9) }
-        headerTimeout = ns(configuration.timeouts.headerRead)
-        bodyTimeout = ns(configuration.timeouts.bodyRead)
-        idleTimeout = ns(configuration.timeouts.idle)
-        writeTimeout = ns(configuration.timeouts.write)
-        lingerTimeout = ns(configuration.timeouts.linger)
-        tlsHandshakeTimeout = ns(configuration.timeouts.tlsHandshake)
+        connectionSettings = HTTP1ConnectionMachine.Settings(configuration)
+        tlsHandshakeTimeout = HTTP1ConnectionMachine.Settings.nanoseconds(configuration.timeouts.tlsHandshake)
     }
 
     var isDraining: Bool { draining.load(ordering: .relaxed) }

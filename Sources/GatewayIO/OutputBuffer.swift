@@ -72,8 +72,10 @@ package struct OutputBuffer {
         return (.done, written)
     }
 
+    /// Writes `data` with `write` when nothing is queued; queues whatever `write` did not take
+    /// (after what was queued, when something was: then it is all flushed in order).
     @inline(__always)
-    private mutating func writeOrQueue(_ data: UnsafeRawBufferPointer,
+    package mutating func writeOrQueue(_ data: UnsafeRawBufferPointer,
                                        using write: (UnsafeRawBufferPointer) -> Result<Int, Socket.Failure>) -> (result: Flush, written: Int) {
         guard isEmpty else {
             append(data)

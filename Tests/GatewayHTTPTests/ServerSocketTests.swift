@@ -167,61 +167,7 @@ final class ServerSocketTests: XCTestCase {
         try assertRefused("GET /local/a HTTP/1.1\r\nHost: h\r\n" + many + "\r\n", status: 431, code: "too_many_headers")
     }
 
-    // MARK: timeouts (short in tests; checked by outcome only)
-
-    func testSlowHeadersGet408AndClose() throws {
-        let r = try raw([.send("GET /local/a HTTP/1.1\r\nHost: h\r\n"), .sleep(900), .send("X-Late: 1\r\n\r\n")])
-        let response = try XCTUnwrap(r.responses().first, r.text)
-        XCTAssertEqual(response.status, 408)
-        XCTAssertEqual(response.header("X-Error"), "header_timeout")
-        XCTAssertEqual(r.responses().count, 1)
-        XCTAssertTrue(r.closed)
-    }
-
-    func testSlowBodyGets408() throws {
-        let r = try raw([.send("POST /local/a HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc"), .sleep(900), .send("defghij")])
-        let response = try XCTUnwrap(r.responses().first, r.text)
-        XCTAssertEqual(response.status, 408)
-        XCTAssertEqual(response.header("X-Error"), "body_timeout")
-        XCTAssertTrue(r.closed)
-    }
-
-    /// `bodyRead` bounds the whole body, from the end of the head: a client trickling bytes faster than
-    /// the timeout but taking longer in total is cut off (each byte used to restart the clock).
-    func testBodyTrickledPastTheBodyTimeoutGets408() throws {
-        let h = try ProxyHarness(timeouts: HTTPServerTimeouts(headerRead: 5, bodyRead: 0.5, idle: 5, write: 5, linger: 0.5))
-        defer { h.stop() }
-        // Twelve bytes, one every 100 ms: every gap is a fifth of the timeout, the whole body 1.2 s.
-        var steps: [RawClient.Step] = [.send("POST /local/trickle HTTP/1.1\r\nHost: h\r\nContent-Length: 12\r\n\r\n")]
-        for byte in "0123456789ab" { steps += [.sleep(100), .send(String(byte))] }
-        let r = try RawClient.run(port: h.port, timeout: 3, steps)
-        let response = try XCTUnwrap(r.responses().first, r.text)
-        XCTAssertEqual(response.status, 408, r.text)
-        XCTAssertEqual(response.header("X-Error"), "body_timeout")
-        XCTAssertEqual(r.responses().count, 1, r.text)
-        XCTAssertTrue(r.closed)
-        XCTAssertEqual(h.handler.completed.last?.error, .bodyTimeout)
-
-        // The same trickle that ends within the timeout (two bytes, 200 ms) is served.
-        let quick = try RawClient.run(port: h.port, timeout: 3, [
-            .send("POST /local/trickle HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nConnection: close\r\n\r\n"),
-            .sleep(100), .send("0"), .sleep(100), .send("1"),
-        ])
-        XCTAssertEqual(quick.responses().first?.status, 200, quick.text)
-        XCTAssertEqual(quick.responses().first?.bodyText, "01")
-    }
-
-    func testSilentConnectionIsClosedWithoutAnswer() throws {
-        let r = try raw([.sleep(900)], timeout: 3)
-        XCTAssertTrue(r.closed)
-        XCTAssertTrue(r.bytes.isEmpty, r.text)
-    }
-
-    func testIdleKeepAliveConnectionClosedSilently() throws {
-        let r = try raw([.send("GET /local/a HTTP/1.1\r\nHost: h\r\n\r\n"), .sleep(2600)], timeout: 2)
-        XCTAssertEqual(r.responses().count, 1, r.text)
-        XCTAssertTrue(r.closed, "idle keep-alive connection should be closed by the server")
-    }
+    // MARK: persistence (timeouts: HTTP1ConnectionMachineTests, ServerTimerSocketTests)
 
     func testMaxRequestsPerConnection() throws {
         let h = try ProxyHarness(maxRequestsPerConnection: 2)
