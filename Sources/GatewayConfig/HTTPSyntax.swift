@@ -1,3 +1,5 @@
+import GatewayRules
+
 /// Checks of HTTP syntax used by the configuration: tokens (method and header names) and the
 /// hop-by-hop names. The normal form of paths is `GatewayRules.RequestTargetPolicy` (`PathSyntax`).
 enum HTTPSyntax {
@@ -18,11 +20,6 @@ enum HTTPSyntax {
 
     /// Hop-by-hop and framing headers (RFC 9110 section 7.6.1, RFC 9112 section 6) that the proxy consumes
     /// or rewrites and never forwards as received, so their values are not the ones the upstream sees;
-    /// lower case. The list is `GatewayHTTP.HopByHop.fieldNames` (what the running proxy drops): this
-    /// module cannot import GatewayHTTP, so it is repeated here and `HopByHopListTests` keeps the two
-    /// equal.
-    static let hopByHopAndFraming: Set<String> = [
-        "connection", "keep-alive", "proxy-connection", "te", "transfer-encoding", "upgrade", "http2-settings",
-        "trailer", "proxy-authenticate", "proxy-authorization", "content-length", "expect",
-    ]
+    /// lower case: `GatewayRules.HopByHopFields.names`, the list the running proxy drops.
+    static let hopByHopAndFraming = Set(HopByHopFields.names)
 }
