@@ -184,4 +184,44 @@ final class GatewayBinaryTests: XCTestCase {
         let result = try ChildProcess.run(try E2EPaths.gatewayBinary(), ["check-config", file])
         XCTAssertEqual(result.status, 0, result.output)
     }
+
+    /// check-config reads the TLS files a configuration names: a key that does not belong to the
+    /// leaf, or a CA bundle that is not PEM, fails at its YAML path; good files pass.
+    func testCheckConfigReadsCertificateFilesAtTheirPaths() throws {
+        let pki = TestPKI.shared
+        let dir = try E2EPaths.temporaryDirectory("check-tls")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func check(key: String, ca: String) throws -> (status: Int32, output: String) {
+            let file = dir.appendingPathComponent("tls.yaml")
+            try """
+            listen:
+              - address: 127.0.0.1:8443
+                tls:
+                  certificates:
+                    - chain: \(pki.address.chainPath)
+                      key: \(key)
+            apps:
+              - app_id: ABCDE12345.com.example.app
+            upstreams:
+              api:
+                url: https://127.0.0.1:9443
+                tls:
+                  ca: \(ca)
+            routes:
+              - path_prefix: /
+                upstream: api
+
+            """.write(to: file, atomically: true, encoding: .utf8)
+            return try ChildProcess.run(try E2EPaths.gatewayBinary(), ["check-config", file.path])
+        }
+        let good = try check(key: pki.address.keyPath, ca: pki.root.certificate)
+        XCTAssertEqual(good.status, 0, good.output)
+        let notPEM = dir.appendingPathComponent("ca.txt").path
+        try "not a certificate\n".write(toFile: notPEM, atomically: true, encoding: .utf8)
+        let bad = try check(key: pki.a.keyPath, ca: notPEM)
+        XCTAssertEqual(bad.status, 1, bad.output)
+        XCTAssertTrue(bad.output.contains("listen[0].tls.certificates[0]"), bad.output)
+        XCTAssertTrue(bad.output.lowercased().contains("match"), "the key does not match the leaf: \(bad.output)")
+        XCTAssertTrue(bad.output.contains("upstreams.api.tls.ca"), bad.output)
+    }
 }
