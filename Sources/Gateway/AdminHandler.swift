@@ -6,7 +6,11 @@ import Synchronization
 /// The admin listener (issue 3 "Operations"): `GET /healthz` (the process serves requests: 200, or
 /// 503 while draining), `GET /readyz` (the store answers a ping: 200, else 503 with the reason; 503
 /// while draining so load balancers stop sending) and `GET /metrics` (Prometheus text).
+///
+/// No per-request context (`Void`): nothing is logged per admin request.
 final class AdminHandler: HTTPHandler {
+    typealias RequestContext = Void
+
     let store: any AttestStore
     let metrics: GatewayMetrics
     let keys: KeyCache
@@ -24,14 +28,14 @@ final class AdminHandler: HTTPHandler {
     /// Marks the gateway as draining (SIGTERM): health and readiness answer 503 from now on.
     func beginDraining() { draining.store(true, ordering: .releasing) }
 
-    func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision {
+    func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision<Void> {
         guard head.method == .get || head.method == .head else {
             return .respond(AdminHandler.json(405, [("error", "method_not_allowed")]))
         }
         return .accept(bodyLimit: 0)
     }
 
-    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+    func handle(_ request: HTTPRequest, context: Void, responder: HTTPResponder<Void>) {
         let isDraining = draining.load(ordering: .acquiring)
         switch request.head.pathString {
         case "/healthz":

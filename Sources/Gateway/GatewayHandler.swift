@@ -7,12 +7,16 @@ import GatewayStore
 /// into the protocol-agnostic proxy core (`GatewayHTTP.HTTPHandler`).
 ///
 /// Per request: the gateway's endpoints first (`<prefix>/challenge`, `<prefix>/attest`), then the
-/// first matching route (`RouteTable`, on the normalized path the core validated). Every route and
+/// first matching route (`RouteTable`, on the normalized path the core validated), matched once at
+/// the head and kept in the request's `GatewayRequestContext` for `handle` and the access log. Every route and
 /// mode strips every header of the gateway's family from the request (any case, every copy) and sets
 /// the forwarding family (`ForwardingHeaders`); `off` routes then forward as they are; `enforce` and
 /// `monitor` routes run the `AssertionEnforcer` and forward with the verdict headers set by
 /// replacement - or, on `enforce`, answer the refusal.
 final class GatewayHandler: HTTPHandler {
+    typealias RequestContext = GatewayRequestContext
+    typealias Destination = GatewayRequestContext.Destination
+
     let routeTable: RouteTable
     let routes: [CompiledRoute]
     let endpoints: GatewayEndpoints
@@ -27,12 +31,16 @@ final class GatewayHandler: HTTPHandler {
     let events: RateLimitedEvents?
     /// Per-client limit of the endpoints (`endpoints.rate_limit`), if configured.
     let endpointLimiter: ClientRateLimiter?
+    /// Called with every head classified (tests count that a request is matched once); nil in production.
+    let classifyObserver: (@Sendable (HTTPRequestHead) -> Void)?
     /// Largest body accepted by the gateway's own endpoints (attestation objects are about 5 KiB).
     static let endpointBodyLimit = 64 * 1024
 
     init(routeTable: RouteTable, routes: [CompiledRoute], endpoints: GatewayEndpoints, enforcer: AssertionEnforcer,
          family: HeaderFamily, forwarding: ForwardingHeaders, endpointsPrefix: String, accessLog: AccessLog?,
-         metrics: GatewayMetrics, events: RateLimitedEvents? = nil, endpointLimiter: ClientRateLimiter? = nil) {
+         metrics: GatewayMetrics, events: RateLimitedEvents? = nil, endpointLimiter: ClientRateLimiter? = nil,
+         classifyObserver: (@Sendable (HTTPRequestHead) -> Void)? = nil) {
+        self.classifyObserver = classifyObserver
         self.events = events
         self.routeTable = routeTable
         self.routes = routes
@@ -48,33 +56,43 @@ final class GatewayHandler: HTTPHandler {
 
     // MARK: - HTTPHandler
 
-    func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision {
-        switch classify(head) {
+    /// Classifies the head (the only route match of the request) and decides: endpoints take POST
+    /// within the rate limit, routes accept their `max_body`, the rest is refused now. The
+    /// destination goes into the context.
+    func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision<GatewayRequestContext> {
+        let destination = classify(head)
+        switch destination {
         case .challengeEndpoint:
-            return endpointHead(head, connection: connection, route: "endpoint:challenge")
+            return endpointHead(head, connection: connection, destination, route: "endpoint:challenge")
         case .attestEndpoint:
-            return endpointHead(head, connection: connection, route: "endpoint:attest")
+            return endpointHead(head, connection: connection, destination, route: "endpoint:attest")
         case .unknownEndpoint:
-            return refuse(.unknownEndpoint, route: "endpoint:unknown")
+            return refuse(.unknownEndpoint, destination, route: "endpoint:unknown")
         case .noRoute:
-            return refuse(.noRoute, route: nil)
+            return refuse(.noRoute, destination, route: nil)
         case .route(let index):
-            return .accept(bodyLimit: routes[index].config.maxBody)
+            return .accept(bodyLimit: routes[index].config.maxBody, context: GatewayRequestContext(destination: destination))
         }
     }
 
-    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
-        switch classify(request.head) {
+    /// Acts on the destination the head decision put in `context` (no second route match); every
+    /// answer carries the access-log facts in its context.
+    func handle(_ request: HTTPRequest, context: GatewayRequestContext, responder: HTTPResponder<GatewayRequestContext>) {
+        switch context.destination {
         case .challengeEndpoint:
-            endpoints.challenge(request) { response, context in responder.respond(response, annotation: context) }
+            endpoints.challenge(request) { response, log in
+                responder.respond(response, context: GatewayRequestContext(destination: context.destination, log: log))
+            }
         case .attestEndpoint:
-            endpoints.attest(request) { response, context in responder.respond(response, annotation: context) }
+            endpoints.attest(request) { response, log in
+                responder.respond(response, context: GatewayRequestContext(destination: context.destination, log: log))
+            }
         case .unknownEndpoint:
             responder.respond(render(.unknownEndpoint))
         case .noRoute:
             responder.respond(render(.noRoute))
         case .route(let index):
-            forwardOnRoute(routes[index], request: request, responder: responder)
+            forwardOnRoute(routes[index], request: request, destination: context.destination, responder: responder)
         }
     }
 
@@ -82,10 +100,11 @@ final class GatewayHandler: HTTPHandler {
         render(.http(error))
     }
 
-    func requestCompleted(_ record: HTTPAccessRecord) {
-        let context = record.annotation as? RequestLogContext
-        metrics.record(record, context: context)
-        accessLog?.write(record, context: context)
+    /// Counts the request and writes its access-log line with the facts its context holds.
+    func requestCompleted(_ record: HTTPAccessRecord, context: GatewayRequestContext?) {
+        let log = context?.log
+        metrics.record(record, context: log)
+        accessLog?.write(record, context: log)
     }
 
     /// Counted by listener, result and version; a failure is also logged, at most once a second
@@ -99,16 +118,13 @@ final class GatewayHandler: HTTPHandler {
 
     // MARK: - Routing
 
-    private enum Destination {
-        case challengeEndpoint, attestEndpoint, unknownEndpoint, noRoute
-        case route(Int)
-    }
-
     private static let challengeSuffix = Array("/challenge".utf8)
     private static let attestSuffix = Array("/attest".utf8)
 
     /// Where a request goes: the endpoints take precedence over routes (Config/REFERENCE.md).
+    /// Called once per request, by `headDecision`.
     private func classify(_ head: HTTPRequestHead) -> Destination {
+        classifyObserver?(head)
         let path = head.path
         if path.starts(with: endpointsPrefix) {
             let rest = path.dropFirst(endpointsPrefix.count)
@@ -130,7 +146,8 @@ final class GatewayHandler: HTTPHandler {
     /// forward made from what is left drops the fields the client named in `Connection`
     /// (`HTTPForward.init`); only then does the gateway set its own fields (forwarding, verdict), so
     /// a client's connection options can never remove a field the gateway sets.
-    private func forwardOnRoute(_ route: CompiledRoute, request: HTTPRequest, responder: HTTPResponder) {
+    private func forwardOnRoute(_ route: CompiledRoute, request: HTTPRequest, destination: Destination,
+                                responder: HTTPResponder<GatewayRequestContext>) {
         var received = request.head.headers
         let mode = route.config.mode
         guard mode != .off else {
@@ -138,7 +155,8 @@ final class GatewayHandler: HTTPHandler {
             var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
                                       headers: received, body: request.body)
             addForwardingHeaders(&forward, request: request)
-            responder.forward(forward, annotation: RequestLogContext(route: route.config.name))
+            responder.forward(forward, context: GatewayRequestContext(destination: destination,
+                                                                      log: RequestLogContext(route: route.config.name)))
             return
         }
         let evidence = family.stripAndExtract(&received)
@@ -148,15 +166,16 @@ final class GatewayHandler: HTTPHandler {
         let prepared = forward
         let names = family.configuration.injected
         enforcer.evaluate(evidence, request: request, route: route) { [self] decision in
-            let context = RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
-                                            reason: decision.report.reason)
+            let context = GatewayRequestContext(
+                destination: destination,
+                log: RequestLogContext(route: route.config.name, verdict: decision.report.verdict, reason: decision.report.reason))
             if mode == .enforce, let refusal = decision.refusal {
-                responder.respond(render(refusal), annotation: context)
+                responder.respond(render(refusal), context: context)
                 return
             }
             var permitted = prepared
             decision.report.apply(to: &permitted.headers, names: names)
-            responder.forward(permitted, annotation: context)
+            responder.forward(permitted, context: context)
         }
     }
 
@@ -166,17 +185,19 @@ final class GatewayHandler: HTTPHandler {
     }
 
     /// The gateway's endpoints take POST, within the client's rate limit.
-    private func endpointHead(_ head: HTTPRequestHead, connection: HTTPConnectionInfo, route: String) -> HTTPHeadDecision {
-        guard head.method == .post else { return refuse(.methodNotAllowed, route: route) }
+    private func endpointHead(_ head: HTTPRequestHead, connection: HTTPConnectionInfo, _ destination: Destination,
+                              route: String) -> HTTPHeadDecision<GatewayRequestContext> {
+        guard head.method == .post else { return refuse(.methodNotAllowed, destination, route: route) }
         if let limiter = endpointLimiter, let retryAfter = limiter.acquire(connection.remoteHost) {
-            return refuse(.rateLimited(retryAfter: retryAfter), route: route)
+            return refuse(.rateLimited(retryAfter: retryAfter), destination, route: route)
         }
-        return .accept(bodyLimit: GatewayHandler.endpointBodyLimit)
+        return .accept(bodyLimit: GatewayHandler.endpointBodyLimit, context: GatewayRequestContext(destination: destination))
     }
 
     /// An answer before the body is read, with its reason for the access log.
-    private func refuse(_ refusal: Refusal, route: String?) -> HTTPHeadDecision {
-        .respondAnnotated(render(refusal), annotation: RequestLogContext(route: route ?? "none", verdict: nil, reason: refusal.code))
+    private func refuse(_ refusal: Refusal, _ destination: Destination, route: String?) -> HTTPHeadDecision<GatewayRequestContext> {
+        .respond(render(refusal), context: GatewayRequestContext(
+            destination: destination, log: RequestLogContext(route: route ?? "none", verdict: nil, reason: refusal.code)))
     }
 
     private func render(_ refusal: Refusal) -> HTTPResponse {

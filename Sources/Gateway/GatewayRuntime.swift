@@ -26,6 +26,8 @@ public final class GatewayRuntime: Sendable {
     private let adminHandler: AdminHandler
     private let pools: [UpstreamPool]
     private let accessLog: AccessLog?
+    /// The data listeners' handler (tests drive it directly).
+    let handler: GatewayHandler
     let metrics: GatewayMetrics
     let keys: KeyCache
     /// The data listeners as served (plain, or TLS with their contexts).
@@ -141,7 +143,7 @@ public final class GatewayRuntime: Sendable {
                                          verifier: verifier, errorHeader: config.headers.error)
         let enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                          family: family)
-        let handler = GatewayHandler(routeTable: loaded.routeTable, routes: routes, endpoints: endpoints,
+        handler = GatewayHandler(routeTable: loaded.routeTable, routes: routes, endpoints: endpoints,
                                      enforcer: enforcer, family: family,
                                      forwarding: ForwardingHeaders(trusted: config.trustedProxies),
                                      endpointsPrefix: config.endpoints.prefix,

@@ -9,6 +9,11 @@ import GatewayRules
 /// touches a socket: monotonic time (`now`, nanoseconds) comes with the events, the wall-clock `Date`
 /// line from the injected `dateLine`, bytes to send accumulate in `output`. So every rule, timeouts
 /// included, is unit-tested without sockets and without sleeping (`HTTP1ConnectionMachineTests`).
+/// Nor does it hold the handler's per-request context (`HTTPHandler.RequestContext`): the driver
+/// keeps it, typed, from `decideHead` to `report` (one request is in progress at a time, and every
+/// request whose head was decided is reported exactly once, before the next head is decided), and
+/// lets an answer replace it only when `acceptsAnswer(for:)`. So the machine is not generic: its
+/// code is the same, fully optimized, whatever the handler.
 ///
 /// ## Driving it
 /// Perform each event's actions in order. At most one action of a list asks for an answer, and it
@@ -96,7 +101,8 @@ struct HTTP1ConnectionMachine {
     /// What the driver must do. The payloads stay in the machine and are taken with the matching
     /// accessor, so an action is one byte and an action list never allocates.
     enum Action: UInt8, Sendable, CustomStringConvertible {
-        /// Ask the handler for the decision on `requestHead`; answer with `headDecided` at once.
+        /// Ask the handler for the decision on `requestHead`; answer with `headDecided` at once (the
+        /// driver keeps the decision's context until the request's `report`).
         case decideHead
         /// Hand `takeRequest()` to the handler with a responder for `sequence`; its answer comes as
         /// `answered` (during the call or later).
@@ -111,7 +117,8 @@ struct HTTP1ConnectionMachine {
         case writeDirect
         /// Start an upstream exchange for `takeUpstreamRequest()`; its events follow.
         case startForward
-        /// Give `takeAccessRecord()` to the handler's access-log hook.
+        /// Give `takeAccessRecord()` to the handler's access-log hook (with the context the driver kept
+        /// since `decideHead`; none when no head was decided since the last report).
         case report
         /// Deliver writability (a write would block).
         case armWrite
@@ -257,6 +264,22 @@ struct HTTP1ConnectionMachine {
     /// What to do once the result of a `flush` / `writeDirect` is in, besides the write bookkeeping.
     private enum AfterFlush { case nothing, continueAfterResponse, resumeParsing, abort }
 
+    /// A handler's head decision as the machine needs it (the context stays with the driver).
+    enum HeadDecision: Sendable {
+        /// Read the body, at most `bodyLimit` decoded bytes.
+        case accept(bodyLimit: Int)
+        /// Answer now without reading the body.
+        case respond(HTTPResponse)
+
+        /// `decision` without its context.
+        init<Context>(_ decision: HTTPHeadDecision<Context>) {
+            switch decision {
+            case .accept(let limit, _): self = .accept(bodyLimit: limit)
+            case .respond(let response, _): self = .respond(response)
+            }
+        }
+    }
+
     /// The upstream request a `startForward` asks to send.
     struct UpstreamRequest {
         /// This loop's part of the upstream pool.
@@ -276,7 +299,6 @@ struct HTTP1ConnectionMachine {
         var start: UInt64 = 0
         var upstreamName: String?
         var upstreamActive = false
-        var annotation: (any Sendable)?
         var responseHeadFilter: (@Sendable (inout HTTPResponseHead) -> Void)?
         var proxiedBody = DownstreamBody.none(passLength: false)
         var responseStarted = false
@@ -493,15 +515,14 @@ struct HTTP1ConnectionMachine {
     // MARK: events: the handler
 
     /// The handler's decision on `requestHead` (after `decideHead`).
-    mutating func headDecided(_ decision: HTTPHeadDecision, now: UInt64) -> Actions {
+    mutating func headDecided(_ decision: HeadDecision, now: UInt64) -> Actions {
         var actions = Actions()
         guard phase == .decision, let h = current.head else { return actions }
         let maxRequests = settings.maxRequestsPerConnection
         keepAlive = h.keepAlive && !draining && (maxRequests <= 0 || requestsDone + 1 < maxRequests)
         phase = .body
         switch decision {
-        case .respond(let response), .respondAnnotated(let response, _):
-            if case .respondAnnotated(_, let note) = decision { current.annotation = note }
+        case .respond(let response):
             if h.framing.hasBody {
                 keepAlive = false  // the body is not read: nothing after it could be parsed
                 lingerOnClose = true
@@ -530,14 +551,17 @@ struct HTTP1ConnectionMachine {
         return actions
     }
 
-    /// The handler's answer for request `sequence` (stale answers are ignored). `annotation` is
-    /// reported in the access record.
-    mutating func answered(_ answer: HTTPResponder.Answer, annotation: (any Sendable)?, sequence: UInt64,
-                           now: UInt64) -> Actions {
+    /// Whether an answer for request `sequence` would be taken now by `answered` (it is the request
+    /// being handled and nothing else is awaited); a stale answer is not (the driver then keeps the
+    /// context it holds).
+    func acceptsAnswer(for sequence: UInt64) -> Bool {
+        sequence == self.sequence && phase == .handling && errorToRender == nil && requestToHandle == nil
+    }
+
+    /// The handler's answer for request `sequence` (ignored unless `acceptsAnswer(for:)`).
+    mutating func answered(_ answer: HTTPAnswer, sequence: UInt64, now: UInt64) -> Actions {
         var actions = Actions()
-        guard sequence == self.sequence, phase == .handling, errorToRender == nil, requestToHandle == nil
-        else { return actions }
-        current.annotation = annotation
+        guard acceptsAnswer(for: sequence) else { return actions }
         switch answer {
         case .response(let response): sendResponse(response, error: nil, now: now, &actions)
         case .error(let error): renderError(error, &actions)
@@ -833,7 +857,7 @@ struct HTTP1ConnectionMachine {
             status: c.responseStarted || c.responseStatus != 0 ? c.responseStatus : 499, error: error,
             requestBodyBytes: c.head == nil ? 0 : max(c.requestBodyBytes, c.body.count),
             responseBodyBytes: c.responseBodyBytes, latencyNanoseconds: now &- c.start, upstream: c.upstreamName,
-            aborted: aborted, annotation: c.annotation)
+            aborted: aborted)
         current = InProgress()
         requestsDone += 1
         actions.append(.report)

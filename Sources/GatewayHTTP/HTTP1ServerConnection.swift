@@ -14,11 +14,18 @@ import GatewayIO
 /// with the HTTP/2 client preface (waiting for more while they are a prefix of it); on a match the
 /// socket and the bytes read so far go to an `HTTP2ServerConnection`, otherwise the bytes are parsed
 /// as HTTP/1.1. `Upgrade: h2c` is never performed: such a request is served as HTTP/1.1.
-final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, UpstreamResponseSink,
+///
+/// Generic over the handler: the handler's `RequestContext` of the request in progress is kept here,
+/// typed and unboxed (`requestContext`), from the head decision to the access-log report (the
+/// machine keeps none, see `HTTP1ConnectionMachine`).
+final class HTTP1ServerConnection<Handler: HTTPHandler>: DownstreamConnection, HTTPResponseSink, UpstreamResponseSink,
     @unchecked Sendable  // all state confined to `loop.queue`; `deliver` hops onto it
 {
+    typealias Context = Handler.RequestContext
+
     let loop: EventLoop
-    let context: HTTPServerContext
+    let context: HTTPServerContext<Handler>
+    var server: HTTPServerShared { context }
     let info: HTTPConnectionInfo
     /// The connection's bytes (plain or TLS) and, through `stream.channel`, its readiness interest.
     private let stream: ByteStream
@@ -28,7 +35,10 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
     /// True while `handler.handle` runs: an answer given synchronously is applied right after it
     /// returns (not inside the handler's call, not through another trip through the queue).
     private var inHandlerCall = false
-    private var synchronousAnswer: (HTTPResponder.Answer, (any Sendable)?, UInt64)?
+    private var synchronousAnswer: (HTTPAnswer, Context?, UInt64)?
+    /// The handler's context for the request in progress: set by its head decision, replaced by an
+    /// answer the machine takes, handed to `requestCompleted` with its record (then nil again).
+    private var requestContext: Context?
     /// True until the first bytes decided between HTTP/1.1 and the HTTP/2 preface.
     private var sniffing = true
     /// First bytes kept while they are a proper prefix of the HTTP/2 preface.
@@ -36,7 +46,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
 
     /// A connection over `stream` (accepted, and past its TLS handshake when it has one); it takes
     /// over the stream's readiness handlers.
-    init(stream: ByteStream, loop: EventLoop, context: HTTPServerContext, info: HTTPConnectionInfo) {
+    init(stream: ByteStream, loop: EventLoop, context: HTTPServerContext<Handler>, info: HTTPConnectionInfo) {
         self.loop = loop
         self.context = context
         self.info = info
@@ -150,22 +160,29 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
 
     /// From `HTTPResponder`, any thread. On the loop's own queue the answer is applied at once (after
     /// `handle` returns when given inside it); from another thread it hops onto the loop.
-    func deliver(_ answer: HTTPResponder.Answer, annotation: (any Sendable)?, sequence: UInt64) {
+    func deliver(_ answer: HTTPAnswer, context: Context?, sequence: UInt64) {
         // `inHandlerCall` is only read on the loop's own queue.
         if loop.inEventLoop {
             if inHandlerCall {
-                synchronousAnswer = (answer, annotation, sequence)
+                synchronousAnswer = (answer, context, sequence)
             } else {
                 // E.g. a store completion on this loop (Redis connections run on the loops): no hop.
                 let now = EventLoop.now()
-                perform(machine.answered(answer, annotation: annotation, sequence: sequence, now: now), now: now)
+                perform(answered(answer, context: context, sequence: sequence, now: now), now: now)
             }
             return
         }
         loop.execute { [self] in
             let now = EventLoop.now()
-            perform(machine.answered(answer, annotation: annotation, sequence: sequence, now: now), now: now)
+            perform(answered(answer, context: context, sequence: sequence, now: now), now: now)
         }
+    }
+
+    /// Gives an answer to the machine; its context replaces the request's when the machine takes it.
+    private func answered(_ answer: HTTPAnswer, context: Context?, sequence: UInt64, now: UInt64)
+        -> HTTP1ConnectionMachine.Actions {
+        if let context, machine.acceptsAnswer(for: sequence) { requestContext = context }
+        return machine.answered(answer, sequence: sequence, now: now)
     }
 
     /// From the exchange: the upstream response head.
@@ -238,16 +255,18 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                     guard let head = machine.requestHead else { break }
                     if context.isDraining { _ = machine.drain(now: clock()) }  // no action while deciding
                     let decision = context.handler.headDecision(for: head, connection: info)
-                    next = machine.headDecided(decision, now: clock())
+                    requestContext = decision.context
+                    next = machine.headDecided(HTTP1ConnectionMachine.HeadDecision(decision), now: clock())
                 case .handleRequest:
-                    guard let request = machine.takeRequest() else { break }
+                    guard let request = machine.takeRequest(), let requestContext else { break }
                     inHandlerCall = true
-                    context.handler.handle(request, responder: HTTPResponder(sink: self, sequence: machine.sequence))
+                    context.handler.handle(request, context: requestContext,
+                                           responder: HTTPResponder(sink: self, sequence: machine.sequence))
                     inHandlerCall = false
-                    if let (answer, annotation, sequence) = synchronousAnswer {
+                    if let (answer, context, sequence) = synchronousAnswer {
                         synchronousAnswer = nil
                         known = EventLoop.now()  // after the handler's work
-                        next = machine.answered(answer, annotation: annotation, sequence: sequence, now: clock())
+                        next = answered(answer, context: context, sequence: sequence, now: clock())
                     }
                 case .renderError:
                     guard let error = machine.errorToRender else { break }
@@ -266,7 +285,11 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                     exchange = ex
                     ex.start()  // may fail at once: `upstreamFailed` runs its own actions
                 case .report:
-                    if let record = machine.takeAccessRecord() { context.handler.requestCompleted(record) }
+                    if let record = machine.takeAccessRecord() {
+                        let decided = requestContext
+                        requestContext = nil
+                        context.handler.requestCompleted(record, context: decided)
+                    }
                 case .armWrite:
                     channel.armWrite()
                 case .disarmWrite:
@@ -287,6 +310,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                 case .close:
                     exchange?.cancel()
                     exchange = nil
+                    requestContext = nil
                     stream.close()
                     loop.unregister(self)
                     context.connectionClosed()

@@ -8,7 +8,8 @@ import GatewayIO
 /// `headDecision` once the header block is in (the body limit counted on DATA payload as it arrives:
 /// 413 `body_too_large` on that stream), `handle` once END_STREAM arrived, the responder's answer
 /// (respond, forward, fail), `errorResponse` for the server's own errors, `requestCompleted` with an
-/// access record (`protocolName` `"h2"`) when the stream closes.
+/// access record (`protocolName` `"h2"`) when the stream closes. The handler's `RequestContext` is
+/// kept on the stream (`HTTP2Stream.context`), typed: the connection is generic over its handler.
 ///
 /// Forwarding: one `UpstreamExchange` per stream over the HTTP/1.1 keep-alive pool, the request
 /// serialized as for HTTP/1.1 (one Content-Length). The upstream head becomes a HEADERS frame without
@@ -27,9 +28,12 @@ import GatewayIO
 ///
 /// The byte stream is read and written only through `readSome(into:)` and `writeOutput()`, so a TLS
 /// transport can take the socket's place.
-final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2SessionDelegate,
+final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, HTTPResponseSink, HTTP2SessionDelegate,
     @unchecked Sendable  // all state confined to `loop.queue`; `deliver` hops onto it
 {
+    typealias Context = Handler.RequestContext
+    typealias Stream = HTTP2Stream<Handler>
+
     private enum State {
         case open
         /// GOAWAY sent or being sent; open streams finish.
@@ -43,7 +47,8 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     }
 
     let loop: EventLoop
-    let context: HTTPServerContext
+    let context: HTTPServerContext<Handler>
+    var server: HTTPServerShared { context }
     let info: HTTPConnectionInfo
     private let settings: HTTP2Settings
     /// The connection's bytes (plain, or TLS after ALPN `h2`) and, through `stream.channel`, its
@@ -53,7 +58,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     private var session: HTTP2Session?
     private var out = OutputBuffer()
     private var state = State.open
-    private var streams: [Int32: HTTP2Stream] = [:]
+    private var streams: [Int32: Stream] = [:]
     private var initialBytes: [UInt8]
     /// Response body bytes buffered across streams (sum of `pending`).
     private var bufferedBytes = 0
@@ -70,7 +75,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     private var anyStream = false
     private var readingPaused = false
     private var inHandlerCall = false
-    private var synchronousAnswers: [(HTTPResponder.Answer, (any Sendable)?, UInt64)] = []
+    private var synchronousAnswers: [(HTTPAnswer, Context?, UInt64)] = []
 
     /// Response body bytes held for the streams (waiting for the client's windows), for tests and
     /// metrics; read on the loop's queue.
@@ -82,13 +87,13 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     private var highWatermark: Int { context.configuration.writeHighWatermark }
     /// How long a draining connection keeps accepting streams before the final GOAWAY (a round trip
     /// for requests in flight, RFC 9113 section 6.8).
-    static let drainNoticeNanoseconds: UInt64 = 1_000_000_000
+    static var drainNoticeNanoseconds: UInt64 { 1_000_000_000 }
 
     /// Takes over a byte stream that is already set up and reading (the socket of a plain connection
     /// that sent the HTTP/2 preface, or a TLS connection that negotiated ALPN `h2`), with the bytes
     /// already read from it (starting with the client preface, RFC 9113 section 3.4). Call `start()`
     /// next, on the loop's queue.
-    init(stream: ByteStream, loop: EventLoop, context: HTTPServerContext, info: HTTPConnectionInfo,
+    init(stream: ByteStream, loop: EventLoop, context: HTTPServerContext<Handler>, info: HTTPConnectionInfo,
          initialBytes: [UInt8]) {
         self.loop = loop
         self.context = context
@@ -174,19 +179,16 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     // MARK: stream events (HTTP2SessionDelegate)
 
     func http2StreamOpened(_ streamID: Int32, head: HTTPRequestHead) {
-        let stream = HTTP2Stream(id: streamID, connection: self, now: now)
+        let stream = Stream(id: streamID, connection: self, now: now)
         anyStream = true
         stream.head = head
         streams[streamID] = stream
-        var decision = context.handler.headDecision(for: head, connection: info)
-        if case .respondAnnotated(let response, let note) = decision {
-            stream.annotation = note
-            decision = .respond(response)
-        }
+        let decision = context.handler.headDecision(for: head, connection: info)
+        stream.context = decision.context
         switch decision {
-        case .respond(let response), .respondAnnotated(let response, _):
+        case .respond(let response, _):
             sendResponse(stream, response, error: nil)
-        case .accept(let limit):
+        case .accept(let limit, _):
             if let length = head.contentLength, length > limit {
                 failStream(stream, .bodyTooLarge)
                 return
@@ -206,7 +208,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             failStream(stream, error)  // its trailer block
             return
         }
-        let stream = HTTP2Stream(id: streamID, connection: self, now: now)
+        let stream = Stream(id: streamID, connection: self, now: now)
         anyStream = true
         stream.method = method
         stream.target = target
@@ -221,7 +223,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             cancelUpstream(stream)
             return
         }
-        let stream = HTTP2Stream(id: streamID, connection: self, now: now)
+        let stream = Stream(id: streamID, connection: self, now: now)
         anyStream = true
         stream.method = method
         stream.target = target
@@ -244,18 +246,19 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     func http2StreamEnded(_ streamID: Int32, trailers: HTTPHeaders) {
         guard let stream = streams[streamID] else { return }
         stream.requestComplete = true
-        guard stream.phase == .receiving, let head = stream.head else { return }
+        guard stream.phase == .receiving, let head = stream.head, let requestContext = stream.context else { return }
         stream.phase = .handling
         stream.deadline = 0
         stream.requestBodyBytes = stream.body.count
         let request = HTTPRequest(head: head, body: stream.body, trailers: trailers, connection: info)
         stream.body = []
         inHandlerCall = true
-        context.handler.handle(request, responder: HTTPResponder(sink: self, sequence: UInt64(UInt32(bitPattern: streamID))))
+        context.handler.handle(request, context: requestContext,
+                               responder: HTTPResponder(sink: self, sequence: UInt64(UInt32(bitPattern: streamID))))
         inHandlerCall = false
         while !synchronousAnswers.isEmpty {
-            let (answer, annotation, sequence) = synchronousAnswers.removeFirst()
-            apply(answer, annotation: annotation, sequence: sequence)
+            let (answer, context, sequence) = synchronousAnswers.removeFirst()
+            apply(answer, context: context, sequence: sequence)
         }
     }
 
@@ -292,27 +295,29 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     // MARK: answers
 
     /// From `HTTPResponder`, any thread: applied on the loop (after `handle` returns when given inside it).
-    func deliver(_ answer: HTTPResponder.Answer, annotation: (any Sendable)?, sequence: UInt64) {
+    func deliver(_ answer: HTTPAnswer, context: Context?, sequence: UInt64) {
         if loop.inEventLoop {
             if inHandlerCall {
-                synchronousAnswers.append((answer, annotation, sequence))
+                synchronousAnswers.append((answer, context, sequence))
             } else {
-                apply(answer, annotation: annotation, sequence: sequence)
+                apply(answer, context: context, sequence: sequence)
                 produceAndFlush()
             }
             return
         }
         loop.execute { [self] in
             now = EventLoop.now()
-            apply(answer, annotation: annotation, sequence: sequence)
+            apply(answer, context: context, sequence: sequence)
             produceAndFlush()
         }
     }
 
-    private func apply(_ answer: HTTPResponder.Answer, annotation: (any Sendable)?, sequence: UInt64) {
+    /// Applies an answer to its stream if that stream still waits for one; its context, if any,
+    /// replaces the stream's.
+    private func apply(_ answer: HTTPAnswer, context answerContext: Context?, sequence: UInt64) {
         guard state != .closed, let stream = streams[Int32(bitPattern: UInt32(truncatingIfNeeded: sequence))],
               stream.phase == .handling else { return }
-        stream.annotation = annotation
+        if let answerContext { stream.context = answerContext }
         switch answer {
         case .response(let r): sendResponse(stream, r, error: nil)
         case .error(let e): sendResponse(stream, context.handler.errorResponse(for: e, head: stream.head), error: e)
@@ -322,7 +327,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
 
     /// Answers `error` on the stream with the handler's rendering, unless a response is already out
     /// (then the stream is reset).
-    private func failStream(_ stream: HTTP2Stream, _ error: HTTPError) {
+    private func failStream(_ stream: Stream, _ error: HTTPError) {
         cancelUpstream(stream)
         if stream.responseStarted {
             stream.error = error
@@ -334,7 +339,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
 
     /// Submits a complete response (the body waits in `pending` for the window). Framing as for
     /// HTTP/1.1: content-length except for 204 and 304, no body for HEAD.
-    private func sendResponse(_ stream: HTTP2Stream, _ response: HTTPResponse, error: HTTPError?) {
+    private func sendResponse(_ stream: Stream, _ response: HTTPResponse, error: HTTPError?) {
         guard let session else { return }
         let status = (200...999).contains(response.status) ? response.status : 500
         let bodyAllowed = status != 204 && status != 304
@@ -360,7 +365,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
 
     // MARK: proxying
 
-    private func startForward(_ stream: HTTP2Stream, _ forward: HTTPForward) {
+    private func startForward(_ stream: Stream, _ forward: HTTPForward) {
         guard forward.upstream.groupID == loop.groupID, loop.index < forward.upstream.loopPools.count else {
             sendResponse(stream, context.handler.errorResponse(for: .upstreamUnavailable, head: stream.head),
                          error: .upstreamUnavailable)
@@ -379,7 +384,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         exchange.start()
     }
 
-    func upstreamHead(_ stream: HTTP2Stream, _ upstreamHead: HTTPResponseHead) {
+    func upstreamHead(_ stream: Stream, _ upstreamHead: HTTPResponseHead) {
         guard stream.phase == .forwarding, let session else { return }
         now = EventLoop.now()
         var head = upstreamHead
@@ -407,7 +412,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
                                contentLength: contentLength, date: nil, hasBody: hasBody)
     }
 
-    func upstreamBody(_ stream: HTTP2Stream, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    func upstreamBody(_ stream: Stream, _ bytes: UnsafeRawBufferPointer) -> Bool {
         guard stream.phase == .forwarding, state != .closed else { return false }
         guard !stream.bodyComplete, !bytes.isEmpty else { return true }
         if stream.pending.isEmpty {
@@ -428,12 +433,12 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         return more
     }
 
-    func upstreamReadDone(_ stream: HTTP2Stream) {
+    func upstreamReadDone(_ stream: Stream) {
         now = EventLoop.now()
         produceAndFlush()
     }
 
-    func upstreamEnd(_ stream: HTTP2Stream) {
+    func upstreamEnd(_ stream: Stream) {
         guard stream.phase == .forwarding else { return }
         stream.exchange = nil
         stream.phase = .responding
@@ -446,7 +451,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         produceAndFlush()
     }
 
-    func upstreamFailed(_ stream: HTTP2Stream, _ error: HTTPError) {
+    func upstreamFailed(_ stream: Stream, _ error: HTTPError) {
         guard stream.phase == .forwarding else { return }
         stream.exchange = nil
         unpause(stream)
@@ -460,13 +465,13 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         produceAndFlush()
     }
 
-    private func cancelUpstream(_ stream: HTTP2Stream) {
+    private func cancelUpstream(_ stream: Stream) {
         stream.exchange?.cancel()
         stream.exchange = nil
         unpause(stream)
     }
 
-    private func unpause(_ stream: HTTP2Stream) {
+    private func unpause(_ stream: Stream) {
         if stream.upstreamPaused {
             stream.upstreamPaused = false
             pausedStreams -= 1
@@ -537,7 +542,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     // MARK: stream end
 
     /// Reports the stream and forgets it.
-    private func finish(_ stream: HTTP2Stream, code: HTTP2ErrorCode) {
+    private func finish(_ stream: Stream, code: HTTP2ErrorCode) {
         cancelUpstream(stream)
         bufferedBytes -= stream.pending.count
         stream.pending.removeAll()
@@ -557,11 +562,12 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             status: status, error: error,
             requestBodyBytes: max(stream.requestBodyBytes, stream.body.count), responseBodyBytes: stream.responseBodyBytes,
             latencyNanoseconds: EventLoop.now() &- stream.start, upstream: stream.upstreamName,
-            aborted: malformedReset ? false : !complete,
-            annotation: stream.annotation)
+            aborted: malformedReset ? false : !complete)
+        let decided = stream.context
         stream.body = []
+        stream.context = nil
         if streams.isEmpty { idleSince = now }
-        context.handler.requestCompleted(record)
+        context.handler.requestCompleted(record, context: decided)
     }
 
     // MARK: shutdown and closing
@@ -673,7 +679,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         // 6.9) with nghttp2 taking none for longer than the write timeout. A stream whose window is
         // open is only waiting for its turn or for the socket (the write timeout covers that).
         if writeTimeout > 0 && bufferedBytes > 0, let session {
-            var stalled: [HTTP2Stream] = []
+            var stalled: [Stream] = []
             var flowing = false
             for stream in streams.values where !stream.pending.isEmpty {
                 if (session.remoteWindow(of: stream.id) ?? 0) > 0 {

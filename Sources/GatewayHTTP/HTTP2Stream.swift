@@ -4,9 +4,10 @@ import GatewayIO
 
 /// The state of one HTTP/2 stream of an `HTTP2ServerConnection` (RFC 9113 section 5.1): the request
 /// as it arrives, the handler's answer, the upstream exchange when forwarded, and the response body
-/// bytes waiting for the client's flow-control window. It is the exchange's `UpstreamResponseSink`
-/// and passes every event to its connection.
-final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's loop
+/// bytes waiting for the client's flow-control window, and the handler's context of the request
+/// (typed: the stream is generic over the connection's handler). It is the exchange's
+/// `UpstreamResponseSink` and passes every event to its connection.
+final class HTTP2Stream<Handler: HTTPHandler>: UpstreamResponseSink {  // confined to the connection's loop
     enum Phase {
         /// Head in, body arriving.
         case receiving
@@ -19,7 +20,7 @@ final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's
     }
 
     let id: Int32
-    unowned let connection: HTTP2ServerConnection
+    unowned let connection: HTTP2ServerConnection<Handler>
     let start: UInt64
     var phase = Phase.receiving
     var head: HTTPRequestHead?
@@ -36,7 +37,6 @@ final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's
 
     var exchange: UpstreamExchange?
     var upstreamName: String?
-    var annotation: (any Sendable)?
     var responseHeadFilter: (@Sendable (inout HTTPResponseHead) -> Void)?
     /// The error the server answered by itself, or the reason the stream failed.
     var error: HTTPError?
@@ -60,8 +60,11 @@ final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's
     var upstreamPaused = false
     /// Last time nghttp2 took body bytes of this stream (or bytes started waiting), monotonic nanoseconds.
     var lastProgress: UInt64
+    /// The handler's context: set by the head decision, replaced by an answer that carries one,
+    /// handed to `requestCompleted` (nil for a stream refused or reset before its head was decided).
+    var context: Handler.RequestContext?
 
-    init(id: Int32, connection: HTTP2ServerConnection, now: UInt64) {
+    init(id: Int32, connection: HTTP2ServerConnection<Handler>, now: UInt64) {
         self.id = id
         self.connection = connection
         start = now

@@ -2,8 +2,9 @@
 
 import GatewayIO
 
-/// What happened to one request, reported to `HTTPHandler.requestCompleted(_:)` when its response
-/// is fully handed to the connection (or the exchange was aborted).
+/// What happened to one request, reported to `HTTPHandler.requestCompleted(_:context:)` (beside the
+/// handler's own per-request context) when its response is fully handed to the connection (or the
+/// exchange was aborted).
 public struct HTTPAccessRecord: Sendable {
     /// The downstream connection (its `protocolName`, `"h1"` or `"h2"`, is the protocol the request
     /// arrived over; its `tlsVersion` the TLS version, nil on plain connections).
@@ -28,9 +29,6 @@ public struct HTTPAccessRecord: Sendable {
     public var upstream: String?
     /// Whether the exchange ended early (client gone or stream reset, upstream failed mid-response).
     public var aborted: Bool
-
-    /// The value the handler attached to its answer (`HTTPResponder.respond(_:annotation:)`), if any.
-    public var annotation: (any Sendable)?
     /// The target as a String, or nil.
     public var targetString: String? { target.map { String(decoding: $0, as: UTF8.self) } }
 }

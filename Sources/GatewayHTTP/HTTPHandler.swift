@@ -7,27 +7,42 @@ import GatewayIO
 ///
 /// Per request, in order:
 /// 1. `headDecision(for:connection:)` on the connection's event loop once the head is parsed and valid:
-///    accept with a body limit, or answer at once.
-/// 2. `handle(_:responder:)` on the event loop once the whole request (head, decoded body, trailers)
-///    is in. Answer through the responder, from any thread, at any later time, exactly once.
-/// 3. `requestCompleted(_:)` on the event loop when the response is handed to the connection.
+///    accept with a body limit, or answer at once; either way with the request's `RequestContext`
+///    (what the handler learnt from the head, e.g. the route it matched).
+/// 2. `handle(_:context:responder:)` on the event loop once the whole request (head, decoded body,
+///    trailers) is in, with the context of step 1 (not called when step 1 answered). Answer through
+///    the responder, from any thread, at any later time, exactly once; the answer may replace the
+///    context (`HTTPResponder.respond(_:context:)`, `forward(_:context:)`).
+/// 3. `requestCompleted(_:context:)` on the event loop when the response is handed to the connection
+///    (or the exchange was aborted), with the context as the last answer left it; nil only when no
+///    head was decided (e.g. an unparsable request line, a head over the limits).
 ///
 /// `errorResponse(for:head:)` renders the answers the server generates itself (malformed requests,
-/// limits, timeouts, upstream failures). Calls 1, 3 and the error renderer run on an event loop:
-/// they must not block.
+/// limits, timeouts, upstream failures); they leave the context as it was. Calls 1, 3 and the error
+/// renderer run on an event loop: they must not block.
+///
+/// The context is carried typed, by value, through the connection (generics, no existential box):
+/// a handler without per-request state uses `Void`.
 public protocol HTTPHandler: AnyObject, Sendable {
-    /// Head decision: `.accept(bodyLimit:)` to read the body, `.respond(_)` to answer now.
-    func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision
+    /// What the handler keeps of one request from its head decision to `requestCompleted`.
+    associatedtype RequestContext: Sendable
 
-    /// The whole request is in: answer with `responder.respond(_:)` or `responder.forward(_:)`.
-    func handle(_ request: HTTPRequest, responder: HTTPResponder)
+    /// Head decision: `.accept(bodyLimit:context:)` to read the body, `.respond(_:context:)` to answer
+    /// now (`.accept(bodyLimit:)` and `.respond(_:)` when the context is `Void`).
+    func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision<RequestContext>
+
+    /// The whole request is in, `context` as the head decision gave it: answer with
+    /// `responder.respond(_:)`, `responder.forward(_:)` or `responder.fail(_:)` (each optionally with
+    /// an updated context).
+    func handle(_ request: HTTPRequest, context: RequestContext, responder: HTTPResponder<RequestContext>)
 
     /// The response for an error the server detected. `head` is nil when the request line itself
     /// was unusable. The status should be `error.status`. Default: `text/plain` body `<code>\n`.
     func errorResponse(for error: HTTPError, head: HTTPRequestHead?) -> HTTPResponse
 
-    /// Access-log hook: final status, bytes and latency of a request. Default: nothing.
-    func requestCompleted(_ record: HTTPAccessRecord)
+    /// Access-log hook: final status, bytes and latency of a request, with its context as the head
+    /// decision or the last answer left it (nil when no head was decided). Default: nothing.
+    func requestCompleted(_ record: HTTPAccessRecord, context: RequestContext?)
 
     /// A downstream TLS handshake finished, well or not (runs on the event loop: must not block).
     /// Default: nothing.
@@ -43,7 +58,7 @@ extension HTTPHandler {
     }
 
     /// Does nothing.
-    public func requestCompleted(_ record: HTTPAccessRecord) {}
+    public func requestCompleted(_ record: HTTPAccessRecord, context: RequestContext?) {}
 
     /// Does nothing.
     public func tlsHandshakeFinished(_ report: TLSHandshakeReport) {}

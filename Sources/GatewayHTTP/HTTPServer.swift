@@ -23,23 +23,29 @@ import Synchronization
 /// section 3.3): a connection whose first bytes are the client preface `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`
 /// becomes an `HTTP2ServerConnection` (nghttp2), every stream handled through the same
 /// `HTTPHandler` as an HTTP/1.1 request (`HTTP2Settings` for its limits). `Upgrade: h2c` is never
-/// performed. Extension point (not implemented yet): TLS (OpenSSL) wraps the accepted descriptor
-/// and selects the protocol by ALPN, handing `h2` connections to
-/// `HTTP2ServerConnection(channel:loop:context:info:initialBytes:)`.
+/// performed. A TLS listener (`HTTPListenerConfiguration.tls`) runs the handshake on the loop
+/// (`TLSHandshakeConnection`) and selects the protocol by ALPN: `h2` or HTTP/1.1.
 public final class HTTPServer: Sendable {
     /// The configuration it was created with.
     public let configuration: HTTPServerConfiguration
     /// The event loops its connections run on.
     public let group: EventLoopGroup
-    let context: HTTPServerContext
+    /// The shared state of its connections (an `HTTPServerContext` of the handler's type).
+    let context: HTTPServerShared
+    /// Starts accepting on a bound listener with connections typed for the handler (made by the
+    /// generic initializer, so that nothing else here depends on the handler's type).
+    private let startAccepting: @Sendable (HTTPListener, DispatchQueue, EventLoopGroup) -> Void
     private let acceptQueue = DispatchQueue(label: "attest-gateway.accept", qos: .userInitiated)
     private let listeners = Mutex<[HTTPListener]>([])
 
-    /// A server (not yet listening).
-    public init(configuration: HTTPServerConfiguration, group: EventLoopGroup, handler: any HTTPHandler) {
+    /// A server (not yet listening) whose connections call `handler`, any `HTTPHandler` type: its
+    /// connections are specialized to it (the handler's `RequestContext` travels typed, unboxed).
+    public init<Handler: HTTPHandler>(configuration: HTTPServerConfiguration, group: EventLoopGroup, handler: Handler) {
         self.configuration = configuration
         self.group = group
-        context = HTTPServerContext(configuration: configuration, handler: handler)
+        let context = HTTPServerContext(configuration: configuration, handler: handler)
+        self.context = context
+        startAccepting = { listener, queue, group in listener.start(queue: queue, context: context, group: group) }
     }
 
     /// Binds every configured listener and starts accepting.
@@ -62,10 +68,9 @@ public final class HTTPServer: Sendable {
             throw error
         }
         listeners.withLock { $0 = bound }
-        let context = self.context
         let group = self.group
         acceptQueue.sync {
-            for l in bound { l.start(queue: acceptQueue, context: context, group: group) }
+            for l in bound { startAccepting(l, acceptQueue, group) }
         }
         return bound.map(\.boundListener)
     }
@@ -86,10 +91,10 @@ public final class HTTPServer: Sendable {
             context.beginDraining(completion)
             for loop in group.loops {
                 loop.execute {
-                    for case let c as any DownstreamConnection in loop.allResidents where c.context === context { c.drain() }
+                    for case let c as any DownstreamConnection in loop.allResidents where c.server === context { c.drain() }
                 }
                 loop.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(max(0, min(gracePeriod, 1e6)) * 1e9))) {
-                    for case let c as any DownstreamConnection in loop.allResidents where c.context === context {
+                    for case let c as any DownstreamConnection in loop.allResidents where c.server === context {
                         c.forceClose()
                     }
                 }

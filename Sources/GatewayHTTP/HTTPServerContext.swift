@@ -3,11 +3,11 @@
 import GatewayIO
 import Synchronization
 
-/// What every connection of one server shares: configuration, handler, connection settings,
-/// connection accounting for graceful shutdown.
-final class HTTPServerContext: Sendable {
+/// What every connection of one server shares, whatever its handler type: configuration, connection
+/// settings, connection accounting for graceful shutdown. What the server, its listeners and its
+/// shutdown use; `HTTPServerContext` adds the typed handler.
+class HTTPServerShared: @unchecked Sendable {  // immutable, or atomics and mutexes
     let configuration: HTTPServerConfiguration
-    let handler: any HTTPHandler
     /// What every connection's `HTTP1ConnectionMachine` is set up with (limits, timeouts in ns).
     let connectionSettings: HTTP1ConnectionMachine.Settings
     /// The TLS handshake deadline of TLS listeners, in nanoseconds (0: none).
@@ -28,9 +28,8 @@ final class HTTPServerContext: Sendable {
         var shutdownStarted = false
     }
 
-    init(configuration: HTTPServerConfiguration, handler: any HTTPHandler) {
+    init(configuration: HTTPServerConfiguration) {
         self.configuration = configuration
-        self.handler = handler
         connectionSettings = HTTP1ConnectionMachine.Settings(configuration)
         tlsHandshakeTimeout = HTTP1ConnectionMachine.Settings.nanoseconds(configuration.timeouts.tlsHandshake)
     }
@@ -69,5 +68,16 @@ final class HTTPServerContext: Sendable {
             return false
         }
         if runNow { completion() }
+    }
+}
+
+/// A server's shared state with its handler, typed: the connections call `handler` (and carry its
+/// `RequestContext`) without an existential.
+final class HTTPServerContext<Handler: HTTPHandler>: HTTPServerShared, @unchecked Sendable {
+    let handler: Handler
+
+    init(configuration: HTTPServerConfiguration, handler: Handler) {
+        self.handler = handler
+        super.init(configuration: configuration)
     }
 }

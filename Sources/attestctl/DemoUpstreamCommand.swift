@@ -52,11 +52,11 @@ enum DemoUpstreamCommand {
 
 /// Echoes what arrived as JSON (see `DemoUpstreamCommand`).
 final class DemoUpstreamHandler: HTTPHandler {
-    func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision {
+    func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision<Void> {
         .accept(bodyLimit: 16 << 20)
     }
 
-    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+    func handle(_ request: HTTPRequest, context: Void, responder: HTTPResponder<Void>) {
         var gateway: [String: String] = [:]
         for field in request.head.headers where field.nameHasPrefix("App-Attest-") {
             gateway[field.name] = field.value

@@ -6,9 +6,9 @@ import XCTest
 /// actions out, time moved by hand (`HTTP1MachineDriver`). Timeouts: header 1 s, body 2 s, idle 5 s,
 /// write 3 s, linger 0.5 s.
 final class HTTP1ConnectionMachineTests: XCTestCase {
-    typealias Driver = HTTP1MachineDriver
-    private let s = HTTP1MachineDriver.second
-    private let ms = HTTP1MachineDriver.ms
+    typealias Driver = HTTP1MachineDriver<Void>
+    private let s = Driver.second
+    private let ms = Driver.ms
 
     /// One loop group and an upstream pool in it, for forwards (nothing connects: the driver never
     /// starts an exchange, it plays the upstream's events).
@@ -246,7 +246,7 @@ final class HTTP1ConnectionMachineTests: XCTestCase {
         d.receive(filler)
         XCTAssertTrue(d.readingPaused, "past the bound: reading pauses")
         // Answered one by one: reading resumes once the kept bytes are back within the bound.
-        d.respond = HTTP1MachineDriver().respond
+        d.respond = Driver().respond
         d.answer(.response(HTTPResponse(status: 200)))
         XCTAssertFalse(d.readingPaused)
         XCTAssertEqual(d.handled.count, 2 + kept / filler.utf8.count)
@@ -327,8 +327,8 @@ final class HTTP1ConnectionMachineTests: XCTestCase {
     }
 
     func testEarlyAnswerToARequestWithBodyClosesLingeringWithoutReadingIt() {
-        let d = Driver()
-        d.decide = { _ in .respondAnnotated(HTTPResponse(status: 404, body: Array("no route".utf8)), annotation: "route") }
+        let d = HTTP1MachineDriver<String>(context: "accepted")
+        d.decide = { _ in .respond(HTTPResponse(status: 404, body: Array("no route".utf8)), context: "route") }
         d.receive("POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nhelloGET /next HTTP/1.1\r\nHost: h\r\n\r\n")
         let r = d.responses()
         XCTAssertEqual(r.map(\.status), [404], d.wireText)
@@ -336,9 +336,31 @@ final class HTTP1ConnectionMachineTests: XCTestCase {
         XCTAssertTrue(d.handled.isEmpty, "the body is never read, the next request never parsed")
         XCTAssertTrue(d.halfClosed)
         XCTAssertEqual(d.records.count, 1)
-        XCTAssertEqual(d.records.first?.annotation as? String, "route")
+        XCTAssertEqual(d.contexts, ["route"])
         d.tick(at: 500 * ms)
         XCTAssertTrue(d.closed)
+    }
+
+    func testTheHeadsContextReachesHandleAndTheReportAndAnAnswersContextReplacesIt() {
+        let d = HTTP1MachineDriver<String>(context: "")
+        d.decide = { head in .accept(bodyLimit: 16, context: "head " + head.targetString) }
+        d.respond = { _ in nil }
+        d.receive("GET /1 HTTP/1.1\r\nHost: h\r\n\r\n")
+        XCTAssertEqual(d.handledContexts, ["head /1"])
+        d.answer(.response(HTTPResponse(status: 200)), context: "answered /1")
+        d.answer(.response(HTTPResponse(status: 500)), context: "late", sequence: 1)  // stale: changes nothing
+        d.receive("GET /2 HTTP/1.1\r\nHost: h\r\n\r\n")
+        d.answer(.response(HTTPResponse(status: 200)), context: "stale", sequence: 1)  // not request 2's
+        d.answer(.response(HTTPResponse(status: 204)))  // no context: the head's stays
+        d.receive("POST /3 HTTP/1.1\r\nHost: h\r\nContent-Length: 17\r\n\r\n")  // 413: the server's answer
+        XCTAssertEqual(d.responses().map(\.status), [200, 204, 413], d.wireText)
+        XCTAssertEqual(d.handledContexts, ["head /1", "head /2"])
+        XCTAssertEqual(d.contexts, ["answered /1", "head /2", "head /3"])
+
+        let malformed = HTTP1MachineDriver<String>(context: "decided")
+        malformed.receive("GET /\u{1} HTTP/1.1\r\nHost: h\r\n\r\n")
+        XCTAssertEqual(malformed.responses().map(\.status), [400], malformed.wireText)
+        XCTAssertEqual(malformed.contexts, [nil], "no head decided: no context")
     }
 
     func testEarlyAnswerToABodylessRequestKeepsTheConnection() {
@@ -494,7 +516,7 @@ final class HTTP1ConnectionMachineTests: XCTestCase {
         XCTAssertEqual(d.records.first?.error, .upstreamReset)
         XCTAssertEqual(d.records.first?.upstream, "up")
         XCTAssertFalse(d.closed)
-        d.respond = HTTP1MachineDriver().respond
+        d.respond = Driver().respond
         d.receive("GET /again HTTP/1.1\r\nHost: h\r\n\r\n")
         XCTAssertEqual(d.responses().map(\.status), [502, 200])
     }

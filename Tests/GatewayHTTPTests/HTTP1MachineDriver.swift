@@ -3,11 +3,12 @@ import GatewayIO
 
 /// Drives an `HTTP1ConnectionMachine` the way `HTTP1ServerConnection` does, without sockets, handler
 /// threads or a clock: a manual `now`, a fake socket that takes `socketRoom` bytes before blocking,
-/// scripted head decisions and answers, and a log of every action performed.
-final class HTTP1MachineDriver {
+/// scripted head decisions and answers, and a log of every action performed. Like the connection it
+/// keeps the handler's per-request context (`Context`) from the head decision to the report.
+final class HTTP1MachineDriver<Context: Sendable> {
     typealias Machine = HTTP1ConnectionMachine
 
-    static let date = "Date: Thu, 01 Jan 2026 00:00:00 GMT\r\n"
+    static var date: String { "Date: Thu, 01 Jan 2026 00:00:00 GMT\r\n" }
 
     var machine: Machine
     /// Monotonic nanoseconds passed with every event.
@@ -21,11 +22,11 @@ final class HTTP1MachineDriver {
     /// Writes fail (connection reset).
     var writesFail = false
 
-    /// The head decision (default: accept 1 MiB).
-    var decide: (HTTPRequestHead) -> HTTPHeadDecision = { _ in .accept(bodyLimit: 1 << 20) }
+    /// The head decision (default: accept 1 MiB with the context given to `init`).
+    var decide: (HTTPRequestHead) -> HTTPHeadDecision<Context>
     /// The answer given during `handle` (nil: answered later with `answer(_:)`). Default: 200 echoing
     /// the body, with `X-Target`.
-    var respond: (HTTPRequest) -> HTTPResponder.Answer? = { request in
+    var respond: (HTTPRequest) -> HTTPAnswer? = { request in
         var headers = HTTPHeaders()
         try? headers.add(name: "X-Target", value: request.head.targetString)
         return .response(HTTPResponse(status: 200, headers: headers, body: request.body))
@@ -34,6 +35,12 @@ final class HTTP1MachineDriver {
     private(set) var heads: [HTTPRequestHead] = []
     private(set) var handled: [HTTPRequest] = []
     private(set) var records: [HTTPAccessRecord] = []
+    /// The context reported with each record (nil: no head decided), in order.
+    private(set) var contexts: [Context?] = []
+    /// The contexts `handle` was called with, in order.
+    private(set) var handledContexts: [Context] = []
+    /// The context kept for the request in progress (as `HTTP1ServerConnection.requestContext`).
+    private(set) var requestContext: Context?
     private(set) var upstreamRequests: [Machine.UpstreamRequest] = []
 
     // The socket's and the exchange's state as the actions left them.
@@ -45,9 +52,10 @@ final class HTTP1MachineDriver {
     private(set) var upstreamResumes = 0
     private(set) var upstreamCancelled = false
 
-    init(timeouts: HTTPServerTimeouts = HTTP1MachineDriver.timeouts, maxRequests: Int = 0,
+    init(context: Context, timeouts: HTTPServerTimeouts = HTTP1MachineDriver.timeouts, maxRequests: Int = 0,
          writeHighWatermark: Int = 256 * 1024, loopGroupID: ObjectIdentifier = ObjectIdentifier(HTTP1MachineDriver.self),
          start: Bool = true) {
+        decide = { _ in .accept(bodyLimit: 1 << 20, context: context) }
         var configuration = HTTPServerConfiguration(listeners: [], timeouts: timeouts,
                                                     maxRequestsPerConnection: maxRequests,
                                                     writeHighWatermark: writeHighWatermark)
@@ -59,9 +67,9 @@ final class HTTP1MachineDriver {
     }
 
     /// header 1 s, body 2 s, idle 5 s, write 3 s, linger 0.5 s.
-    static let timeouts = HTTPServerTimeouts(headerRead: 1, bodyRead: 2, idle: 5, write: 3, linger: 0.5)
-    static let second: UInt64 = 1_000_000_000
-    static let ms: UInt64 = 1_000_000
+    static var timeouts: HTTPServerTimeouts { HTTPServerTimeouts(headerRead: 1, bodyRead: 2, idle: 5, write: 3, linger: 0.5) }
+    static var second: UInt64 { 1_000_000_000 }
+    static var ms: UInt64 { 1_000_000 }
 
     // MARK: events
 
@@ -89,9 +97,15 @@ final class HTTP1MachineDriver {
         perform(machine.flushed(result, written: written, now: now))
     }
 
-    /// A later answer for request `sequence` (default: the current one).
-    func answer(_ answer: HTTPResponder.Answer, sequence: UInt64? = nil) {
-        perform(machine.answered(answer, annotation: nil, sequence: sequence ?? machine.sequence, now: now))
+    /// A later answer for request `sequence` (default: the current one); `context` replaces the
+    /// request's when the machine takes the answer.
+    func answer(_ answer: HTTPAnswer, context: Context? = nil, sequence: UInt64? = nil) {
+        perform(answered(answer, context: context, sequence: sequence ?? machine.sequence))
+    }
+
+    private func answered(_ answer: HTTPAnswer, context: Context?, sequence: UInt64) -> Machine.Actions {
+        if let context, machine.acceptsAnswer(for: sequence) { requestContext = context }
+        return machine.answered(answer, sequence: sequence, now: now)
     }
 
     /// Moves the clock to `time` and ticks.
@@ -150,12 +164,15 @@ final class HTTP1MachineDriver {
                 case .decideHead:
                     let head = machine.requestHead!
                     heads.append(head)
-                    next = machine.headDecided(decide(head), now: now)
+                    let decision = decide(head)
+                    requestContext = decision.context
+                    next = machine.headDecided(Machine.HeadDecision(decision), now: now)
                 case .handleRequest:
                     let request = machine.takeRequest()!
                     handled.append(request)
+                    handledContexts.append(requestContext!)
                     if let answer = respond(request) {
-                        next = machine.answered(answer, annotation: nil, sequence: machine.sequence, now: now)
+                        next = answered(answer, context: nil, sequence: machine.sequence)
                     }
                 case .renderError:
                     let error = machine.errorToRender!
@@ -173,6 +190,8 @@ final class HTTP1MachineDriver {
                     upstreamRequests.append(machine.takeUpstreamRequest()!)
                 case .report:
                     records.append(machine.takeAccessRecord()!)
+                    contexts.append(requestContext)
+                    requestContext = nil
                 case .armWrite: writeArmed = true
                 case .disarmWrite: writeArmed = false
                 case .pauseReading: readingPaused = true
@@ -183,10 +202,22 @@ final class HTTP1MachineDriver {
                 case .shutdownWrite:
                     halfClosed = true
                     writeArmed = false
-                case .close: closed = true
+                case .close:
+                    closed = true
+                    requestContext = nil
                 }
             }
             actions = next
         }
+    }
+}
+
+extension HTTP1MachineDriver where Context == Void {
+    /// A driver whose handler keeps no per-request context.
+    convenience init(timeouts: HTTPServerTimeouts = HTTP1MachineDriver.timeouts, maxRequests: Int = 0,
+                     writeHighWatermark: Int = 256 * 1024,
+                     loopGroupID: ObjectIdentifier = ObjectIdentifier(HTTP1MachineDriver.self), start: Bool = true) {
+        self.init(context: (), timeouts: timeouts, maxRequests: maxRequests, writeHighWatermark: writeHighWatermark,
+                  loopGroupID: loopGroupID, start: start)
     }
 }

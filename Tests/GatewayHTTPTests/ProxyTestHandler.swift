@@ -43,7 +43,7 @@ final class ProxyTestHandler: HTTPHandler {
         handshakes.withLock { $0.append(report) }
     }
 
-    func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision {
+    func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision<Void> {
         heads.withLock { $0 += 1 }
         let path = head.pathString
         if path.hasPrefix("/reject/") {
@@ -53,7 +53,7 @@ final class ProxyTestHandler: HTTPHandler {
         return .accept(bodyLimit: 8 << 20)
     }
 
-    func handle(_ request: HTTPRequest, responder: HTTPResponder) {
+    func handle(_ request: HTTPRequest, context: Void, responder: HTTPResponder<Void>) {
         let path = request.head.pathString
         if path.hasPrefix("/local/") {
             var headers = HTTPHeaders()
@@ -99,7 +99,7 @@ final class ProxyTestHandler: HTTPHandler {
         return HTTPResponse(status: error.status, headers: headers, body: Array("{\"error\":\"\(error.code)\"}".utf8))
     }
 
-    func requestCompleted(_ record: HTTPAccessRecord) {
+    func requestCompleted(_ record: HTTPAccessRecord, context: Void?) {
         records.withLock { $0.append(record) }
     }
 }

@@ -18,7 +18,7 @@ final class PerLoopStateTests: XCTestCase {
         let info = HTTPConnectionInfo(id: 1, remoteAddress: "127.0.0.1:9", localAddress: "127.0.0.1:8", loopIndex: loop)
         let record = HTTPAccessRecord(connection: info, method: .get, target: Array("/p?q=1".utf8), status: status,
                                       error: nil, requestBodyBytes: 0, responseBodyBytes: 5, latencyNanoseconds: 1_000_000,
-                                      upstream: nil, aborted: false, annotation: nil)
+                                      upstream: nil, aborted: false)
         return (record, RequestLogContext(route: route))
     }
 

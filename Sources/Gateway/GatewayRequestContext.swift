@@ -1,0 +1,18 @@
+/// What the gateway keeps of one request from its head decision to its access-log line: the
+/// `HTTPHandler.RequestContext` of `GatewayHandler`, carried typed (unboxed) by the proxy core.
+struct GatewayRequestContext: Sendable {
+    /// Where a request goes, decided once from its head: the endpoints take precedence over routes
+    /// (Config/REFERENCE.md).
+    enum Destination: Sendable, Equatable {
+        case challengeEndpoint, attestEndpoint, unknownEndpoint, noRoute
+        /// The index of the first matching route in `GatewayHandler.routes`.
+        case route(Int)
+    }
+
+    /// Where the request goes (matched once, at the head; `handle` acts on it without matching again).
+    let destination: Destination
+    /// The access-log facts (route, verdict, reason), set with the gateway's answer (at the head for
+    /// a refusal, else with the response or the forward); nil when the server answered by itself
+    /// before the gateway did (413, 408, a client gone...), which the log shows as no route.
+    var log: RequestLogContext?
+}
