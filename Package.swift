@@ -31,7 +31,7 @@ let package = Package(
 
         // The I/O runtime both protocols and the Redis store share: event loops, poller, sockets,
         // addresses, timers, clock, the TLS transport.
-        .target(name: "GatewayIO", dependencies: ["COpenSSL", "CEpoll"]),
+        .target(name: "GatewayIO", dependencies: ["GatewayRules", "COpenSSL", "CEpoll"]),
         // State: store protocol + memory store; hiredis store living in the event loops.
         .target(name: "GatewayStore", dependencies: ["GatewayRules"]),
         .target(name: "GatewayRedis", dependencies: ["GatewayStore", "GatewayIO", "GatewayRules", "CHiredis"]),
@@ -57,7 +57,7 @@ let package = Package(
         .testTarget(name: "AttestCryptoTests", dependencies: ["AttestCrypto", "GatewayTestSupport"]),
         .testTarget(name: "AppAttestTests", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayRules", "GatewayTestSupport"]),
         // COpenSSL only for the ticket key callback test (EVP contexts as OpenSSL passes them).
-        .testTarget(name: "GatewayIOTests", dependencies: ["GatewayIO", "GatewayTestSupport", "COpenSSL"]),
+        .testTarget(name: "GatewayIOTests", dependencies: ["GatewayIO", "GatewayRules", "GatewayTestSupport", "COpenSSL"]),
         .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayIO", "GatewayRedis", "GatewayRules", "GatewayTestSupport"]),
         .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayIO", "GatewayHTTP", "GatewayRules", "GatewayTestSupport", "CNghttp2"],
                     exclude: ["Fixtures"]),

@@ -61,7 +61,7 @@ public final class GatewayRuntime: Sendable {
             }
             let settings = TLSServerSettings(
                 certificates: tls.certificates.map { TLSServerSettings.Certificate(chainPath: $0.chain, keyPath: $0.key) },
-                minVersion: tls.minVersion == .v1_3 ? .tls13 : .tls12,
+                minVersion: tls.minVersion,
                 alpn: GatewayRuntime.alpn)
             do {
                 listeners.append(HTTPListenerConfiguration(endpoint, tls: try TLSServerContext(settings: settings)))

@@ -1,6 +1,7 @@
 // OpenSSL client context for `https://` upstreams.
 
 internal import COpenSSL
+import GatewayRules
 import Synchronization
 
 /// The TLS client configuration towards `https://` upstreams: one OpenSSL `SSL_CTX`, shared by every

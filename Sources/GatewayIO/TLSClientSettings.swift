@@ -1,5 +1,7 @@
 // What a TLS client context (for `https://` upstreams) is built from.
 
+import GatewayRules
+
 /// Settings of the TLS client used towards `https://` upstreams.
 ///
 /// Peer verification is on by default (RFC 5280 path validation by OpenSSL, RFC 6125 host name

@@ -1,6 +1,7 @@
 // OpenSSL server contexts for a TLS listener: certificates by SNI, ALPN, resumption, reload.
 
 internal import COpenSSL
+import GatewayRules
 import Synchronization
 #if canImport(Glibc)
 import Glibc

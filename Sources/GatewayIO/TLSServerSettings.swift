@@ -1,5 +1,7 @@
 // What a TLS listener is built from (the `listen[].tls` block of the configuration).
 
+import GatewayRules
+
 /// Settings of a TLS listener (DESIGN.md section 5, "Listeners"): certificates chosen by SNI, the
 /// lowest protocol version, ALPN preference, session resumption.
 ///

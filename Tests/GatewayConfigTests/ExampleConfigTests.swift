@@ -136,7 +136,7 @@ final class ExampleConfigTests: XCTestCase {
         XCTAssertEqual(c.listen, [ListenerConfiguration(address: .ip(host: "0.0.0.0", port: 8443), tls: TLSListenerConfiguration(certificates: [
             TLSCertificatePair(chain: folder + "api.example.com.pem", key: folder + "api.example.com.key"),
             TLSCertificatePair(chain: folder + "www.example.com.pem", key: folder + "www.example.com.key"),
-        ], minVersion: .v1_3))])
+        ], minVersion: .tls13))])
         XCTAssertEqual(c.admin, .ip(host: "127.0.0.1", port: 9901))
         XCTAssertEqual(c.upstreams, [UpstreamConfiguration(name: "api", endpoint: .https(host: "10.0.2.15", port: 8443),
                                                            connectTimeout: .seconds(1), responseTimeout: .seconds(15),

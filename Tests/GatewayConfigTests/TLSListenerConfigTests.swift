@@ -1,3 +1,4 @@
+import GatewayRules
 import XCTest
 @testable import GatewayConfig
 
@@ -25,7 +26,7 @@ final class TLSListenerConfigTests: XCTestCase {
         """), base: "/srv/gw"))
         let www = TLSCertificatePair(chain: "/etc/tls/www.pem", key: "/srv/keys/www.key")
         let listener = ListenerConfiguration(address: .ip(host: "0.0.0.0", port: 8443),
-                                             tls: TLSListenerConfiguration(certificates: [api, www], minVersion: .v1_2))
+                                             tls: TLSListenerConfiguration(certificates: [api, www], minVersion: .tls12))
         XCTAssertEqual(loaded.configuration.listen, [listener])
         XCTAssertEqual(loaded.configuration.listen[0].tls?.defaultCertificate, api)
         XCTAssertEqual(loaded.configuration.listen[0].description, "0.0.0.0:8443 (TLS 1.2+, 2 certificates)")
@@ -54,7 +55,7 @@ final class TLSListenerConfigTests: XCTestCase {
         """), base: "/srv/gw"))
         XCTAssertEqual(loaded.configuration.listen, [
             .plain(.ip(host: "127.0.0.1", port: 8080)),
-            ListenerConfiguration(address: .ip(host: "::", port: 8443), tls: TLSListenerConfiguration(certificates: [api], minVersion: .v1_3)),
+            ListenerConfiguration(address: .ip(host: "::", port: 8443), tls: TLSListenerConfiguration(certificates: [api], minVersion: .tls13)),
             .plain(.unix(path: "/srv/gw/run/gw.sock")),
         ])
         XCTAssertEqual(loaded.configuration.listen.map(\.isTLS), [false, true, false])
@@ -66,12 +67,12 @@ final class TLSListenerConfigTests: XCTestCase {
             loadOK(config(listen: "listen: [{address: 0.0.0.0:8443, tls: {certificates: [{chain: a.pem, key: a.key}], min_version: \(text)}}]"))?
                 .configuration.listen[0].tls?.minVersion
         }
-        XCTAssertEqual(version("1.2"), .v1_2)
-        XCTAssertEqual(version("\"1.2\""), .v1_2)
-        XCTAssertEqual(version("1.3"), .v1_3)
-        XCTAssertEqual(version("'1.3'"), .v1_3)
-        XCTAssertEqual(version("~"), .v1_2)
-        XCTAssertLessThan(TLSVersion.v1_2, .v1_3)
+        XCTAssertEqual(version("1.2"), .tls12)
+        XCTAssertEqual(version("\"1.2\""), .tls12)
+        XCTAssertEqual(version("1.3"), .tls13)
+        XCTAssertEqual(version("'1.3'"), .tls13)
+        XCTAssertEqual(version("~"), .tls12)
+        XCTAssertLessThan(TLSVersion.tls12, .tls13)
     }
 
     func testSingleMappingWithoutListAndPathsOfIt() throws {

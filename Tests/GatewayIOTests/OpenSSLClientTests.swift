@@ -1,3 +1,4 @@
+import GatewayRules
 import Dispatch
 import Foundation
 @testable import GatewayIO

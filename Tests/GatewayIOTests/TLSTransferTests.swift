@@ -1,3 +1,4 @@
+import GatewayRules
 import Foundation
 @testable import GatewayIO
 import GatewayTestSupport

@@ -55,27 +55,14 @@ def main():
 
     t = threading.Thread(target=reader, daemon=True)
     t.start()
-    send_error = None
-    for step in steps:
-        try:
-            if "send" in step:
-                sock.sendall(base64.b64decode(step["send"]))
-            elif "sleep" in step:
-                time.sleep(step["sleep"] / 1000)
-            elif "shutdown" in step:
-                sock.shutdown(socket.SHUT_WR)
-        except OSError as e:
-            send_error = str(e)
-            break
+    send_error = send_steps(sock, steps)
     done.wait(args.timeout)
     print(json.dumps({"response": base64.b64encode(bytes(received)).decode(), "closed": state["closed"],
                       "sendError": send_error}))
 
 
-def tls_main(sock, steps, timeout):
-    received = bytearray()
-    closed = False
-    send_error = None
+def send_steps(sock, steps):
+    """Runs the steps in order; returns the error that stopped them, or None."""
     for step in steps:
         try:
             if "send" in step:
@@ -85,8 +72,14 @@ def tls_main(sock, steps, timeout):
             elif "shutdown" in step:
                 sock.shutdown(socket.SHUT_WR)
         except OSError as e:
-            send_error = str(e)
-            break
+            return str(e)
+    return None
+
+
+def tls_main(sock, steps, timeout):
+    received = bytearray()
+    closed = False
+    send_error = send_steps(sock, steps)
     sock.settimeout(timeout)
     try:
         while True:
