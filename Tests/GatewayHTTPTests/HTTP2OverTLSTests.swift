@@ -24,13 +24,6 @@ final class HTTP2OverTLSTests: XCTestCase {
         harness = nil
     }
 
-    private func eventually(_ what: String, _ condition: () -> Bool) {
-        let deadline = Date().addingTimeInterval(5)
-        while !condition() {
-            if Date() > deadline { return XCTFail("timed out waiting for: \(what)") }
-            usleep(10_000)
-        }
-    }
 
     func testCurlNegotiatesH2AndHTTP11ByALPN() throws {
         let ca = pki.root.certificate
@@ -40,7 +33,7 @@ final class HTTP2OverTLSTests: XCTestCase {
         let h1 = try Curl.run(["--http1.1", "--cacert", ca, "-w", "\\n%{http_version}", harness.url("/p/h1")])
         XCTAssertEqual(h1.status, 0, h1.output)
         XCTAssertTrue(h1.output.hasSuffix("\n1.1"), "HTTP/1.1 when only http/1.1 is offered: \(h1.output)")
-        eventually("both access records") { harness.handler.completed.count >= 2 }
+        waitFor("both access records") { harness.handler.completed.count >= 2 }
         let protocols = harness.handler.completed.map { "\($0.connection.protocolName) \($0.connection.tlsVersion ?? "-")" }
         XCTAssertEqual(Set(protocols), ["h2 TLSv1.3", "h1 TLSv1.3"])
         XCTAssertEqual(harness.handler.completed.first { $0.connection.protocolName == "h2" }?.requestBodyBytes, 3)

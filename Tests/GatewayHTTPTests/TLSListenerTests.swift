@@ -34,14 +34,6 @@ final class TLSListenerTests: XCTestCase {
 
     private var caFile: String { pki.root.certificate }
 
-    /// Polls until `condition` holds (the server reports after the client saw the outcome).
-    private func eventually(_ what: String, timeout: Double = 5, _ condition: () -> Bool) {
-        let deadline = Date().addingTimeInterval(timeout)
-        while !condition() {
-            if Date() > deadline { return XCTFail("timed out waiting for: \(what)") }
-            usleep(10_000)
-        }
-    }
 
     func testCurlOverTLSIsForwardedAndAnsweredWithTheConnectionMarkedSecure() throws {
         let (status, output) = try Curl.run(["--cacert", caFile, "-w", "\\n%{http_version} %{ssl_verify_result}",
@@ -49,7 +41,7 @@ final class TLSListenerTests: XCTestCase {
         XCTAssertEqual(status, 0, output)
         XCTAssertTrue(output.contains("\"target\": \"/p/tls?x=1\"") || output.contains("\"target\":\"/p/tls?x=1\""), output)
         XCTAssertTrue(output.hasSuffix("1.1 0"), "HTTP/1.1 over a verified TLS connection: \(output)")
-        eventually("the access record") { !harness.handler.completed.isEmpty }
+        waitFor("the access record") { !harness.handler.completed.isEmpty }
         let record = try XCTUnwrap(harness.handler.completed.last)
         XCTAssertTrue(record.connection.isSecure)
         XCTAssertEqual(record.connection.tlsVersion, "TLSv1.3")
@@ -68,7 +60,7 @@ final class TLSListenerTests: XCTestCase {
                                              "--data-binary", "@\(file)", harness.url("/p/big?size=3000000")])
         XCTAssertEqual(status, 0, output)
         XCTAssertEqual(output, "3000000 200", "3 MB down through partial TLS writes")
-        eventually("the access record") { !harness.handler.completed.isEmpty }
+        waitFor("the access record") { !harness.handler.completed.isEmpty }
         XCTAssertEqual(harness.handler.completed.last?.requestBodyBytes, 1 << 20)
         XCTAssertEqual(harness.handler.completed.last?.responseBodyBytes, 3_000_000)
     }
@@ -107,7 +99,7 @@ final class TLSListenerTests: XCTestCase {
         let r = try ChildProcess.run("sh", ["-c", "openssl s_client -connect 127.0.0.1:\(harness.port) -tls1_1 "
                                             + "-cipher 'DEFAULT:@SECLEVEL=0' </dev/null 2>&1"])
         XCTAssertTrue(r.output.contains("alert protocol version"), r.output)
-        eventually("the failed handshake report") { harness.handler.tlsHandshakes.contains { !$0.succeeded } }
+        waitFor("the failed handshake report") { harness.handler.tlsHandshakes.contains { !$0.succeeded } }
         let failure = try XCTUnwrap(harness.handler.tlsHandshakes.first { !$0.succeeded })
         XCTAssertNotNil(failure.failure)
         XCTAssertNil(failure.version)
@@ -120,7 +112,7 @@ final class TLSListenerTests: XCTestCase {
         let r = try RawClient.run(port: harness.port, timeout: 3, [.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")])
         XCTAssertTrue(r.closed, "the connection is closed")
         XCTAssertFalse(r.text.contains("HTTP/1.1 200"), r.text)
-        eventually("the failed handshake report") { harness.handler.tlsHandshakes.contains { !$0.succeeded } }
+        waitFor("the failed handshake report") { harness.handler.tlsHandshakes.contains { !$0.succeeded } }
         XCTAssertTrue(harness.handler.completed.isEmpty, "no request was served")
         let (status, output) = try Curl.run(["--cacert", caFile, harness.url("/local/after")])
         XCTAssertEqual(status, 0, output)
@@ -145,6 +137,6 @@ final class TLSListenerTests: XCTestCase {
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var byte: UInt8 = 0
         XCTAssertEqual(recv(fd, &byte, 1, 0), 0, "the stalled connection is closed by the server (not by our 5 s receive timeout)")
-        eventually("the timeout report") { harness.handler.tlsHandshakes.contains { $0.failure == "timeout" } }
+        waitFor("the timeout report") { harness.handler.tlsHandshakes.contains { $0.failure == "timeout" } }
     }
 }
