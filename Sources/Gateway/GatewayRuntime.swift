@@ -30,8 +30,6 @@ public final class GatewayRuntime: Sendable {
     let handler: GatewayHandler
     let metrics: GatewayMetrics
     let keys: KeyCache
-    /// The data listeners as served (plain, or TLS with their contexts).
-    let listeners: [HTTPListenerConfiguration]
 
     /// Builds everything; nothing listens until `start()`.
     /// - Parameters:
@@ -69,7 +67,6 @@ public final class GatewayRuntime: Sendable {
                 throw GatewayStartupError("listen[\(index)].tls: \(error)")
             }
         }
-        self.listeners = listeners
 
         // Trust: Apple's pinned roots plus, for test devices only, the configured extra roots.
         var extraRoots: [X509Certificate] = []
