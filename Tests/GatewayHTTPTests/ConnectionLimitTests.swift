@@ -13,15 +13,7 @@ final class ConnectionLimitTests: XCTestCase {
     private final class Client {
         let fd: Int32
         init(port: UInt16) throws {
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_port = port.bigEndian
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let rc = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard rc == 0 else { throw ChildProcessError.notReady("connect failed: \(errno)") }
+            fd = try LoopbackSocket.connect(port: port)
         }
         func send(_ text: String) { _ = text.withCString { write(fd, $0, strlen($0)) } }
         /// What arrives within `seconds` (empty when nothing does).

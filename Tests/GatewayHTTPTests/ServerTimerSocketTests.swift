@@ -27,18 +27,7 @@ final class ServerTimerSocketTests: XCTestCase {
     private final class Client {
         let fd: Int32
         init(port: UInt16, receiveBuffer: Int32? = nil) throws {
-            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            if var size = receiveBuffer {
-                setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-            }
-            var addr = sockaddr_in()
-            addr.sin_family = sa_family_t(AF_INET)
-            addr.sin_port = port.bigEndian
-            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let rc = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard rc == 0 else { throw ChildProcessError.notReady("connect failed: \(errno)") }
+            fd = try LoopbackSocket.connect(port: port, receiveBuffer: receiveBuffer)
             var tv = timeval(tv_sec: 5, tv_usec: 0)
             setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         }

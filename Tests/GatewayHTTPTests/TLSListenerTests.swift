@@ -121,16 +121,8 @@ final class TLSListenerTests: XCTestCase {
     /// A client that connects and never sends a ClientHello is closed after `timeouts.tlsHandshake`
     /// (0.5 s here), while other clients are served in the meantime.
     func testStalledHandshakeTimesOutWithoutDelayingOthers() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = try LoopbackSocket.connect(port: harness.port)
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = harness.port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        XCTAssertEqual(connected, 0)
         let (status, output) = try Curl.run(["--cacert", caFile, harness.url("/local/meanwhile")])
         XCTAssertEqual(status, 0, "served while another handshake stalls: \(output)")
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
