@@ -47,6 +47,12 @@ final class StoreOutageTests: E2ETestCase {
         try redis.start()
         XCTAssertTrue(eventually { (try? Curl.get("http://127.0.0.1:\(env.adminPort)/readyz").status) == 200 },
                       "readiness comes back once Redis answers")
+        // Readiness pings one loop's connection; every loop reconnects on its own backoff. Wait for the
+        // behaviour the retry needs: four store writes in a row on new connections (assigned to the
+        // loops round-robin, so every loop served at least one).
+        XCTAssertTrue(eventually {
+            (0..<4).allSatisfy { _ in (try? env.requestChallenge(keyId: device.keyId, purpose: "assert").status) == 201 }
+        }, "every event loop's store connection is back")
         XCTAssertEqual(try env.redisKeyHash(device)["ctr"], "3", "the acknowledged counter survived the restart")
 
         // The request refused with 503 is retried as it was: its challenge survived too.
