@@ -6,7 +6,7 @@ import GatewayIO
 /// finished), as `HTTPServer.shutdown` sees it.
 protocol DownstreamConnection: EventLoopResident {
     /// The server the connection belongs to.
-    var server: HTTPServerShared { get }
+    var server: HTTPServerContext { get }
     /// Graceful shutdown: finish what is in flight, accept nothing new, then close.
     func drain()
     /// The shutdown deadline passed: close now.

@@ -15,17 +15,16 @@ import GatewayIO
 /// socket and the bytes read so far go to an `HTTP2ServerConnection`, otherwise the bytes are parsed
 /// as HTTP/1.1. `Upgrade: h2c` is never performed: such a request is served as HTTP/1.1.
 ///
-/// Generic over the handler: the handler's `RequestContext` of the request in progress is kept here,
-/// typed and unboxed (`requestContext`), from the head decision to the access-log report (the
-/// machine keeps none, see `HTTP1ConnectionMachine`).
-final class HTTP1ServerConnection<Handler: HTTPHandler>: DownstreamConnection, HTTPResponseSink, UpstreamResponseSink,
+/// The handler's `RequestContext` of the request in progress is kept here (`requestContext`, boxed
+/// by the handler's typed calls, `HTTPHandlerCalls`), from the head decision to the access-log
+/// report (the machine keeps none, see `HTTP1ConnectionMachine`). Not generic: compiled once,
+/// specialized, whatever the handler.
+final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, UpstreamResponseSink,
     @unchecked Sendable  // all state confined to `loop.queue`; `deliver` hops onto it
 {
-    typealias Context = Handler.RequestContext
-
     let loop: EventLoop
-    let context: HTTPServerContext<Handler>
-    var server: HTTPServerShared { context }
+    let context: HTTPServerContext
+    var server: HTTPServerContext { context }
     let info: HTTPConnectionInfo
     /// The connection's bytes (plain or TLS) and, through `stream.channel`, its readiness interest.
     private let stream: ByteStream
@@ -35,10 +34,10 @@ final class HTTP1ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
     /// True while `handler.handle` runs: an answer given synchronously is applied right after it
     /// returns (not inside the handler's call, not through another trip through the queue).
     private var inHandlerCall = false
-    private var synchronousAnswer: (HTTPAnswer, Context?, UInt64)?
+    private var synchronousAnswer: (HTTPAnswer, HTTPContextBox?, UInt64)?
     /// The handler's context for the request in progress: set by its head decision, replaced by an
     /// answer the machine takes, handed to `requestCompleted` with its record (then nil again).
-    private var requestContext: Context?
+    private var requestContext: HTTPContextBox?
     /// True until the first bytes decided between HTTP/1.1 and the HTTP/2 preface.
     private var sniffing = true
     /// First bytes kept while they are a proper prefix of the HTTP/2 preface.
@@ -46,7 +45,7 @@ final class HTTP1ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
 
     /// A connection over `stream` (accepted, and past its TLS handshake when it has one); it takes
     /// over the stream's readiness handlers.
-    init(stream: ByteStream, loop: EventLoop, context: HTTPServerContext<Handler>, info: HTTPConnectionInfo) {
+    init(stream: ByteStream, loop: EventLoop, context: HTTPServerContext, info: HTTPConnectionInfo) {
         self.loop = loop
         self.context = context
         self.info = info
@@ -160,7 +159,7 @@ final class HTTP1ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
 
     /// From `HTTPResponder`, any thread. On the loop's own queue the answer is applied at once (after
     /// `handle` returns when given inside it); from another thread it hops onto the loop.
-    func deliver(_ answer: HTTPAnswer, context: Context?, sequence: UInt64) {
+    func deliver(_ answer: HTTPAnswer, context: HTTPContextBox?, sequence: UInt64) {
         // `inHandlerCall` is only read on the loop's own queue.
         if loop.inEventLoop {
             if inHandlerCall {
@@ -179,7 +178,7 @@ final class HTTP1ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
     }
 
     /// Gives an answer to the machine; its context replaces the request's when the machine takes it.
-    private func answered(_ answer: HTTPAnswer, context: Context?, sequence: UInt64, now: UInt64)
+    private func answered(_ answer: HTTPAnswer, context: HTTPContextBox?, sequence: UInt64, now: UInt64)
         -> HTTP1ConnectionMachine.Actions {
         if let context, machine.acceptsAnswer(for: sequence) { requestContext = context }
         return machine.answered(answer, sequence: sequence, now: now)
@@ -254,14 +253,14 @@ final class HTTP1ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
                 case .decideHead:
                     guard let head = machine.requestHead else { break }
                     if context.isDraining { _ = machine.drain(now: clock()) }  // no action while deciding
-                    let decision = context.handler.headDecision(for: head, connection: info)
-                    requestContext = decision.context
+                    let (decision, decided) = context.handler.headDecision(head, info)
+                    requestContext = decided
                     next = machine.headDecided(HTTP1ConnectionMachine.HeadDecision(decision), now: clock())
                 case .handleRequest:
                     guard let request = machine.takeRequest(), let requestContext else { break }
                     inHandlerCall = true
-                    context.handler.handle(request, context: requestContext,
-                                           responder: HTTPResponder(sink: self, sequence: machine.sequence))
+                    context.handler.handle(request, requestContext,
+                                           HTTPAnswerChannel(sink: self, sequence: machine.sequence))
                     inHandlerCall = false
                     if let (answer, context, sequence) = synchronousAnswer {
                         synchronousAnswer = nil
@@ -270,7 +269,7 @@ final class HTTP1ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
                     }
                 case .renderError:
                     guard let error = machine.errorToRender else { break }
-                    let response = context.handler.errorResponse(for: error, head: machine.requestHead)
+                    let response = context.handler.errorResponse(error, machine.requestHead)
                     next = machine.errorRendered(response, now: clock())
                 case .flush:
                     let (result, written) = machine.writeOutput { stream.write($0) }
@@ -288,7 +287,7 @@ final class HTTP1ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
                     if let record = machine.takeAccessRecord() {
                         let decided = requestContext
                         requestContext = nil
-                        context.handler.requestCompleted(record, context: decided)
+                        context.handler.requestCompleted(record, decided)
                     }
                 case .armWrite:
                     channel.armWrite()

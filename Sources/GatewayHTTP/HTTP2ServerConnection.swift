@@ -9,7 +9,8 @@ import GatewayIO
 /// 413 `body_too_large` on that stream), `handle` once END_STREAM arrived, the responder's answer
 /// (respond, forward, fail), `errorResponse` for the server's own errors, `requestCompleted` with an
 /// access record (`protocolName` `"h2"`) when the stream closes. The handler's `RequestContext` is
-/// kept on the stream (`HTTP2Stream.context`), typed: the connection is generic over its handler.
+/// kept on the stream (`HTTP2Stream.context`, boxed by the handler's typed calls, `HTTPHandlerCalls`):
+/// the connection is not generic, compiled once, specialized, whatever the handler.
 ///
 /// Forwarding: one `UpstreamExchange` per stream over the HTTP/1.1 keep-alive pool, the request
 /// serialized as for HTTP/1.1 (one Content-Length). The upstream head becomes a HEADERS frame without
@@ -28,11 +29,10 @@ import GatewayIO
 ///
 /// The byte stream is read and written only through `readSome(into:)` and `writeOutput()`, so a TLS
 /// transport can take the socket's place.
-final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, HTTPResponseSink, HTTP2SessionDelegate,
+final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2SessionDelegate,
     @unchecked Sendable  // all state confined to `loop.queue`; `deliver` hops onto it
 {
-    typealias Context = Handler.RequestContext
-    typealias Stream = HTTP2Stream<Handler>
+    typealias Stream = HTTP2Stream
 
     private enum State {
         case open
@@ -47,8 +47,8 @@ final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
     }
 
     let loop: EventLoop
-    let context: HTTPServerContext<Handler>
-    var server: HTTPServerShared { context }
+    let context: HTTPServerContext
+    var server: HTTPServerContext { context }
     let info: HTTPConnectionInfo
     private let settings: HTTP2Settings
     /// The connection's bytes (plain, or TLS after ALPN `h2`) and, through `stream.channel`, its
@@ -75,7 +75,7 @@ final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
     private var anyStream = false
     private var readingPaused = false
     private var inHandlerCall = false
-    private var synchronousAnswers: [(HTTPAnswer, Context?, UInt64)] = []
+    private var synchronousAnswers: [(HTTPAnswer, HTTPContextBox?, UInt64)] = []
 
     /// Response body bytes held for the streams (waiting for the client's windows), for tests and
     /// metrics; read on the loop's queue.
@@ -93,7 +93,7 @@ final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
     /// that sent the HTTP/2 preface, or a TLS connection that negotiated ALPN `h2`), with the bytes
     /// already read from it (starting with the client preface, RFC 9113 section 3.4). Call `start()`
     /// next, on the loop's queue.
-    init(stream: ByteStream, loop: EventLoop, context: HTTPServerContext<Handler>, info: HTTPConnectionInfo,
+    init(stream: ByteStream, loop: EventLoop, context: HTTPServerContext, info: HTTPConnectionInfo,
          initialBytes: [UInt8]) {
         self.loop = loop
         self.context = context
@@ -183,8 +183,8 @@ final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
         anyStream = true
         stream.head = head
         streams[streamID] = stream
-        let decision = context.handler.headDecision(for: head, connection: info)
-        stream.context = decision.context
+        let (decision, decided) = context.handler.headDecision(head, info)
+        stream.context = decided
         switch decision {
         case .respond(let response, _):
             sendResponse(stream, response, error: nil)
@@ -253,8 +253,8 @@ final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
         let request = HTTPRequest(head: head, body: stream.body, trailers: trailers, connection: info)
         stream.body = []
         inHandlerCall = true
-        context.handler.handle(request, context: requestContext,
-                               responder: HTTPResponder(sink: self, sequence: UInt64(UInt32(bitPattern: streamID))))
+        context.handler.handle(request, requestContext,
+                               HTTPAnswerChannel(sink: self, sequence: UInt64(UInt32(bitPattern: streamID))))
         inHandlerCall = false
         while !synchronousAnswers.isEmpty {
             let (answer, context, sequence) = synchronousAnswers.removeFirst()
@@ -295,7 +295,7 @@ final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
     // MARK: answers
 
     /// From `HTTPResponder`, any thread: applied on the loop (after `handle` returns when given inside it).
-    func deliver(_ answer: HTTPAnswer, context: Context?, sequence: UInt64) {
+    func deliver(_ answer: HTTPAnswer, context: HTTPContextBox?, sequence: UInt64) {
         if loop.inEventLoop {
             if inHandlerCall {
                 synchronousAnswers.append((answer, context, sequence))
@@ -314,13 +314,13 @@ final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
 
     /// Applies an answer to its stream if that stream still waits for one; its context, if any,
     /// replaces the stream's.
-    private func apply(_ answer: HTTPAnswer, context answerContext: Context?, sequence: UInt64) {
+    private func apply(_ answer: HTTPAnswer, context answerContext: HTTPContextBox?, sequence: UInt64) {
         guard state != .closed, let stream = streams[Int32(bitPattern: UInt32(truncatingIfNeeded: sequence))],
               stream.phase == .handling else { return }
         if let answerContext { stream.context = answerContext }
         switch answer {
         case .response(let r): sendResponse(stream, r, error: nil)
-        case .error(let e): sendResponse(stream, context.handler.errorResponse(for: e, head: stream.head), error: e)
+        case .error(let e): sendResponse(stream, context.handler.errorResponse(e, stream.head), error: e)
         case .forward(let f): startForward(stream, f)
         }
     }
@@ -334,7 +334,7 @@ final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
             session?.resetStream(stream.id, error: .internalError)
             return
         }
-        sendResponse(stream, context.handler.errorResponse(for: error, head: stream.head), error: error)
+        sendResponse(stream, context.handler.errorResponse(error, stream.head), error: error)
     }
 
     /// Submits a complete response (the body waits in `pending` for the window). Framing as for
@@ -367,7 +367,7 @@ final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
 
     private func startForward(_ stream: Stream, _ forward: HTTPForward) {
         guard forward.upstream.groupID == loop.groupID, loop.index < forward.upstream.loopPools.count else {
-            sendResponse(stream, context.handler.errorResponse(for: .upstreamUnavailable, head: stream.head),
+            sendResponse(stream, context.handler.errorResponse(.upstreamUnavailable, stream.head),
                          error: .upstreamUnavailable)
             return
         }
@@ -460,7 +460,7 @@ final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
             stream.error = error
             session?.resetStream(stream.id, error: .internalError)
         } else {
-            sendResponse(stream, context.handler.errorResponse(for: error, head: stream.head), error: error)
+            sendResponse(stream, context.handler.errorResponse(error, stream.head), error: error)
         }
         produceAndFlush()
     }
@@ -567,7 +567,7 @@ final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
         stream.body = []
         stream.context = nil
         if streams.isEmpty { idleSince = now }
-        context.handler.requestCompleted(record, context: decided)
+        context.handler.requestCompleted(record, decided)
     }
 
     // MARK: shutdown and closing

@@ -5,9 +5,9 @@ import GatewayIO
 /// The state of one HTTP/2 stream of an `HTTP2ServerConnection` (RFC 9113 section 5.1): the request
 /// as it arrives, the handler's answer, the upstream exchange when forwarded, and the response body
 /// bytes waiting for the client's flow-control window, and the handler's context of the request
-/// (typed: the stream is generic over the connection's handler). It is the exchange's
+/// (boxed by the handler's typed calls, `HTTPHandlerCalls`). It is the exchange's
 /// `UpstreamResponseSink` and passes every event to its connection.
-final class HTTP2Stream<Handler: HTTPHandler>: UpstreamResponseSink {  // confined to the connection's loop
+final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's loop
     enum Phase {
         /// Head in, body arriving.
         case receiving
@@ -20,7 +20,7 @@ final class HTTP2Stream<Handler: HTTPHandler>: UpstreamResponseSink {  // confin
     }
 
     let id: Int32
-    unowned let connection: HTTP2ServerConnection<Handler>
+    unowned let connection: HTTP2ServerConnection
     let start: UInt64
     var phase = Phase.receiving
     var head: HTTPRequestHead?
@@ -62,9 +62,9 @@ final class HTTP2Stream<Handler: HTTPHandler>: UpstreamResponseSink {  // confin
     var lastProgress: UInt64
     /// The handler's context: set by the head decision, replaced by an answer that carries one,
     /// handed to `requestCompleted` (nil for a stream refused or reset before its head was decided).
-    var context: Handler.RequestContext?
+    var context: HTTPContextBox?
 
-    init(id: Int32, connection: HTTP2ServerConnection<Handler>, now: UInt64) {
+    init(id: Int32, connection: HTTP2ServerConnection, now: UInt64) {
         self.id = id
         self.connection = connection
         start = now

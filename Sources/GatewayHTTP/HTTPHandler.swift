@@ -21,8 +21,9 @@ import GatewayIO
 /// limits, timeouts, upstream failures); they leave the context as it was. Calls 1, 3 and the error
 /// renderer run on an event loop: they must not block.
 ///
-/// The context is carried typed, by value, through the connection (generics, no existential box):
-/// a handler without per-request state uses `Void`.
+/// The context reaches the handler typed (no cast in the handler): the connections carry it boxed,
+/// and only code compiled for the handler's type boxes and unboxes it (`HTTPHandlerCalls`,
+/// `HTTPResponder`). A handler without per-request state uses `Void`.
 public protocol HTTPHandler: AnyObject, Sendable {
     /// What the handler keeps of one request from its head decision to `requestCompleted`.
     associatedtype RequestContext: Sendable

@@ -53,7 +53,7 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
     }
 
     /// Starts accepting on `queue`; the connections call `context.handler`.
-    func start<Handler: HTTPHandler>(queue: DispatchQueue, context: HTTPServerContext<Handler>, group: EventLoopGroup) {
+    func start(queue: DispatchQueue, context: HTTPServerContext, group: EventLoopGroup) {
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
         let fd = self.fd
         source.setEventHandler { [unowned self] in self.acceptBatch(context: context, group: group, queue: queue) }
@@ -62,7 +62,7 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
         source.activate()
     }
 
-    private func acceptBatch<Handler: HTTPHandler>(context: HTTPServerContext<Handler>, group: EventLoopGroup, queue: DispatchQueue) {
+    private func acceptBatch(context: HTTPServerContext, group: EventLoopGroup, queue: DispatchQueue) {
         let isUnix = unixPath != nil
         for _ in 0..<max(1, context.configuration.acceptBatch) {
             guard context.hasCapacity else {
@@ -111,14 +111,14 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
     }
 
     /// Suspends the accept source and re-checks capacity every 50 ms (accept queue only).
-    private func pauseAccepting(queue: DispatchQueue, context: HTTPServerShared) {
+    private func pauseAccepting(queue: DispatchQueue, context: HTTPServerContext) {
         guard let source, !suspended else { return }
         suspended = true
         source.suspend()
         resumeWhenCapacity(queue: queue, context: context)
     }
 
-    private func resumeWhenCapacity(queue: DispatchQueue, context: HTTPServerShared) {
+    private func resumeWhenCapacity(queue: DispatchQueue, context: HTTPServerContext) {
         queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak self] in
             guard let self, self.suspended, let s = self.source else { return }
             if context.hasCapacity {

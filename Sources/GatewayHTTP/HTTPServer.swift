@@ -30,22 +30,28 @@ public final class HTTPServer: Sendable {
     public let configuration: HTTPServerConfiguration
     /// The event loops its connections run on.
     public let group: EventLoopGroup
-    /// The shared state of its connections (an `HTTPServerContext` of the handler's type).
-    let context: HTTPServerShared
-    /// Starts accepting on a bound listener with connections typed for the handler (made by the
-    /// generic initializer, so that nothing else here depends on the handler's type).
-    private let startAccepting: @Sendable (HTTPListener, DispatchQueue, EventLoopGroup) -> Void
+    /// The shared state of its connections, the handler's calls included.
+    let context: HTTPServerContext
     private let acceptQueue = DispatchQueue(label: "attest-gateway.accept", qos: .userInitiated)
     private let listeners = Mutex<[HTTPListener]>([])
 
-    /// A server (not yet listening) whose connections call `handler`, any `HTTPHandler` type: its
-    /// connections are specialized to it (the handler's `RequestContext` travels typed, unboxed).
-    public init<Handler: HTTPHandler>(configuration: HTTPServerConfiguration, group: EventLoopGroup, handler: Handler) {
+    /// A server (not yet listening) whose connections call `handler`, any `HTTPHandler` type.
+    ///
+    /// Inlinable: the handler's calls (`HTTPHandlerCalls`) are compiled in the caller's module for
+    /// the concrete handler type, so that neither they nor the connections run generic code per
+    /// request; the handler's `RequestContext` reaches it typed.
+    @inlinable
+    public convenience init<Handler: HTTPHandler>(configuration: HTTPServerConfiguration, group: EventLoopGroup,
+                                                  handler: Handler) {
+        self.init(configuration: configuration, group: group, calls: HTTPHandlerCalls(handler))
+    }
+
+    /// A server whose connections make `calls`.
+    @usableFromInline
+    init(configuration: HTTPServerConfiguration, group: EventLoopGroup, calls: HTTPHandlerCalls) {
         self.configuration = configuration
         self.group = group
-        let context = HTTPServerContext(configuration: configuration, handler: handler)
-        self.context = context
-        startAccepting = { listener, queue, group in listener.start(queue: queue, context: context, group: group) }
+        context = HTTPServerContext(configuration: configuration, handler: calls)
     }
 
     /// Binds every configured listener and starts accepting.
@@ -70,7 +76,7 @@ public final class HTTPServer: Sendable {
         listeners.withLock { $0 = bound }
         let group = self.group
         acceptQueue.sync {
-            for l in bound { startAccepting(l, acceptQueue, group) }
+            for l in bound { l.start(queue: acceptQueue, context: context, group: group) }
         }
         return bound.map(\.boundListener)
     }

@@ -3,10 +3,12 @@
 import GatewayIO
 import Synchronization
 
-/// What every connection of one server shares, whatever its handler type: configuration, connection
+/// What every connection of one server shares: the handler's calls, configuration, connection
 /// settings, connection accounting for graceful shutdown. What the server, its listeners and its
-/// shutdown use; `HTTPServerContext` adds the typed handler.
-class HTTPServerShared: @unchecked Sendable {  // immutable, or atomics and mutexes
+/// shutdown use.
+final class HTTPServerContext: @unchecked Sendable {  // immutable, or atomics and mutexes
+    /// The handler, as the connections call it (`HTTPHandlerCalls`: its context boxed, its type erased).
+    let handler: HTTPHandlerCalls
     let configuration: HTTPServerConfiguration
     /// What every connection's `HTTP1ConnectionMachine` is set up with (limits, timeouts in ns).
     let connectionSettings: HTTP1ConnectionMachine.Settings
@@ -28,7 +30,8 @@ class HTTPServerShared: @unchecked Sendable {  // immutable, or atomics and mute
         var shutdownStarted = false
     }
 
-    init(configuration: HTTPServerConfiguration) {
+    init(configuration: HTTPServerConfiguration, handler: HTTPHandlerCalls) {
+        self.handler = handler
         self.configuration = configuration
         connectionSettings = HTTP1ConnectionMachine.Settings(configuration)
         tlsHandshakeTimeout = HTTP1ConnectionMachine.Settings.nanoseconds(configuration.timeouts.tlsHandshake)
@@ -68,16 +71,5 @@ class HTTPServerShared: @unchecked Sendable {  // immutable, or atomics and mute
             return false
         }
         if runNow { completion() }
-    }
-}
-
-/// A server's shared state with its handler, typed: the connections call `handler` (and carry its
-/// `RequestContext`) without an existential.
-final class HTTPServerContext<Handler: HTTPHandler>: HTTPServerShared, @unchecked Sendable {
-    let handler: Handler
-
-    init(configuration: HTTPServerConfiguration, handler: Handler) {
-        self.handler = handler
-        super.init(configuration: configuration)
     }
 }

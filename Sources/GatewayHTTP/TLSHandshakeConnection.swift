@@ -12,11 +12,10 @@ import GatewayIO
 /// takes over the stream's readiness handlers. A failed or timed-out handshake closes the
 /// connection and is reported once (`HTTPHandler.tlsHandshakeFinished`), costing a counter and at
 /// most a rate-limited log line in the embedding application, never more.
-///
-/// Generic over the server's handler only to create the connection it hands over with that type.
-final class TLSHandshakeConnection<Handler: HTTPHandler>: DownstreamConnection {  // confined to `loop.queue`
-    let context: HTTPServerContext<Handler>
-    var server: HTTPServerShared { context }
+
+final class TLSHandshakeConnection: DownstreamConnection {  // confined to `loop.queue`
+    let context: HTTPServerContext
+    var server: HTTPServerContext { context }
     private let loop: EventLoop
     private let stream: ByteStream
     private let id: UInt64
@@ -29,7 +28,7 @@ final class TLSHandshakeConnection<Handler: HTTPHandler>: DownstreamConnection {
 
     /// Takes over the accepted, non-blocking socket `fd` and puts a server TLS session over it (when
     /// OpenSSL cannot create one, the connection fails at `start()`).
-    init(fd: Int32, tls: TLSServerContext, loop: EventLoop, context: HTTPServerContext<Handler>, id: UInt64,
+    init(fd: Int32, tls: TLSServerContext, loop: EventLoop, context: HTTPServerContext, id: UInt64,
          remoteAddress: String, localAddress: String) {
         self.context = context
         self.loop = loop

@@ -12,7 +12,7 @@ final class HTTP2FlowControlTests: XCTestCase {
     private func bufferSamples(_ harness: ProxyHarness) -> [(buffered: Int, queued: Int)] {
         harness.group.loops.flatMap { loop in
             loop.queue.sync {
-                loop.allResidents.compactMap { $0 as? HTTP2ServerConnection<ProxyTestHandler> }.map { ($0.bufferedResponseBytes, $0.queuedOutputBytes) }
+                loop.allResidents.compactMap { $0 as? HTTP2ServerConnection }.map { ($0.bufferedResponseBytes, $0.queuedOutputBytes) }
             }
         }
     }

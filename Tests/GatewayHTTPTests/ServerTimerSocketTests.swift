@@ -57,12 +57,12 @@ final class ServerTimerSocketTests: XCTestCase {
     }
 
     /// Waits (polling the loops, at most 5 s) until a connection satisfies `condition`.
-    private func waitForConnection(_ condition: @escaping (HTTP1ServerConnection<ProxyTestHandler>) -> Bool,
+    private func waitForConnection(_ condition: @escaping (HTTP1ServerConnection) -> Bool,
                                    file: StaticString = #filePath, line: UInt = #line) {
         let deadline = Date().addingTimeInterval(5)
         while Date() < deadline {
             let found = harness.group.loops.contains { loop in
-                loop.queue.sync { loop.allResidents.contains { ($0 as? HTTP1ServerConnection<ProxyTestHandler>).map(condition) ?? false } }
+                loop.queue.sync { loop.allResidents.contains { ($0 as? HTTP1ServerConnection).map(condition) ?? false } }
             }
             if found { return }
             usleep(2000)
@@ -75,7 +75,7 @@ final class ServerTimerSocketTests: XCTestCase {
         for loop in harness.group.loops {
             loop.queue.sync {
                 let now = EventLoop.now() &+ UInt64(seconds * 1e9)
-                for case let c as HTTP1ServerConnection<ProxyTestHandler> in loop.allResidents { c.tick(now: now) }
+                for case let c as HTTP1ServerConnection in loop.allResidents { c.tick(now: now) }
             }
         }
     }

@@ -20,8 +20,10 @@ final class RouteMatchedOnceTests: XCTestCase {
         private let answers = Mutex<[(HTTPAnswer, GatewayRequestContext?)]>([])
         private let delivered = DispatchSemaphore(value: 0)
 
-        func deliver(_ answer: HTTPAnswer, context: GatewayRequestContext?, sequence: UInt64) {
-            answers.withLock { $0.append((answer, context)) }
+        func deliver(_ answer: HTTPAnswer, context: HTTPContextBox?, sequence: UInt64) {
+            // The handler's typed responder boxes the context as its own type (`HTTPTypedContextBox`).
+            let typed = context.map { HTTPTypedContextBox<GatewayRequestContext>.unbox($0) }
+            answers.withLock { $0.append((answer, typed)) }
             delivered.signal()
         }
 
@@ -89,7 +91,7 @@ final class RouteMatchedOnceTests: XCTestCase {
         let handled = try handleTarget.map { try HTTPRequestHead(method: .get, target: $0, headers: headers) } ?? head
         let sink = Sink()
         handler.handle(HTTPRequest(head: handled, connection: info), context: context,
-                       responder: HTTPResponder(sink: sink, sequence: 1))
+                       responder: HTTPResponder(HTTPAnswerChannel(sink: sink, sequence: 1)))
         let (answer, replaced) = try XCTUnwrap(sink.answer(), "answered")
         let reported = replaced ?? context
         handler.requestCompleted(record(head, status: 200), context: reported)
