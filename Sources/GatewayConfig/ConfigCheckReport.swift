@@ -57,7 +57,7 @@ public struct ConfigCheckReport: Sendable {
             }
             out += "tls        listen[\(i)]: \(certificates.joined(separator: ", "))\n"
         }
-        out += "admin      \(c.admin?.description ?? "none")\n"
+        out += "admin      \(c.admin?.description ?? "none")" + (c.admin != nil && c.readyRequiresStore ? " (readiness requires the store)" : "") + "\n"
         if !c.trustedProxies.isEmpty {
             out += "proxies    \(c.trustedProxies.networks.map(\.description).joined(separator: ", ")) (X-Forwarded-For and -Proto believed)\n"
         }

@@ -8,6 +8,7 @@ enum ConfigSchema {
         case listener = "listen[]"
         case listenerTLS = "listen[].tls"
         case certificate = "listen[].tls.certificates[]"
+        case admin = "admin"
         case store = "store"
         case app = "apps[]"
         case trust = "trust"
@@ -32,6 +33,7 @@ enum ConfigSchema {
         case .listener: return ["address", "tls"]
         case .listenerTLS: return ["certificates", "min_version"]
         case .certificate: return ["chain", "key"]
+        case .admin: return ["address", "ready_requires_store"]
         case .store: return ["url", "command_timeout", "connect_timeout"]
         case .app: return ["app_id", "environment"]
         case .trust: return ["extra_roots"]

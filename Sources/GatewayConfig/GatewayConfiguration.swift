@@ -14,6 +14,10 @@ public struct GatewayConfiguration: Sendable, Hashable {
     public var listen: [ListenerConfiguration]
     /// Admin listener for `/healthz` and `/readyz` (`admin`; nil: none).
     public var admin: SocketAddress?
+    /// `admin.ready_requires_store` (default false): `/readyz` answers 503 unless every event loop's
+    /// store connection works. By default readiness ignores the store (routes in mode `off`, `monitor`
+    /// and `fail_open` still serve during an outage) and reports its state in the body.
+    public var readyRequiresStore: Bool = false
     /// Peers whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed (`trusted_proxies`; default none).
     public var trustedProxies: TrustedProxies
     /// State store (`store`; default memory).
