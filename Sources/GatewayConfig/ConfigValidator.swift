@@ -12,16 +12,20 @@ final class ConfigValidator {
     /// TLS files named by validated entries, in document order (not opened here).
     var tlsFiles: [TLSFileReference] = []
 
-    init(baseDirectory: String) {
+    /// Values expanded from `${NAME}` that no message may show (`EnvironmentExpansion`).
+    let redactions: [ConfigRedaction]
+
+    init(baseDirectory: String, redactions: [ConfigRedaction] = []) {
         self.baseDirectory = baseDirectory
+        self.redactions = redactions
     }
 
     func error(_ path: ConfigPath, _ message: String, _ mark: SourceMark?) {
-        errors.append(ConfigIssue(severity: .error, path: path.description, message: message, mark: mark))
+        errors.append(ConfigIssue(severity: .error, path: path.description, message: ConfigRedaction.apply(redactions, to: message), mark: mark))
     }
 
     func warn(_ path: ConfigPath, _ message: String, _ mark: SourceMark?) {
-        warnings.append(ConfigIssue(severity: .warning, path: path.description, message: message, mark: mark))
+        warnings.append(ConfigIssue(severity: .warning, path: path.description, message: ConfigRedaction.apply(redactions, to: message), mark: mark))
     }
 
     // MARK: mappings
