@@ -96,7 +96,7 @@ extension ConfigValidator {
             key = "password_file"
             if let file = string(node, path.key("password_file"), expected: "the path of a file holding the Redis password") {
                 let resolved = NetworkSyntax.resolvePath(file, baseDirectory: baseDirectory)
-                switch StoreConfiguration.readPasswordFile(resolved) {
+                switch PasswordFile.read(resolved) {
                 case .success(let text): password = text
                 case .failure(let problem):
                     error(path.key("password_file"), problem.message, node.mark)

@@ -1,4 +1,3 @@
-import Foundation
 import GatewayRules
 
 /// The state store (`store`, DESIGN.md section 4): the in-process memory store or Redis.
@@ -39,43 +38,6 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
         self.kind = kind
         self.commandTimeout = commandTimeout
         self.connectTimeout = connectTimeout
-    }
-
-    /// A problem reading `store.password_file`.
-    public struct PasswordFileError: Error, Sendable {
-        /// What went wrong, naming the file (never its content).
-        public let message: String
-    }
-
-    /// The password held in the file at `path` (absolute): its text without one trailing `\n` or
-    /// `\r\n`. Refused: unreadable, not UTF-8, empty, larger than 4KiB, or holding another line break.
-    public static func readPasswordFile(_ path: String) -> Result<String, PasswordFileError> {
-        var isFolder: ObjCBool = false
-        if FileManager.default.fileExists(atPath: path, isDirectory: &isFolder), isFolder.boolValue {
-            return .failure(PasswordFileError(message: "cannot read \(path): it is a folder"))
-        }
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            let exists = FileManager.default.fileExists(atPath: path)
-            return .failure(PasswordFileError(message: "cannot read \(path): \(exists ? "permission denied" : "no such file")"))
-        }
-        defer { try? handle.close() }
-        let data: Data
-        do {
-            data = try handle.read(upToCount: 4097) ?? Data()
-        } catch {
-            return .failure(PasswordFileError(message: "cannot read \(path): \(error.localizedDescription)"))
-        }
-        guard data.count <= 4096 else { return .failure(PasswordFileError(message: "\(path) is larger than 4KiB: it should hold only the password")) }
-        guard var text = String(data: data, encoding: .utf8) else {
-            return .failure(PasswordFileError(message: "\(path) is not UTF-8 text"))
-        }
-        // "\r\n" is one Character in Swift: removeLast() drops both bytes.
-        if text.hasSuffix("\r\n") || text.hasSuffix("\n") { text.removeLast() }
-        guard !text.isEmpty else { return .failure(PasswordFileError(message: "\(path) is empty")) }
-        guard !text.contains(where: { $0.isNewline }) else {
-            return .failure(PasswordFileError(message: "\(path) holds more than one line: it should hold only the password"))
-        }
-        return .success(text)
     }
 
     /// `memory` or the Redis URL without its password.

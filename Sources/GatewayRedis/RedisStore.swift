@@ -74,7 +74,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     /// Set on each queue of `Configuration.queues` to the index of the connection that runs on it.
     private let affinity = DispatchSpecificKey<Int>()
     private let affinityQueues: [DispatchQueue]
-    private let schema: RedisKeySchema
+    let schema: RedisKeySchema
     private let challengeGrace: Int64
 
     /// Creates the store and starts connecting in the background (no I/O on the calling thread).
@@ -304,7 +304,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     }
 
     /// Sends a plain command; error replies are passed through as replies.
-    private func send(_ command: RedisCommand, completion: @escaping RedisCompletion) {
+    func send(_ command: RedisCommand, completion: @escaping RedisCompletion) {
         let (connection, local) = connection()
         guard let bytes = command.encoded() else {
             return connection.queue.async { completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command"))) }
@@ -314,7 +314,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
 
     /// Runs `script` with EVALSHA; on `NOSCRIPT` resends it once as EVAL on the same connection. Error
     /// replies other than NOSCRIPT become `StoreUnavailable(.errorReply)`.
-    private func runScript(_ script: RedisScript, keys: [[UInt8]], args: RedisCommand,
+    func runScript(_ script: RedisScript, keys: [[UInt8]], args: RedisCommand,
                            completion: @escaping RedisCompletion) {
         let (connection, local) = connection()
         guard let evalsha = RedisStore.scriptCommand(script, useSHA: true, keys: keys, args: args) else {
@@ -348,17 +348,17 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
 
     // MARK: Reply decoding
 
-    private static func failErrorReplies(_ result: Result<RedisReply, StoreUnavailable>) -> Result<RedisReply, StoreUnavailable> {
+    static func failErrorReplies(_ result: Result<RedisReply, StoreUnavailable>) -> Result<RedisReply, StoreUnavailable> {
         if case .success(let reply) = result, case .error = reply { return .failure(errorReply(reply)) }
         return result
     }
 
-    private static func errorReply(_ reply: RedisReply) -> StoreUnavailable {
+    static func errorReply(_ reply: RedisReply) -> StoreUnavailable {
         guard case .error(let message) = reply else { return unexpected(reply) }
         return StoreUnavailable(.errorReply(reply.errorCode ?? "ERR"), detail: String(decoding: message, as: UTF8.self))
     }
 
-    private static func unexpected(_ reply: RedisReply) -> StoreUnavailable {
+    static func unexpected(_ reply: RedisReply) -> StoreUnavailable {
         if case .error = reply { return errorReply(reply) }
         return StoreUnavailable(.protocolError, detail: "unexpected reply \(reply)")
     }
