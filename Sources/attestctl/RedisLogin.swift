@@ -16,25 +16,32 @@ struct RedisLogin {
     /// The one-line help.
     static let help = "--store redis://HOST:PORT/DB|unix:/PATH/redis.sock [--username U] [--password-file F]; password from --password-file, ATTESTCTL_REDIS_PASSWORD or REDISCLI_AUTH"
 
+    private static let alternatives = "give it with --password-file FILE or the environment variable ATTESTCTL_REDIS_PASSWORD (or REDISCLI_AUTH): a password on the command line is visible to every user (ps) and stays in shell history"
+
     /// The URL with the credentials filled in.
     /// - Throws: `DeviceCommandError.usage` for a malformed URL, a password on argv, an unreadable
     ///   password file or a user name without a password.
     static func url(_ options: DeviceCommandOptions, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> RedisURL {
-        let alternatives = "give it with --password-file FILE or the environment variable ATTESTCTL_REDIS_PASSWORD (or REDISCLI_AUTH): a password on the command line is visible to every user (ps) and stays in shell history"
         if try options.value("password") != nil {
             throw DeviceCommandError.usage("--password is not accepted: \(alternatives)")
         }
-        let text = try options.required("store")
+        return try url(try options.required("store"), option: "store", passwordFile: try options.value("password-file"),
+                       username: try options.value("username"), environment: environment)
+    }
+
+    /// `url(_:environment:)` for a URL given as `--OPTION` (`bench-prepare --redis`).
+    static func url(_ text: String, option: String, passwordFile: String? = nil, username: String? = nil,
+                    environment: [String: String] = ProcessInfo.processInfo.environment) throws -> RedisURL {
         var url: RedisURL
         do {
             url = try RedisURL(parsing: text, baseDirectory: FileManager.default.currentDirectoryPath)
         } catch {
-            throw DeviceCommandError.usage("--store: \(error)")
+            throw DeviceCommandError.usage("--\(option): \(error)")
         }
         if url.password != nil {
-            throw DeviceCommandError.usage("--store holds a password: remove it from the URL and \(alternatives)")
+            throw DeviceCommandError.usage("--\(option) holds a password: remove it from the URL and \(alternatives)")
         }
-        if let file = try options.value("password-file") {
+        if let file = passwordFile {
             let path = NetworkSyntax.resolvePath(file, baseDirectory: FileManager.default.currentDirectoryPath)
             switch PasswordFile.read(path) {
             case .success(let password): url.password = password
@@ -43,7 +50,7 @@ struct RedisLogin {
         } else if let password = environment["ATTESTCTL_REDIS_PASSWORD"] ?? environment["REDISCLI_AUTH"], !password.isEmpty {
             url.password = password
         }
-        if let username = try options.value("username") ?? environment["ATTESTCTL_REDIS_USERNAME"], !username.isEmpty {
+        if let username = username ?? environment["ATTESTCTL_REDIS_USERNAME"], !username.isEmpty {
             guard url.password != nil else { throw DeviceCommandError.usage("--username needs a password: \(alternatives)") }
             if url.username == nil { url.username = username }
         }
