@@ -183,6 +183,8 @@ final class SecretsConfigTests: XCTestCase {
         let mapping = try parse(config(extra: "admin: {address: 127.0.0.1:9901, ready_requires_store: true}"), [:]).configuration
         XCTAssertEqual(mapping.admin, .ip(host: "127.0.0.1", port: 9901))
         XCTAssertTrue(mapping.readyRequiresStore)
+        let summary = ConfigCheckReport(loaded: try parse(config(extra: "admin: {address: 127.0.0.1:9901, ready_requires_store: true}"), [:]))
+        XCTAssertTrue(summary.standardOutput.contains("\nadmin      127.0.0.1:9901 (readiness requires the store)\n"), summary.standardOutput)
         let off = try parse(config(extra: "admin: {address: 127.0.0.1:9901}"), [:]).configuration
         XCTAssertFalse(off.readyRequiresStore)
         XCTAssertEqual(errors(config(extra: "admin: {address: 127.0.0.1:9901, ready_requires_store: yes}"), [:]),
