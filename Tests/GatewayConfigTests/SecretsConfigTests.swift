@@ -80,6 +80,13 @@ final class SecretsConfigTests: XCTestCase {
         ])
     }
 
+    func testVariablesInListItemsCarryTheirIndexInThePath() throws {
+        let yaml = config(extra: "trusted_proxies: [10.0.0.0/8, \"${PROXY_NET}\"]")
+        XCTAssertEqual(try parse(yaml, ["PROXY_NET": "192.168.0.0/16"]).configuration.trustedProxies.networks.map(\.description),
+                       ["10.0.0.0/8", "192.168.0.0/16"])
+        XCTAssertEqual(errors(yaml, [:]).first?.hasPrefix("trusted_proxies[1]: the environment variable PROXY_NET is not set"), true)
+    }
+
     func testMalformedReferencesAreErrors() {
         for bad in ["${1X}", "${X", "${}", "${A-B}", "pre${ X}"] {
             let lines = errors(config(store: "store: {url: \"redis://127.0.0.1:6379/0\", password: \"\(bad)\"}"), ["X": "1", "A": "2"])
