@@ -26,6 +26,8 @@ public final class GatewayRuntime: Sendable {
     private let adminHandler: AdminHandler
     private let pools: [UpstreamPool]
     private let accessLog: AccessLog?
+    /// Each loop's store connection health (readiness, metrics, outage lines).
+    let storeHealth: StoreHealth
     /// The data listeners' handler (tests drive it directly).
     let handler: GatewayHandler
     let metrics: GatewayMetrics
@@ -87,10 +89,19 @@ public final class GatewayRuntime: Sendable {
         // Store: with Redis, one pipelined connection per event loop, living in the loop (its queue, its
         // poller, its end of turn): no queue hop per command, the commands of one batch in one send,
         // replies picked up with the loop's other sockets, completions on the loop that asked.
+        // Its connections report their health (readiness, metrics, one line per outage and recovery).
+        let lifecycle: RateLimitedEvents.Sink = events ?? { _, _ in }
         if let injectedStore {
+            storeHealth = StoreHealth(connections: 0, tracked: false, events: lifecycle)
             store = injectedStore
         } else {
-            store = try GatewayRuntime.makeStore(config.store, loops: group.loops)
+            var tracked = false
+            if case .redis = config.store.kind { tracked = true }
+            let health = StoreHealth(connections: group.loops.count, tracked: tracked, events: lifecycle)
+            storeHealth = health
+            store = try GatewayRuntime.makeStore(config.store, loops: group.loops) { index, state, detail in
+                health.update(connection: index, health: state, detail: detail)
+            }
         }
 
         let appEntries = Dictionary(config.apps.map { ($0.appID.description, AppEntry($0)) }, uniquingKeysWith: { a, _ in a })
@@ -162,7 +173,8 @@ public final class GatewayRuntime: Sendable {
             listeners: listeners, limits: limits, timeouts: timeouts,
             maxConnections: config.limits.maxConnections, http2: http2),
             group: group, handler: handler)
-        adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys, accessLog: accessLog)
+        adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys, accessLog: accessLog,
+                                    storeHealth: storeHealth, readyRequiresStore: config.readyRequiresStore)
         if let admin = config.admin {
             adminServer = HTTPServer(configuration: HTTPServerConfiguration(listeners: [HTTPListenerConfiguration(GatewayRuntime.listenAddress(admin))]),
                                      group: group, handler: adminHandler)
@@ -248,7 +260,8 @@ public final class GatewayRuntime: Sendable {
 
     // MARK: - Conversions
 
-    static func makeStore(_ configuration: StoreConfiguration, loops: [EventLoop] = []) throws -> any AttestStore {
+    static func makeStore(_ configuration: StoreConfiguration, loops: [EventLoop] = [],
+                          onConnectionHealth: (@Sendable (Int, RedisConnectionHealth, String) -> Void)? = nil) throws -> any AttestStore {
         switch configuration.kind {
         case .memory:
             return MemoryStore()
@@ -257,6 +270,7 @@ public final class GatewayRuntime: Sendable {
             redis.commandTimeout = Int(millis(configuration.commandTimeout))
             redis.connectTimeout = Int(millis(configuration.connectTimeout))
             redis.loops = loops
+            redis.onConnectionHealth = onConnectionHealth
             do {
                 return try RedisStore(configuration: redis)
             } catch {

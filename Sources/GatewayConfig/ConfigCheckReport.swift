@@ -1,3 +1,4 @@
+import Foundation
 /// What `attest-gateway check-config FILE` prints and its exit status, ready to write out as is.
 ///
 /// Exit 0: the configuration loads; warnings (if any) go to standard error as `warning: ...` lines and
@@ -23,10 +24,12 @@ public struct ConfigCheckReport: Sendable {
     ///   built with `TLSFileReference.issue(_:_:)` so that they carry the entry's key path and position.
     ///   An error among them makes the report fail (exit 1) like a configuration error; warnings are
     ///   printed with the others. Default: no file checks.
-    public static func check(path: String, checkFiles: (TLSFileReference) -> [ConfigIssue] = { _ in [] }) -> ConfigCheckReport {
+    /// - Parameter environment: where `${NAME}` values come from (the process environment by default).
+    public static func check(path: String, checkFiles: (TLSFileReference) -> [ConfigIssue] = { _ in [] },
+                             environment: [String: String] = ProcessInfo.processInfo.environment) -> ConfigCheckReport {
         let loaded: LoadedConfiguration
         do {
-            loaded = try GatewayConfiguration.load(path: path)
+            loaded = try GatewayConfiguration.load(path: path, environment: environment)
         } catch {
             return ConfigCheckReport(error: error, source: path)
         }
@@ -45,7 +48,7 @@ public struct ConfigCheckReport: Sendable {
     public init(loaded: LoadedConfiguration) {
         let c = loaded.configuration
         exitCode = 0
-        standardError = loaded.warnings.map { "warning: \($0)\n" }.joined()
+        standardError = ConfigRedaction.apply(loaded.redactions, to: loaded.warnings.map { "warning: \($0)\n" }.joined())
         var out = "\(loaded.sourcePath ?? "configuration"): OK"
         if !loaded.warnings.isEmpty { out += " (\(ConfigText.plural(loaded.warnings.count, "warning")))" }
         out += "\n"
@@ -57,7 +60,7 @@ public struct ConfigCheckReport: Sendable {
             }
             out += "tls        listen[\(i)]: \(certificates.joined(separator: ", "))\n"
         }
-        out += "admin      \(c.admin?.description ?? "none")\n"
+        out += "admin      \(c.admin?.description ?? "none")" + (c.admin != nil && c.readyRequiresStore ? " (readiness requires the store)" : "") + "\n"
         if !c.trustedProxies.isEmpty {
             out += "proxies    \(c.trustedProxies.networks.map(\.description).joined(separator: ", ")) (X-Forwarded-For and -Proto believed)\n"
         }
@@ -85,7 +88,7 @@ public struct ConfigCheckReport: Sendable {
             if shadowed.contains(i) { line += "  (NEVER MATCHES)" }
             out += line + "\n"
         }
-        standardOutput = out
+        standardOutput = ConfigRedaction.apply(loaded.redactions, to: out)
     }
 
     /// ` (ca FILE, name NAME)` / ` (system CAs, NO VERIFICATION)` for an https upstream, else empty.

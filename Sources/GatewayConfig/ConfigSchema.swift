@@ -8,6 +8,7 @@ enum ConfigSchema {
         case listener = "listen[]"
         case listenerTLS = "listen[].tls"
         case certificate = "listen[].tls.certificates[]"
+        case admin = "admin"
         case store = "store"
         case app = "apps[]"
         case trust = "trust"
@@ -32,7 +33,8 @@ enum ConfigSchema {
         case .listener: return ["address", "tls"]
         case .listenerTLS: return ["certificates", "min_version"]
         case .certificate: return ["chain", "key"]
-        case .store: return ["url", "command_timeout", "connect_timeout"]
+        case .admin: return ["address", "ready_requires_store"]
+        case .store: return ["url", "username", "password", "password_file", "command_timeout", "connect_timeout"]
         case .app: return ["app_id", "environment"]
         case .trust: return ["extra_roots"]
         case .endpoints: return ["prefix", "challenge_ttl", "challenge_bytes", "rate_limit"]

@@ -33,14 +33,80 @@ extension ConfigValidator {
             }
             let command = optional(f, "command_timeout", default: StoreConfiguration.defaultCommandTimeout) { duration($0, $1, timeoutRange) }
             let connect = optional(f, "connect_timeout", default: StoreConfiguration.defaultConnectTimeout) { duration($0, $1, timeoutRange) }
-            guard let kind, let command, let connect else { return nil }
+            let credentials = storeCredentials(f, path)
+            guard let kind, let command, let connect, let credentials else { return nil }
             if kind == .memory, f.has("command_timeout") || f.has("connect_timeout") {
                 warn(path, "command_timeout and connect_timeout have no effect on the memory store", f.mark)
             }
-            return StoreConfiguration(kind: kind, commandTimeout: command, connectTimeout: connect)
+            guard case .redis(var url) = kind else {
+                if credentials.password != nil || credentials.username != nil {
+                    error(path, "username, password and password_file are for a Redis store; the memory store has no login", f.mark)
+                    return nil
+                }
+                return StoreConfiguration(kind: kind, commandTimeout: command, connectTimeout: connect)
+            }
+            if let password = credentials.password {
+                guard url.password == nil else {
+                    error(path.key(credentials.passwordKey), "the Redis URL already holds a password: give it once (password_file, password or the URL)", f.mark(credentials.passwordKey))
+                    return nil
+                }
+                url.password = password
+            }
+            if let username = credentials.username {
+                guard url.username == nil else {
+                    error(path.key("username"), "the Redis URL already holds a user name: give it once", f.mark("username"))
+                    return nil
+                }
+                guard url.password != nil else {
+                    error(path.key("username"), "a Redis user name needs a password (password_file or password)", f.mark("username"))
+                    return nil
+                }
+                url.username = username
+            }
+            return StoreConfiguration(kind: .redis(url), commandTimeout: command, connectTimeout: connect)
         }
         guard let kind = storeKind(node, path) else { return nil }
         return StoreConfiguration(kind: kind)
+    }
+
+    /// `store.username`, `store.password` and `store.password_file` (one of the two passwords at most;
+    /// the file read now, one trailing newline stripped). nil when invalid (errors recorded).
+    private func storeCredentials(_ f: Fields, _ path: ConfigPath) -> (username: String?, password: String?, passwordKey: String)? {
+        var ok = true
+        var username: String?
+        if let node = f.node("username") {
+            username = string(node, path.key("username"))
+            if username == nil {
+                ok = false
+            } else if username?.isEmpty == true {
+                error(path.key("username"), "must not be empty", node.mark)
+                ok = false
+            }
+        }
+        if f.has("password") && f.has("password_file") {
+            error(path.key("password_file"), "give the Redis password once: password_file or password, not both", f.mark("password_file"))
+            return nil
+        }
+        var password: String?
+        var key = "password"
+        if let node = f.node("password") {
+            password = string(node, path.key("password"), expected: "the Redis password (write ${VARIABLE} to take it from the environment)")
+            if password == nil { ok = false }
+        } else if let node = f.node("password_file") {
+            key = "password_file"
+            if let file = string(node, path.key("password_file"), expected: "the path of a file holding the Redis password") {
+                let resolved = NetworkSyntax.resolvePath(file, baseDirectory: baseDirectory)
+                switch PasswordFile.read(resolved) {
+                case .success(let text): password = text
+                case .failure(let problem):
+                    error(path.key("password_file"), problem.message, node.mark)
+                    ok = false
+                }
+            } else {
+                ok = false
+            }
+        }
+        return ok ? (username, password, key) : nil
     }
 
     private func storeKind(_ node: YAMLNode, _ path: ConfigPath) -> StoreConfiguration.Kind? {

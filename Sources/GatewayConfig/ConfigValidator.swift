@@ -12,16 +12,20 @@ final class ConfigValidator {
     /// TLS files named by validated entries, in document order (not opened here).
     var tlsFiles: [TLSFileReference] = []
 
-    init(baseDirectory: String) {
+    /// Values expanded from `${NAME}` that no message may show (`EnvironmentExpansion`).
+    let redactions: [ConfigRedaction]
+
+    init(baseDirectory: String, redactions: [ConfigRedaction] = []) {
         self.baseDirectory = baseDirectory
+        self.redactions = redactions
     }
 
     func error(_ path: ConfigPath, _ message: String, _ mark: SourceMark?) {
-        errors.append(ConfigIssue(severity: .error, path: path.description, message: message, mark: mark))
+        errors.append(ConfigIssue(severity: .error, path: path.description, message: ConfigRedaction.apply(redactions, to: message), mark: mark))
     }
 
     func warn(_ path: ConfigPath, _ message: String, _ mark: SourceMark?) {
-        warnings.append(ConfigIssue(severity: .warning, path: path.description, message: message, mark: mark))
+        warnings.append(ConfigIssue(severity: .warning, path: path.description, message: ConfigRedaction.apply(redactions, to: message), mark: mark))
     }
 
     // MARK: mappings
@@ -197,9 +201,14 @@ extension ConfigValidator {
         var marks = Marks()
         let listen = listeners(root, marks: &marks)
         var admin: SocketAddress?? = .some(nil)
+        var readyRequiresStore: Bool? = false
         if let node = root.node("admin") {
             marks.admin = node.mark
-            admin = address(node, .root.key("admin")).map { .some($0) }
+            if case .mapping = node.kind {
+                (admin, readyRequiresStore) = adminSection(node, .root.key("admin"))
+            } else {
+                admin = address(node, .root.key("admin")).map { .some($0) }
+            }
         }
         if let node = root.node("tls") {
             error(.root.key("tls"), "TLS is set per listener: listen: [{address: 0.0.0.0:8443, tls: {certificates: [{chain: PEM file, key: PEM file}]}}]", node.mark)
@@ -220,11 +229,28 @@ extension ConfigValidator {
         crossCheck(Partial(listen: listen?.map(\.address), admin: admin, store: store, apps: apps, endpoints: endpoints,
                            upstreamsComplete: upstreams != nil, routes: routes.valid, routesComplete: routes.complete,
                            storeWasWritten: root.has("store")), marks: marks)
-        guard let listen, let admin, let trustedProxies, let store, let apps, let trust, let endpoints, let headers, let upstreams,
+        guard let listen, let admin, let readyRequiresStore, let trustedProxies, let store, let apps, let trust, let endpoints, let headers, let upstreams,
               routes.complete, let limits, let http2, let timeouts, let log else { return nil }
-        let configuration = GatewayConfiguration(
+        var configuration = GatewayConfiguration(
             listen: listen, admin: admin, trustedProxies: trustedProxies, store: store, apps: apps, trust: trust, endpoints: endpoints, headers: headers,
             upstreams: upstreams, routes: routes.valid.map(\.0), limits: limits, http2: http2, timeouts: timeouts, log: log)
+        configuration.readyRequiresStore = readyRequiresStore
         return errors.isEmpty ? configuration : nil
+    }
+
+    /// `admin` written as a mapping `{address, ready_requires_store}`: the address (nil when invalid)
+    /// and the readiness rule (nil when invalid).
+    private func adminSection(_ node: YAMLNode, _ path: ConfigPath) -> (SocketAddress??, Bool?) {
+        guard let f = fields(node, path, .admin, what: "an address like 127.0.0.1:9901 or a mapping {address, ready_requires_store}") else {
+            return (nil, nil)
+        }
+        var address: SocketAddress??
+        if let node = f.node("address") {
+            address = self.address(node, path.key("address")).map { .some($0) }
+        } else {
+            missing(f, "address", " (the admin listener's address, e.g. 127.0.0.1:9901)")
+        }
+        let requires = optional(f, "ready_requires_store", default: false) { boolean($0, $1) }
+        return (address, requires)
     }
 }

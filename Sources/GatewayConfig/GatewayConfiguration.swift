@@ -14,6 +14,10 @@ public struct GatewayConfiguration: Sendable, Hashable {
     public var listen: [ListenerConfiguration]
     /// Admin listener for `/healthz` and `/readyz` (`admin`; nil: none).
     public var admin: SocketAddress?
+    /// `admin.ready_requires_store` (default false): `/readyz` answers 503 unless every event loop's
+    /// store connection works. By default readiness ignores the store (routes in mode `off`, `monitor`
+    /// and `fail_open` still serve during an outage) and reports its state in the body.
+    public var readyRequiresStore: Bool = false
     /// Peers whose `X-Forwarded-For` and `X-Forwarded-Proto` are believed (`trusted_proxies`; default none).
     public var trustedProxies: TrustedProxies
     /// State store (`store`; default memory).
@@ -77,11 +81,12 @@ public struct GatewayConfiguration: Sendable, Hashable {
     public var listenAddresses: [SocketAddress] { listen.map(\.address) }
 
     /// Reads, validates and compiles the configuration file at `path`. Relative paths inside it
-    /// (extra roots, certificates, CA bundles, Unix sockets) resolve against the file's folder.
+    /// (extra roots, certificates, CA bundles, Unix sockets, password files) resolve against the
+    /// file's folder. `${NAME}` in values expands from `environment` (`EnvironmentExpansion`).
     ///
     /// - Throws: `ConfigError` with every problem found (file unreadable or larger than 1MiB, YAML
-    ///   errors, schema and consistency errors), each with key path, line and column.
-    public static func load(path: String) throws(ConfigError) -> LoadedConfiguration {
+    ///   errors, unset variables, schema and consistency errors), each with key path, line and column.
+    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> LoadedConfiguration {
         let absolute = NetworkSyntax.resolvePath(path, baseDirectory: FileManager.default.currentDirectoryPath)
         let bytes: [UInt8]
         do {
@@ -90,7 +95,7 @@ public struct GatewayConfiguration: Sendable, Hashable {
             throw ConfigError(issues: [ConfigIssue(severity: .error, path: "", message: error.message, mark: nil)])
         }
         let directory = (absolute as NSString).deletingLastPathComponent
-        var loaded = try parse(bytes: bytes, baseDirectory: directory.isEmpty ? "/" : directory)
+        var loaded = try parse(bytes: bytes, baseDirectory: directory.isEmpty ? "/" : directory, environment: environment)
         loaded.sourcePath = absolute
         return loaded
     }
@@ -99,26 +104,33 @@ public struct GatewayConfiguration: Sendable, Hashable {
     /// `baseDirectory` (an absolute folder; a relative one is taken from the current directory).
     ///
     /// - Throws: `ConfigError` with every problem found.
-    public static func parse(yaml: String, baseDirectory: String) throws(ConfigError) -> LoadedConfiguration {
-        try parse(bytes: Array(yaml.utf8), baseDirectory: baseDirectory)
+    public static func parse(yaml: String, baseDirectory: String,
+                             environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> LoadedConfiguration {
+        try parse(bytes: Array(yaml.utf8), baseDirectory: baseDirectory, environment: environment)
     }
 
-    /// `parse(yaml:baseDirectory:)` on raw bytes, which must be UTF-8.
-    public static func parse(bytes: [UInt8], baseDirectory: String) throws(ConfigError) -> LoadedConfiguration {
+    /// `parse(yaml:baseDirectory:environment:)` on raw bytes, which must be UTF-8.
+    public static func parse(bytes: [UInt8], baseDirectory: String,
+                             environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> LoadedConfiguration {
         let base = NetworkSyntax.resolvePath(baseDirectory, baseDirectory: FileManager.default.currentDirectoryPath)
-        let root: YAMLNode
+        let parsed: YAMLNode
         switch YAMLReader.read(bytes) {
-        case .success(let node): root = node
+        case .success(let node): parsed = node
         case .failure(let error): throw error
         }
-        let validator = ConfigValidator(baseDirectory: base)
+        var expansion = EnvironmentExpansion(environment: environment)
+        let root = expansion.expand(parsed)
+        guard expansion.issues.isEmpty else { throw ConfigError(issues: expansion.issues) }
+        let validator = ConfigValidator(baseDirectory: base, redactions: expansion.redactions)
         let configuration = validator.validate(root)
         guard validator.errors.isEmpty, let configuration else {
             throw ConfigError(issues: validator.errors, warnings: validator.warnings)
         }
-        return LoadedConfiguration(configuration: configuration, routeTable: RouteTable(routes: configuration.routes),
-                                   warnings: ConfigIssue.sortedByPosition(validator.warnings), sourcePath: nil,
-                                   tlsFiles: validator.tlsFiles)
+        var loaded = LoadedConfiguration(configuration: configuration, routeTable: RouteTable(routes: configuration.routes),
+                                         warnings: ConfigIssue.sortedByPosition(validator.warnings), sourcePath: nil,
+                                         tlsFiles: validator.tlsFiles)
+        loaded.redactions = expansion.redactions
+        return loaded
     }
 
     /// The file's bytes, refusing anything larger than `YAMLReader.maximumBytes`.

@@ -14,6 +14,8 @@ public struct LoadedConfiguration: Sendable {
     /// the caller checks them (check-config through `ConfigCheckReport.check(path:checkFiles:)`, the
     /// gateway when it builds its TLS contexts) and reports problems at these paths.
     public var tlsFiles: [TLSFileReference]
+    /// Values expanded from `${NAME}`: hidden in anything printed about this configuration.
+    var redactions: [ConfigRedaction] = []
 
     /// Creates a loaded configuration.
     public init(configuration: GatewayConfiguration, routeTable: RouteTable, warnings: [ConfigIssue], sourcePath: String?,

@@ -4,7 +4,10 @@ import GatewayRules
 ///
 /// YAML: `memory`, a Redis URL string (`redis://127.0.0.1:6379/0`, `unix:/run/redis.sock`; the grammar
 /// is `GatewayRules.RedisURL`, the one `attestctl keys --store` reads too), or a mapping
-/// `{url, command_timeout, connect_timeout}` whose `url` is one of those strings.
+/// `{url, username, password, password_file, command_timeout, connect_timeout}` whose `url` is one of
+/// those strings. The password is given once: in the URL, as `password` (typically
+/// `${REDIS_PASSWORD}`) or as `password_file` (read at load; one trailing newline stripped); it ends
+/// up in `RedisURL.password` and is never printed.
 /// Default when the key is absent: `memory` (with a check-config warning).
 public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
     /// Which store.

@@ -1,7 +1,9 @@
 import GatewayRules
 import GatewayStore
 
-/// Builds a store from the one string the configuration's `store:` takes, for tools (`attestctl keys`).
+/// Builds a store from the one string the configuration's `store:` takes, for tools and tests.
+/// (`attestctl keys` builds its `RedisStore` itself: it takes the password from the environment or a
+/// file, never from the URL.)
 public enum AttestStores {
     /// - `memory` -> an in-process `MemoryStore` (the embedded default, state lost on exit);
     /// - a Redis URL (`GatewayRules.RedisURL`: `redis://...`, `unix:...`) -> a `RedisStore` with

@@ -38,11 +38,17 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
     private var armedDeadline: UInt64?
     /// A flush of coalesced writes is scheduled for the loop's end of turn.
     private var flushScheduled = false
+    /// Health last reported to `onHealthChange`.
+    private var health = RedisConnectionHealth.connecting
+    /// Told (on `queue`) each time the connection's health changes, with the last error's detail.
+    private let onHealthChange: (@Sendable (RedisConnectionHealth, String) -> Void)?
 
-    init(endpoint: RedisURL.Endpoint, machine: RedisConnectionMachine<RedisCompletion>, loop: EventLoop) {
+    init(endpoint: RedisURL.Endpoint, machine: RedisConnectionMachine<RedisCompletion>, loop: EventLoop,
+         onHealthChange: (@Sendable (RedisConnectionHealth, String) -> Void)? = nil) {
         self.endpoint = endpoint
         self.machine = machine
         self.loop = loop
+        self.onHealthChange = onHealthChange
         self.timer = DispatchSource.makeTimerSource(queue: loop.queue)
         timer.setEventHandler { [unowned self] in
             self.armedDeadline = nil
@@ -128,6 +134,16 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
             return
         }
         rearmTimer()
+        reportHealth()
+    }
+
+    /// Tells `onHealthChange` when the machine's state moved to another `RedisConnectionHealth`
+    /// (every state change goes through `perform`).
+    private func reportHealth() {
+        let now = RedisConnectionHealth(machine.state, previous: health)
+        guard now != health else { return }
+        health = now
+        onHealthChange?(now, machine.lastError)
     }
 
     private func rearmTimer() {

@@ -119,6 +119,20 @@ struct RedisScript: Sendable {
         return 1
         """, sha1: "4231cad463835ca11942efa3aaa9976e269cc2b0")
 
+    /// `revokeKey(_:reason:revokedBy:now:)` (attestctl): KEYS[1] key record hash. ARGV[1] now (ms),
+    /// ARGV[2] reason, ARGV[3] operator (empty: not recorded). Returns 1 after setting `status` to
+    /// `revoked` with `revoked_at` (and `revoked_reason`, `revoked_by`); 2 when the key was already
+    /// revoked (nothing changes: the first revocation's record stays); 0 when it does not exist.
+    static let revokeAudited = RedisScript("""
+        local s = redis.call('HGET', KEYS[1], 'status')
+        if not s then return 0 end
+        if s == 'revoked' then return 2 end
+        redis.call('HSET', KEYS[1], 'status', 'revoked', 'revoked_at', ARGV[1])
+        if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'revoked_reason', ARGV[2]) end
+        if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'revoked_by', ARGV[3]) end
+        return 1
+        """, sha1: "e5db9b8b7d469c1b30f20e5bb87e4a06e93af5c9")
+
     /// Every script, in the order they are loaded at connect.
-    static let all: [RedisScript] = [issue, register, commit, revoke]
+    static let all: [RedisScript] = [issue, register, commit, revoke, revokeAudited]
 }

@@ -48,6 +48,10 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         public var keyPrefix: String = "aa"
         /// How long a challenge is kept after its expiry so late use answers `challenge_expired`.
         public var challengeGrace: Int = 60_000
+        /// Told each time a connection's health changes: the connection's index (that of its loop in
+        /// `loops`), its new health and the detail of the last failure (for logs: it can name hosts
+        /// and Redis error text, never the password). Runs on the connection's loop; must not block.
+        public var onConnectionHealth: (@Sendable (_ connection: Int, _ health: RedisConnectionHealth, _ detail: String) -> Void)?
 
         /// Defaults for `url`: 1 s command timeout, 2 s connect timeout, 50 ms...2 s backoff, 4096
         /// pending, one connection, prefix `aa`, 60 s grace.
@@ -70,7 +74,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     /// Set on each queue of `Configuration.queues` to the index of the connection that runs on it.
     private let affinity = DispatchSpecificKey<Int>()
     private let affinityQueues: [DispatchQueue]
-    private let schema: RedisKeySchema
+    let schema: RedisKeySchema
     private let challengeGrace: Int64
 
     /// Creates the store and starts connecting in the background (no I/O on the calling thread).
@@ -123,13 +127,20 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         let ownGroup = c.loops.isEmpty ? EventLoopGroup(loopCount: c.connections) : nil
         self.ownGroup = ownGroup
         let loops = ownGroup?.loops ?? c.loops
-        connections = loops.map { loop in
+        let observer = c.onConnectionHealth
+        var made: [RedisConnection] = []
+        for (index, loop) in loops.enumerated() {
             let machine = RedisConnectionMachine<RedisCompletion>(
                 handshake: handshake, commandTimeout: UInt64(c.commandTimeout) * 1_000_000,
                 connectTimeout: UInt64(c.connectTimeout) * 1_000_000, maximumPending: c.maximumPendingCommands,
                 backoff: backoff, seed: seeds.next())
-            return RedisConnection(endpoint: c.url.endpoint, machine: machine, loop: loop)
+            var report: (@Sendable (RedisConnectionHealth, String) -> Void)?
+            if let observer {
+                report = { health, detail in observer(index, health, detail) }
+            }
+            made.append(RedisConnection(endpoint: c.url.endpoint, machine: machine, loop: loop, onHealthChange: report))
         }
+        connections = made
         affinityQueues = loops.map(\.queue)
         for (index, queue) in affinityQueues.enumerated() { queue.setSpecific(key: affinity, value: index) }
         for connection in connections { connection.start() }
@@ -239,6 +250,26 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// Number of pipelined connections (one per event loop).
+    public var connectionCount: Int { connections.count }
+
+    /// PING on every connection (one per event loop): `.success` only when each of them answered
+    /// `PONG`, else the first failure. A readiness probe that must not say ready while some loop's
+    /// commands still fail (a plain `ping` uses one connection). Completes once, on an arbitrary queue.
+    public func pingEveryConnection(completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
+        var command = RedisCommand(capacity: 8)
+        command.append("PING")
+        guard let bytes = command.encoded() else {
+            return completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command")))
+        }
+        let gather = PingGather(count: connections.count, completion: completion)
+        for connection in connections {
+            connection.submit(bytes) { result in
+                gather.put(result.flatMap { reply in reply.isText("PONG") ? .success(()) : .failure(RedisStore.unexpected(reply)) })
+            }
+        }
+    }
+
     /// Reads Redis' `maxmemory-policy` for a startup check: key records must never be evicted, so anything
     /// but `noeviction` deserves a loud warning. `.success(nil)` when `CONFIG GET` is not permitted
     /// (managed Redis services often disable it).
@@ -273,7 +304,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     }
 
     /// Sends a plain command; error replies are passed through as replies.
-    private func send(_ command: RedisCommand, completion: @escaping RedisCompletion) {
+    func send(_ command: RedisCommand, completion: @escaping RedisCompletion) {
         let (connection, local) = connection()
         guard let bytes = command.encoded() else {
             return connection.queue.async { completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command"))) }
@@ -283,7 +314,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
 
     /// Runs `script` with EVALSHA; on `NOSCRIPT` resends it once as EVAL on the same connection. Error
     /// replies other than NOSCRIPT become `StoreUnavailable(.errorReply)`.
-    private func runScript(_ script: RedisScript, keys: [[UInt8]], args: RedisCommand,
+    func runScript(_ script: RedisScript, keys: [[UInt8]], args: RedisCommand,
                            completion: @escaping RedisCompletion) {
         let (connection, local) = connection()
         guard let evalsha = RedisStore.scriptCommand(script, useSHA: true, keys: keys, args: args) else {
@@ -317,17 +348,17 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
 
     // MARK: Reply decoding
 
-    private static func failErrorReplies(_ result: Result<RedisReply, StoreUnavailable>) -> Result<RedisReply, StoreUnavailable> {
+    static func failErrorReplies(_ result: Result<RedisReply, StoreUnavailable>) -> Result<RedisReply, StoreUnavailable> {
         if case .success(let reply) = result, case .error = reply { return .failure(errorReply(reply)) }
         return result
     }
 
-    private static func errorReply(_ reply: RedisReply) -> StoreUnavailable {
+    static func errorReply(_ reply: RedisReply) -> StoreUnavailable {
         guard case .error(let message) = reply else { return unexpected(reply) }
         return StoreUnavailable(.errorReply(reply.errorCode ?? "ERR"), detail: String(decoding: message, as: UTF8.self))
     }
 
-    private static func unexpected(_ reply: RedisReply) -> StoreUnavailable {
+    static func unexpected(_ reply: RedisReply) -> StoreUnavailable {
         if case .error = reply { return errorReply(reply) }
         return StoreUnavailable(.protocolError, detail: "unexpected reply \(reply)")
     }
@@ -356,5 +387,31 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
               let highest = RedisCommand.parseDecimal(highestText), let counter = UInt32(exactly: highest)
         else { return .failure(StoreUnavailable(.protocolError, detail: "corrupt counter in commit reply")) }
         return .success(.accepted(CommittedAssertion(counter: counter)))
+    }
+}
+
+
+/// Collects the answers of `pingEveryConnection` and completes once all are in.
+private final class PingGather: Sendable {
+    private struct State {
+        var remaining: Int
+        var failure: StoreUnavailable?
+    }
+    private let state: Mutex<State>
+    private let completion: @Sendable (Result<Void, StoreUnavailable>) -> Void
+
+    init(count: Int, completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
+        state = Mutex(State(remaining: count, failure: nil))
+        self.completion = completion
+    }
+
+    func put(_ result: Result<Void, StoreUnavailable>) {
+        let done: Result<Void, StoreUnavailable>? = state.withLock { s in
+            if case .failure(let error) = result, s.failure == nil { s.failure = error }
+            s.remaining -= 1
+            guard s.remaining == 0 else { return nil }
+            return s.failure.map { .failure($0) } ?? .success(())
+        }
+        if let done { completion(done) }
     }
 }

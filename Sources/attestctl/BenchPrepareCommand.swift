@@ -348,7 +348,8 @@ enum BenchPrepareCommand {
     // MARK: - helpers
 
     static func makeStore(_ url: String) throws -> RedisStore {
-        var configuration = RedisStore.Configuration(url: try RedisURL(parsing: url, baseDirectory: FileManager.default.currentDirectoryPath))
+        // The password never on argv: the environment, as `attestctl keys` (RedisLogin).
+        var configuration = RedisStore.Configuration(url: try RedisLogin.url(url, option: "redis"))
         configuration.connections = 2
         configuration.maximumPendingCommands = 8192
         configuration.commandTimeout = 10_000

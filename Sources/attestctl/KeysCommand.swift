@@ -2,59 +2,128 @@ import AppAttest
 import Dispatch
 import Foundation
 import GatewayRedis
+import GatewayRules
 import GatewayStore
 
-/// `attestctl keys show|revoke|delete --store URL --key-id B64`: operator actions on attested key records in
-/// the gateway's Redis store (DESIGN.md section 4).
+/// `attestctl keys list|show|revoke|delete`: operator actions on the attested key records in the
+/// gateway's Redis store (DESIGN.md section 4; issue 9 "attestctl for operators").
 ///
-/// - `show`: the record as JSON (keyId, appId, environment, counter, status, trustTier, createdAt,
-///   expiresAt, receiptRiskMetric, receiptExpiresAt, receiptBytes; times in unix ms); exit 1 when absent.
-/// - `revoke`: marks the key `revoked`; its assertions are then answered `403 key_revoked` on every
-///   gateway sharing the store (caches hold only the public key, never the status). Exit 1 when absent.
-/// - `delete`: removes the record; the device must attest a new key (`401 key_unknown`, `reattest`).
-/// `--store` takes the Redis URLs the configuration's `store:` takes (`GatewayRules.RedisURL`; a relative
-/// `unix:` path resolves against the current directory). The keyId is standard or URL-safe base64 of
-/// its 32 bytes. A store outage exits 1 with the reason.
+/// - `list [FILTERS] [--limit N] [--cursor C]`: one compact JSON object per line per record, in SCAN
+///   order; when more may follow, the last line on standard error is `{"next_cursor":"C"}`
+///   (`KeysListCommand`).
+/// - `show --key-id B64`: the record as indented JSON (`describe`).
+/// - `revoke --key-id B64 [--reason R] [--operator O]`: marks the key `revoked` with `revoked_at`,
+///   `revoked_reason`, `revoked_by` in its record; its assertions are then answered `403 key_revoked`
+///   on every gateway sharing the store. A key already revoked keeps its first revocation
+///   (`"result":"already_revoked"`, exit 0).
+/// - `revoke --app ID|--environment E [--created-after T] [--created-before T] --reason R
+///   [--operator O] (--yes|--dry-run)`: bulk revocation of the matching active keys, one JSON line
+///   per key (`KeysRevokeCommand`).
+/// - `delete --key-id B64`: removes the record; the device must attest a new key.
+///
+/// Redis login: `RedisLogin` (never a password on argv). The operator defaults to
+/// `ATTESTCTL_OPERATOR` when `--operator` is absent.
+///
+/// Exit codes (`ExitCode`): 0 done; 1 no such key / nothing matched; 2 usage (bad option, password on
+/// the command line, bulk revocation without `--yes` or `--dry-run`); 3 store unavailable (Redis
+/// unreachable, refused login, timeout).
 enum KeysCommand {
-    static let usage = "attestctl keys show|revoke|delete --store redis://HOST:PORT/DB|unix:/PATH/redis.sock --key-id B64"
+    /// The exit statuses of `attestctl keys`.
+    enum ExitCode: Int32 {
+        case ok = 0
+        case nothingMatched = 1
+        case usage = 2
+        case storeUnavailable = 3
+    }
+
+    static let usage = """
+        attestctl keys list [--app ID] [--environment development|production] [--status active|revoked]
+                            [--created-after T] [--created-before T] [--limit N] [--cursor C] STORE
+               attestctl keys show|delete --key-id B64 STORE
+               attestctl keys revoke --key-id B64 [--reason TEXT] [--operator NAME] STORE
+               attestctl keys revoke (--app ID|--environment E) [--created-after T] [--created-before T]
+                                     --reason TEXT [--operator NAME] (--yes|--dry-run) STORE
+               STORE: \(RedisLogin.help)
+               T: unix milliseconds or RFC 3339 (2026-05-01T00:00:00Z)
+               exit: 0 ok, 1 not found / nothing matched, 2 usage, 3 store unavailable
+        """
 
     static func run(_ arguments: [String]) -> Int32 {
-        guard let action = arguments.first, ["show", "revoke", "delete"].contains(action) else {
-            FileHandle.standardError.write(Data("usage: \(usage)\n".utf8))
-            return 2
+        if let first = arguments.first, ["-h", "--help", "help"].contains(first) {
+            print("usage: \(usage)")
+            return ExitCode.ok.rawValue
         }
-        return DeviceCommand.run("keys \(action)", usage: usage) {
-            let options = try DeviceCommandOptions(Array(arguments.dropFirst()), valued: ["store", "key-id"])
-            let url = try options.required("store")
-            let keyBytes = try DeviceCommand.decodeBase64(try options.required("key-id"), option: "key-id")
-            guard let keyId = try? KeyID(keyBytes) else { throw DeviceCommandError.usage("--key-id must be base64 of 32 bytes") }
-            let store: any AttestStore
-            do {
-                store = try AttestStores.make(url: url, baseDirectory: FileManager.default.currentDirectoryPath)
-            } catch {
-                throw DeviceCommandError.usage("--store: \(error)")
-            }
-            defer { store.close() }
+        guard let action = arguments.first, ["list", "show", "revoke", "delete"].contains(action) else {
+            FileHandle.standardError.write(Data("usage: \(usage)\n".utf8))
+            return ExitCode.usage.rawValue
+        }
+        let rest = Array(arguments.dropFirst())
+        do {
             switch action {
-            case "show":
-                guard let record = try wait({ store.fetchKey(keyId, completion: $0) }).get() else {
-                    throw KeysCommandError("no key record for \(keyId)")
-                }
-                return describe(record)
-            case "revoke":
-                guard try wait({ store.revokeKey(keyId, completion: $0) }).get() else {
-                    throw KeysCommandError("no key record for \(keyId)")
-                }
-                return .object([("keyId", DeviceCommand.base64(keyId.bytes)), ("status", .string("revoked"))])
-            default:
-                let existed = try wait({ store.deleteKey(keyId, completion: $0) }).get()
-                return .object([("keyId", DeviceCommand.base64(keyId.bytes)), ("deleted", .bool(existed))])
+            case "list": try KeysListCommand.run(rest)
+            case "revoke": try KeysRevokeCommand.run(rest)
+            default: try single(action, rest)
             }
+            return ExitCode.ok.rawValue
+        } catch let error as KeysCommandError {
+            FileHandle.standardError.write(Data("attestctl keys \(action): \(error.description)\n".utf8))
+            return error.exitCode.rawValue
+        } catch DeviceCommandError.usage(let message) {
+            FileHandle.standardError.write(Data("attestctl keys \(action): \(message)\nusage: \(usage)\n".utf8))
+            return ExitCode.usage.rawValue
+        } catch {
+            FileHandle.standardError.write(Data("attestctl keys \(action): \(error)\n".utf8))
+            return ExitCode.nothingMatched.rawValue
         }
     }
 
-    static func describe(_ record: KeyRecord) -> JSONText {
+    /// `show` and `delete`.
+    private static func single(_ action: String, _ arguments: [String]) throws {
+        let options = try DeviceCommandOptions(arguments, valued: RedisLogin.options.union(["key-id"]))
+        let keyId = try keyID(try options.required("key-id"))
+        let store = try connect(options)
+        defer { store.close() }
+        switch action {
+        case "show":
+            guard let record = try wait({ store.fetchKey(keyId, completion: $0) }) else {
+                throw KeysCommandError(.nothingMatched, "no key record for \(keyId)")
+            }
+            let revocation = try wait({ store.fetchRevocation(keyId, completion: $0) })
+            print(describe(record, revocation).pretty())
+        default:
+            let existed = try wait({ store.deleteKey(keyId, completion: $0) })
+            print(JSONText.object([("keyId", DeviceCommand.base64(keyId.bytes)), ("deleted", .bool(existed))]).pretty())
+            if !existed { throw KeysCommandError(.nothingMatched, "no key record for \(keyId)") }
+        }
+    }
+
+    // MARK: Shared
+
+    /// The keyId of a `--key-id` value (standard or URL-safe base64 of 32 bytes).
+    static func keyID(_ text: String) throws -> KeyID {
+        let bytes = try DeviceCommand.decodeBase64(text, option: "key-id")
+        guard let keyId = try? KeyID(bytes) else { throw DeviceCommandError.usage("--key-id must be base64 of 32 bytes") }
+        return keyId
+    }
+
+    /// A Redis store for the command (`RedisLogin`; connects in the background).
+    static func connect(_ options: DeviceCommandOptions) throws -> RedisStore {
+        var configuration = RedisStore.Configuration(url: try RedisLogin.url(options))
+        configuration.commandTimeout = 5_000
+        configuration.connectTimeout = 3_000
+        do {
+            return try RedisStore(configuration: configuration)
+        } catch {
+            throw DeviceCommandError.usage("--store: \(error)")
+        }
+    }
+
+    /// The record (and its revocation audit fields) as JSON: keyId, appId, environment, counter,
+    /// status, trustTier, createdAt, expiresAt, receiptRiskMetric, receiptExpiresAt, receiptBytes,
+    /// revokedAt, revokedReason, revokedBy (times in unix ms; null when absent).
+    static func describe(_ record: KeyRecord, _ revocation: KeyRevocation?) -> JSONText {
         func optional(_ value: Int64?) -> JSONText { value.map { .integer($0) } ?? .null }
+        func optional(_ value: String?) -> JSONText { value.map { .string($0) } ?? .null }
         return .object([
             ("keyId", DeviceCommand.base64(record.keyId.bytes)),
             ("appId", .string(record.appId)),
@@ -67,28 +136,70 @@ enum KeysCommand {
             ("receiptRiskMetric", optional(record.receiptRiskMetric.map(Int64.init))),
             ("receiptExpiresAt", optional(record.receiptExpiresAt)),
             ("receiptBytes", .integer(Int64(record.receipt?.count ?? 0))),
+            ("revokedAt", optional(revocation?.at)),
+            ("revokedReason", optional(revocation?.reason)),
+            ("revokedBy", optional(revocation?.revokedBy)),
         ])
     }
 
-    /// Runs one asynchronous store call to completion (a command-line tool may block).
-    private static func wait<T: Sendable>(_ call: (@escaping @Sendable (T) -> Void) -> Void) throws -> T {
-        let box = KeysCommandBox<T>()
+    /// Runs one asynchronous store call to completion (a command-line tool may block); a store
+    /// failure or no answer within 15 s is `storeUnavailable` (exit 3).
+    static func wait<T: Sendable>(_ call: (@escaping @Sendable (Result<T, StoreUnavailable>) -> Void) -> Void) throws -> T {
+        let box = KeysCommandBox<Result<T, StoreUnavailable>>()
         let done = DispatchSemaphore(value: 0)
         call { box.value = $0; done.signal() }
-        guard done.wait(timeout: .now() + 10) == .success, let value = box.value else {
-            throw KeysCommandError("the store did not answer within 10 s")
+        guard done.wait(timeout: .now() + 15) == .success, let value = box.value else {
+            throw KeysCommandError(.storeUnavailable, "store_unavailable: the store did not answer within 15 s")
+        }
+        switch value {
+        case .success(let result): return result
+        case .failure(let error): throw KeysCommandError(.storeUnavailable, "store_unavailable: \(error)")
+        }
+    }
+
+    /// Runs `call` for every item concurrently (pipelined on the store's connection) and returns the
+    /// results in order.
+    static func waitAll<Item, T: Sendable>(_ items: [Item],
+                                           _ call: (Item, @escaping @Sendable (Result<T, StoreUnavailable>) -> Void) -> Void) throws -> [T] {
+        let boxes = items.map { _ in KeysCommandBox<Result<T, StoreUnavailable>>() }
+        let group = DispatchGroup()
+        for (item, box) in zip(items, boxes) {
+            group.enter()
+            call(item) { box.value = $0; group.leave() }
+        }
+        guard group.wait(timeout: .now() + 30) == .success else {
+            throw KeysCommandError(.storeUnavailable, "store_unavailable: the store did not answer within 30 s")
+        }
+        return try boxes.map { box in
+            switch box.value {
+            case .success(let result)?: return result
+            case .failure(let error)?: throw KeysCommandError(.storeUnavailable, "store_unavailable: \(error)")
+            case nil: throw KeysCommandError(.storeUnavailable, "store_unavailable: no answer")
+            }
+        }
+    }
+
+    /// `--operator`, else `ATTESTCTL_OPERATOR`, else nil; at most 256 bytes without control characters.
+    static func auditText(_ value: String?, option: String) throws -> String? {
+        guard let value, !value.isEmpty else { return nil }
+        guard value.utf8.count <= 256, !value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw DeviceCommandError.usage("--\(option) must be at most 256 bytes without control characters")
         }
         return value
     }
 }
 
 /// One result handed from a store callback to the waiting command.
-final class KeysCommandBox<T>: @unchecked Sendable {  // written once, before the semaphore is signalled
+final class KeysCommandBox<T>: @unchecked Sendable {  // written once, before the semaphore or group is signalled
     var value: T?
 }
 
-/// A `keys` failure (exit 1).
+/// A `keys` failure with its exit status.
 struct KeysCommandError: Error, CustomStringConvertible {
+    let exitCode: KeysCommand.ExitCode
     let description: String
-    init(_ description: String) { self.description = description }
+    init(_ exitCode: KeysCommand.ExitCode, _ description: String) {
+        self.exitCode = exitCode
+        self.description = description
+    }
 }

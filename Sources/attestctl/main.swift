@@ -21,8 +21,10 @@ commands:
                                             mint an assertion over arbitrary client data
   simulate --gateway URL --app-id ID --ca DIR [--env E] [--route R] [--requests N] [--prefix P] [--key F]
                                             the whole client side against a running gateway (see SimulateCommand)
-  keys show|revoke|delete --store URL --key-id B64
-                                            operator actions on a key record in the gateway's Redis store
+  keys list|show|revoke|delete --store URL ...
+                                            operator actions on the key records in the gateway's Redis store
+                                            (attestctl keys --help; password from ATTESTCTL_REDIS_PASSWORD,
+                                            REDISCLI_AUTH or --password-file, never on the command line)
   demo-upstream [--listen HOST:PORT]        a small backend that echoes what reached it (quickstart)
 """
 

@@ -2,7 +2,7 @@ import Foundation
 import GatewayTestSupport
 import XCTest
 
-/// `attestctl keys show|revoke|delete` against the gateway's real Redis: an operator revokes or
+/// `attestctl keys show|revoke|delete` (exit 0 ok, 1 not found, 2 usage, 3 store unavailable) against the gateway's real Redis: an operator revokes or
 /// deletes a key the gateway attested, and the gateway answers accordingly.
 final class KeysCommandTests: E2ETestCase {
     private func attestctl(_ arguments: [String]) throws -> (status: Int32, output: String) {
@@ -24,8 +24,12 @@ final class KeysCommandTests: E2ETestCase {
         XCTAssertEqual(record["status"] as? String, "active")
         XCTAssertEqual(record["trustTier"] as? String, "app_attest")
 
-        let revoked = try attestctl(["keys", "revoke"] + store)
+        let revoked = try attestctl(["keys", "revoke", "--reason", "stolen device", "--operator", "oncall"] + store)
         XCTAssertEqual(revoked.status, 0, revoked.output)
+        let audited = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(try attestctl(["keys", "show"] + store).output.utf8)) as? [String: Any])
+        XCTAssertEqual(audited["status"] as? String, "revoked")
+        XCTAssertEqual(audited["revokedReason"] as? String, "stolen device")
+        XCTAssertEqual(audited["revokedBy"] as? String, "oncall")
         assertRefusal(try env.send(try env.signedRequest(device, target: "/v1/protected/k", counter: 2)),
                       status: 403, code: "key_revoked", action: "deny")
 
@@ -40,7 +44,7 @@ final class KeysCommandTests: E2ETestCase {
     func testStoreOutageAndBadKeyId() throws {
         let unreachable = try attestctl(["keys", "show", "--store", "redis://127.0.0.1:\(FreePort.allocate())/0",
                                          "--key-id", String(repeating: "A", count: 43) + "="])
-        XCTAssertEqual(unreachable.status, 1)
+        XCTAssertEqual(unreachable.status, 3, "exit 3: store unavailable")
         XCTAssertTrue(unreachable.output.contains("store_unavailable"), unreachable.output)
         let short = try attestctl(["keys", "show", "--store", "redis://127.0.0.1:1/0", "--key-id", "AAAA"])
         XCTAssertEqual(short.status, 2)

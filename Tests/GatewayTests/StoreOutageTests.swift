@@ -3,8 +3,9 @@ import XCTest
 
 /// Redis stopped under a running gateway: fail-closed routes answer 503 `store_unavailable`
 /// (`Retry-After`, action `retry`), fail-open routes forward with verdict `unverified`, readiness
-/// turns 503; Redis restarted from its append-only file: the gateway recovers by itself and no
-/// counter is lost.
+/// stays 200 (default: the replica still serves its `off`, `monitor` and `fail_open` routes) and its
+/// body says the store is unavailable; Redis restarted from its append-only file: the gateway
+/// recovers by itself and no counter is lost. (`admin.ready_requires_store`: StoreRequiredReadinessTests.)
 final class StoreOutageTests: E2ETestCase {
     override class var storeKind: E2EEnvironment.StoreKind { .redis }
 
@@ -41,18 +42,19 @@ final class StoreOutageTests: E2ETestCase {
 
         assertRefusal(try env.requestChallenge(keyId: device.keyId, purpose: "assert"), status: 503, code: "store_unavailable",
                       action: "retry")
-        XCTAssertEqual(try Curl.get("http://127.0.0.1:\(env.adminPort)/readyz").status, 503)
+        let ready = try Curl.get("http://127.0.0.1:\(env.adminPort)/readyz")
+        XCTAssertEqual(ready.status, 200, "the replica stays in its Service: \(ready.text)")
+        XCTAssertEqual(StoreOutageTests.readiness(ready.text)?.store, "unavailable", ready.text)
 
         // Restart from the AOF on the same port; the gateway is not restarted.
         try redis.start()
-        XCTAssertTrue(eventually { (try? Curl.get("http://127.0.0.1:\(env.adminPort)/readyz").status) == 200 },
-                      "readiness comes back once Redis answers")
-        // Readiness pings one loop's connection; every loop reconnects on its own backoff. Wait for the
-        // behaviour the retry needs: four store writes in a row on new connections (assigned to the
-        // loops round-robin, so every loop served at least one).
-        XCTAssertTrue(eventually {
-            (0..<4).allSatisfy { _ in (try? env.requestChallenge(keyId: device.keyId, purpose: "assert").status) == 201 }
-        }, "every event loop's store connection is back")
+        XCTAssertTrue(eventually { StoreOutageTests.readiness((try? Curl.get("http://127.0.0.1:\(env.adminPort)/readyz"))?.text ?? "")?.store == "ok" },
+                      "the store is reported ok once every loop's connection is back")
+        // `ok` means every loop's connection is back: store writes on new connections (spread over
+        // the loops) go through at once, no waiting.
+        for attempt in 0..<4 {
+            XCTAssertEqual(try env.requestChallenge(keyId: device.keyId, purpose: "assert").status, 201, "write \(attempt)")
+        }
         XCTAssertEqual(try env.redisKeyHash(device)["ctr"], "3", "the acknowledged counter survived the restart")
 
         // The request refused with 503 is retried as it was: its challenge survived too.
@@ -68,16 +70,49 @@ final class StoreOutageTests: E2ETestCase {
         XCTAssertEqual(try env.send(next).status, 200)
     }
 
-    func testReadinessFollowsRedisWhileHealthStaysUp() throws {
+    func testReadinessStaysUpWithRedisDownAndSaysSoWithoutErrorText() throws {
         let redis = try XCTUnwrap(env.redis)
         let admin = "http://127.0.0.1:\(env.adminPort)"
-        XCTAssertEqual(try Curl.get("\(admin)/readyz").status, 200)
+        XCTAssertTrue(eventually { StoreOutageTests.readiness((try? Curl.get("\(admin)/readyz"))?.text ?? "")?.store == "ok" })
+        let up = try Curl.get("\(admin)/readyz")
+        XCTAssertEqual(up.status, 200, up.text)
+        XCTAssertEqual(StoreOutageTests.readiness(up.text)?.ready, true, up.text)
         redis.stop()
+        // The loss is seen when Redis closes the connections (no request needed).
+        XCTAssertTrue(eventually { StoreOutageTests.readiness((try? Curl.get("\(admin)/readyz"))?.text ?? "")?.store == "unavailable" },
+                      "the body reports the outage")
         let down = try Curl.get("\(admin)/readyz")
-        XCTAssertEqual(down.status, 503, down.text)
-        XCTAssertTrue(down.text.contains("unavailable"), down.text)
-        XCTAssertEqual(try Curl.get("\(admin)/healthz").status, 200, "the process itself is alive")
+        XCTAssertEqual(down.status, 200, "default readiness does not follow the store: \(down.text)")
+        XCTAssertEqual(StoreOutageTests.readiness(down.text)?.ready, true, down.text)
+        StoreOutageTests.assertNoErrorText(down.text)
+        // A route in mode off still serves: the replica is rightly in its Service.
+        XCTAssertEqual(try env.send("GET", "/v1/open/during").status, 200)
+        let metrics = try Curl.get("\(admin)/metrics").text
+        XCTAssertTrue(metrics.contains("attest_gateway_store_connections{state=\"down\"} "), metrics)
+        XCTAssertFalse(metrics.contains("attest_gateway_store_connections{state=\"down\"} 0\n"), "some connection is down")
+        let health = try Curl.get("\(admin)/healthz")
+        XCTAssertEqual(health.status, 200, "the process itself is alive")
+        StoreOutageTests.assertNoErrorText(health.text)
         try redis.start()
-        XCTAssertTrue(eventually { (try? Curl.get("\(admin)/readyz").status) == 200 })
+        XCTAssertTrue(eventually { StoreOutageTests.readiness((try? Curl.get("\(admin)/readyz"))?.text ?? "")?.store == "ok" })
+        let back = try Curl.get("\(admin)/metrics").text
+        XCTAssertTrue(back.contains("attest_gateway_store_connections{state=\"ready\"} 2\n"), "both loops' connections: \(back)")
+        XCTAssertTrue(back.contains("attest_gateway_store_connections{state=\"down\"} 0\n"), back)
+    }
+
+    /// The `/readyz` body: exactly `ready` (bool), `status` and `store` (words); nil otherwise.
+    static func readiness(_ text: String) -> (ready: Bool, status: String, store: String)? {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any],
+              Set(object.keys) == ["ready", "status", "store"],
+              let ready = object["ready"] as? Bool, let status = object["status"] as? String, let store = object["store"] as? String
+        else { return nil }
+        return (ready, status, store)
+    }
+
+    /// No raw store error in a body shown to unauthenticated callers: only stable words.
+    static func assertNoErrorText(_ text: String, file: StaticString = #filePath, line: UInt = #line) {
+        for fragment in ["refused", "errno", "connect", "127.0.0.1", "closed by", "detail", "timeout", "ERR"] {
+            XCTAssertFalse(text.contains(fragment), "\(fragment) in \(text)", file: file, line: line)
+        }
     }
 }

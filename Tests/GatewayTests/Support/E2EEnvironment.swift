@@ -37,7 +37,9 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
     var port: UInt16 { gateway.port }
     var adminPort: UInt16 { gateway.adminPort }
 
-    init(store: StoreKind, transport: ClientTransport = .http1) throws {
+    /// - Parameter admin: the `admin:` value (an address, or a mapping such as
+    ///   `{address: 127.0.0.1:0, ready_requires_store: true}`).
+    init(store: StoreKind, transport: ClientTransport = .http1, admin: String = "127.0.0.1:0") throws {
         storeKind = store
         self.transport = transport
         cas = try TestCAs.shared()
@@ -51,7 +53,7 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
             listen = "[{address: \"127.0.0.1:0\", tls: {certificates: [{chain: \"\(certificate.chainPath)\", key: \"\(certificate.keyPath)\"}]}}]"
         }
         let yaml = E2EEnvironment.yaml(store: redis?.url ?? "memory", upstreamPort: upstream.port, deadPort: deadPort,
-                                       roots: cas.trustedRoots, listen: listen)
+                                       roots: cas.trustedRoots, listen: listen, admin: admin)
         gateway = try GatewayUnderTest(yaml: yaml, baseDirectory: work.path, clock: clock.gatewayClock)
     }
 

@@ -11,6 +11,8 @@ class E2ETestCase: XCTestCase {
     class var storeKind: E2EEnvironment.StoreKind { .redis }
     /// How the class's requests reach the gateway (HTTP/1.1 plain by default).
     class var transport: ClientTransport { .http1 }
+    /// The class's `admin:` value (an address or a mapping with `ready_requires_store`).
+    class var admin: String { "127.0.0.1:0" }
     /// Whether every test of the class needs ../shared/tools/ref_device.py.
     class var needsRefDevice: Bool { true }
 
@@ -42,7 +44,7 @@ class E2ETestCase: XCTestCase {
     private class func sharedEnvironment() throws -> E2EEnvironment {
         lock.lock(); defer { lock.unlock() }
         if let existing = environments[ObjectIdentifier(self)] { return existing }
-        let made = try E2EEnvironment(store: storeKind, transport: transport)
+        let made = try E2EEnvironment(store: storeKind, transport: transport, admin: admin)
         environments[ObjectIdentifier(self)] = made
         return made
     }

@@ -1,0 +1,74 @@
+import Foundation
+import GatewayRedis
+import GatewayStore
+
+/// `attestctl keys revoke`: one key (`--key-id`) or, in bulk, every active key of an app or an
+/// environment (`--app` / `--environment`, optionally narrowed by `--created-after` /
+/// `--created-before`), recording `--reason` and `--operator` (else `ATTESTCTL_OPERATOR`) with the
+/// time in the key record (`RedisStore.revokeKey(_:reason:revokedBy:now:completion:)`).
+///
+/// Bulk: `--reason` is required, and either `--dry-run` (list what would be revoked, change nothing)
+/// or `--yes` (revoke). One compact JSON line per key on standard output
+/// (`{"keyId","appId","environment","createdAt","result":"would_revoke"|"revoked"|"already_revoked"}`),
+/// a summary on standard error (`{"matched":N,"revoked":M,"dryRun":BOOL}`); exit 1 when no active
+/// key matched.
+enum KeysRevokeCommand {
+    static func run(_ arguments: [String]) throws {
+        let options = try DeviceCommandOptions(arguments, valued: RedisLogin.options.union(KeyFilter.options).union(["key-id", "reason", "operator"]),
+                                               flags: ["yes", "dry-run"])
+        let reason = try KeysCommand.auditText(try options.value("reason"), option: "reason")
+        let revokedBy = try KeysCommand.auditText(try options.value("operator") ?? ProcessInfo.processInfo.environment["ATTESTCTL_OPERATOR"],
+                                                  option: "operator")
+        let filter = try KeyFilter(options)
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        if let text = try options.value("key-id") {
+            guard filter.isEmpty else { throw DeviceCommandError.usage("--key-id revokes one key: no --app, --environment, --status or --created-* with it") }
+            let keyId = try KeysCommand.keyID(text)
+            let store = try KeysCommand.connect(options)
+            defer { store.close() }
+            let outcome = try KeysCommand.wait { store.revokeKey(keyId, reason: reason, revokedBy: revokedBy, now: now, completion: $0) }
+            guard outcome != .notFound else { throw KeysCommandError(.nothingMatched, "no key record for \(keyId)") }
+            print(JSONText.object([("keyId", DeviceCommand.base64(keyId.bytes)), ("status", .string("revoked")),
+                                   ("result", .string(outcome == .revoked ? "revoked" : "already_revoked"))]).pretty())
+            return
+        }
+        guard filter.app != nil || filter.environment != nil else {
+            throw DeviceCommandError.usage("give --key-id for one key, or --app / --environment for a bulk revocation")
+        }
+        guard filter.status == nil else { throw DeviceCommandError.usage("bulk revocation selects active keys: no --status") }
+        guard reason != nil else { throw DeviceCommandError.usage("a bulk revocation needs --reason") }
+        let dryRun = options.flag("dry-run")
+        guard dryRun != options.flag("yes") else {
+            throw DeviceCommandError.usage("a bulk revocation needs --yes to revoke, or --dry-run to list what would be revoked (not both)")
+        }
+        let store = try KeysCommand.connect(options)
+        defer { store.close() }
+        var matched = 0
+        var revoked = 0
+        _ = try KeysListCommand.walk(store, from: .start) { items in
+            let chosen = items.map(\.record).filter { $0.status == .active && filter.matches($0) }
+            matched += chosen.count
+            var results = [String](repeating: "would_revoke", count: chosen.count)
+            if !dryRun {
+                let outcomes = try KeysCommand.waitAll(chosen) { record, done in
+                    store.revokeKey(record.keyId, reason: reason, revokedBy: revokedBy, now: now, completion: done)
+                }
+                for (i, outcome) in outcomes.enumerated() {
+                    switch outcome {
+                    case .revoked: results[i] = "revoked"; revoked += 1
+                    case .alreadyRevoked: results[i] = "already_revoked"
+                    case .notFound: results[i] = "not_found"
+                    }
+                }
+            }
+            for (record, result) in zip(chosen, results) {
+                print(JSONText.object([("keyId", DeviceCommand.base64(record.keyId.bytes)), ("appId", .string(record.appId)),
+                                       ("environment", .string(record.environment.rawValue)), ("createdAt", .integer(record.createdAt)),
+                                       ("result", .string(result))]).rendered)
+            }
+            return nil
+        }
+        FileHandle.standardError.write(Data("{\"matched\":\(matched),\"revoked\":\(revoked),\"dryRun\":\(dryRun)}\n".utf8))
+        if matched == 0 { throw KeysCommandError(.nothingMatched, "no active key matched") }
+    }
+}

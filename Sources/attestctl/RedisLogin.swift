@@ -1,0 +1,59 @@
+import Foundation
+import GatewayRules
+
+/// Where `attestctl keys` finds Redis and how it logs in, never from argv (issue 9: a password on the
+/// command line is visible to every user through `ps` and stays in shell history).
+///
+/// - `--store URL`: the grammar of the configuration's `store:` (`GatewayRules.RedisURL`), **without**
+///   a password: a URL holding one (`redis://:pw@host`, `unix:...?password=pw`) is refused (exit 2)
+///   with a pointer to the alternatives below. `--password` is refused the same way.
+/// - The password, first found: `--password-file FILE` (one trailing newline stripped), the
+///   environment variable `ATTESTCTL_REDIS_PASSWORD`, then `REDISCLI_AUTH` (as `redis-cli` reads it).
+/// - `--username NAME` (Redis 6 ACL user; needs a password) or `ATTESTCTL_REDIS_USERNAME`.
+struct RedisLogin {
+    /// The options it reads (for `DeviceCommandOptions`).
+    static let options: Set<String> = ["store", "password-file", "username", "password"]
+    /// The one-line help.
+    static let help = "--store redis://HOST:PORT/DB|unix:/PATH/redis.sock [--username U] [--password-file F]; password from --password-file, ATTESTCTL_REDIS_PASSWORD or REDISCLI_AUTH"
+
+    private static let alternatives = "give it with --password-file FILE or the environment variable ATTESTCTL_REDIS_PASSWORD (or REDISCLI_AUTH): a password on the command line is visible to every user (ps) and stays in shell history"
+
+    /// The URL with the credentials filled in.
+    /// - Throws: `DeviceCommandError.usage` for a malformed URL, a password on argv, an unreadable
+    ///   password file or a user name without a password.
+    static func url(_ options: DeviceCommandOptions, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> RedisURL {
+        if try options.value("password") != nil {
+            throw DeviceCommandError.usage("--password is not accepted: \(alternatives)")
+        }
+        return try url(try options.required("store"), option: "store", passwordFile: try options.value("password-file"),
+                       username: try options.value("username"), environment: environment)
+    }
+
+    /// `url(_:environment:)` for a URL given as `--OPTION` (`bench-prepare --redis`).
+    static func url(_ text: String, option: String, passwordFile: String? = nil, username: String? = nil,
+                    environment: [String: String] = ProcessInfo.processInfo.environment) throws -> RedisURL {
+        var url: RedisURL
+        do {
+            url = try RedisURL(parsing: text, baseDirectory: FileManager.default.currentDirectoryPath)
+        } catch {
+            throw DeviceCommandError.usage("--\(option): \(error)")
+        }
+        if url.password != nil {
+            throw DeviceCommandError.usage("--\(option) holds a password: remove it from the URL and \(alternatives)")
+        }
+        if let file = passwordFile {
+            let path = NetworkSyntax.resolvePath(file, baseDirectory: FileManager.default.currentDirectoryPath)
+            switch PasswordFile.read(path) {
+            case .success(let password): url.password = password
+            case .failure(let problem): throw DeviceCommandError.usage("--password-file: \(problem.message)")
+            }
+        } else if let password = environment["ATTESTCTL_REDIS_PASSWORD"] ?? environment["REDISCLI_AUTH"], !password.isEmpty {
+            url.password = password
+        }
+        if let username = username ?? environment["ATTESTCTL_REDIS_USERNAME"], !username.isEmpty {
+            guard url.password != nil else { throw DeviceCommandError.usage("--username needs a password: \(alternatives)") }
+            if url.username == nil { url.username = username }
+        }
+        return url
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import GatewayTestSupport
+import XCTest
+
+/// `attestctl keys list` and revocation (single and bulk, with reason and operator) against a real
+/// redis-server seeded with key records in the gateway's layout (`aa:{<keyId>}:key`), its exit codes
+/// (0 ok, 1 nothing matched, 2 usage, 3 store unavailable) and its Redis login (never from argv).
+final class KeysOperatorTests: XCTestCase {
+    private var redis: RedisServer!
+    /// keyId (standard base64) -> (app, environment, createdAt).
+    private var seeded: [String: (app: String, environment: String, created: Int64)] = [:]
+    static let appA = "ABCDE12345.com.example.a"
+    static let appB = "ABCDE12345.com.example.b"
+
+    override func setUpWithError() throws {
+        redis = try RedisServer()
+        // 20 keys of app A (12 production, 8 development), 10 of app B (production); createdAt 1000+i.
+        var commands = ""
+        for i in 0..<30 {
+            var bytes = [UInt8](repeating: 0, count: 32)
+            bytes[0] = UInt8(i)
+            bytes[31] = 0xA5
+            let keyId = Data(bytes).base64EncodedString()
+            let url = keyId.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            let app = i < 20 ? Self.appA : Self.appB
+            let environment = i < 12 || i >= 20 ? "production" : "development"
+            let created = Int64(1000 + i)
+            seeded[keyId] = (app, environment, created)
+            commands += "HSET \"aa:{\(url)}:key\" v 1 pk \"\\x04\(String(repeating: "A", count: 64))\" ctr 0 env \(environment) app \(app) created \(created) status active tier app_attest\n"
+        }
+        let result = try ChildProcess.run("redis-cli", ["-p", String(redis.port)], stdin: Data(commands.utf8))
+        XCTAssertEqual(result.status, 0, result.output)
+        XCTAssertEqual(try redis.cli("DBSIZE"), "30")
+    }
+
+    override func tearDown() {
+        redis?.stop()
+        super.tearDown()
+    }
+
+    private func attestctl(_ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let binary = try BuiltProducts.executable("attestctl")
+        let errFile = FileManager.default.temporaryDirectory.appendingPathComponent("attestctl-err-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: errFile) }
+        // stdout and stderr apart: the shell is the simplest way with ChildProcess.run.
+        let quoted = ([binary] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let result = try ChildProcess.run("/bin/sh", ["-c", "\(quoted) 2>'\(errFile.path)'"], environment: environment)
+        let stderr = (try? String(contentsOf: errFile, encoding: .utf8)) ?? ""
+        return (result.status, result.output, stderr)
+    }
+
+    private var store: [String] { ["--store", redis.url] }
+
+    private func objects(_ text: String) -> [[String: Any]] {
+        text.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+    }
+
+    private func keyIds(_ text: String) -> Set<String> { Set(objects(text).compactMap { $0["keyId"] as? String }) }
+
+    // MARK: list
+
+    func testListFiltersByAppEnvironmentStatusAndCreationTime() throws {
+        let all = try attestctl(["keys", "list"] + store)
+        XCTAssertEqual(all.status, 0, all.stderr)
+        XCTAssertEqual(all.stdout.split(separator: "\n").count, 30, "one line per record")
+        XCTAssertEqual(keyIds(all.stdout), Set(seeded.keys))
+        let first = try XCTUnwrap(objects(all.stdout).first)
+        for field in ["keyId", "appId", "environment", "counter", "status", "trustTier", "createdAt", "revokedAt", "revokedReason", "revokedBy"] {
+            XCTAssertTrue(first.keys.contains(field), "\(field) in \(first)")
+        }
+        XCTAssertFalse(all.stderr.contains("next_cursor"), "one page: \(all.stderr)")
+
+        let b = try attestctl(["keys", "list", "--app", Self.appB] + store)
+        XCTAssertEqual(keyIds(b.stdout), Set(seeded.filter { $0.value.app == Self.appB }.keys))
+        let aDev = try attestctl(["keys", "list", "--app", Self.appA, "--environment", "development"] + store)
+        XCTAssertEqual(keyIds(aDev.stdout), Set(seeded.filter { $0.value.app == Self.appA && $0.value.environment == "development" }.keys))
+        XCTAssertEqual(keyIds(aDev.stdout).count, 8)
+        let window = try attestctl(["keys", "list", "--created-after", "1005", "--created-before", "1010"] + store)
+        XCTAssertEqual(keyIds(window.stdout), Set(seeded.filter { (1005..<1010).contains($0.value.created) }.keys))
+        let iso = try attestctl(["keys", "list", "--created-before", "1970-01-01T00:00:01.003Z"] + store)
+        XCTAssertEqual(keyIds(iso.stdout).count, 3, iso.stderr)
+
+        let none = try attestctl(["keys", "list", "--status", "revoked"] + store)
+        XCTAssertEqual(none.status, 1, "nothing matched: \(none.stderr)")
+        XCTAssertEqual(none.stdout, "")
+        XCTAssertEqual(try attestctl(["keys", "list", "--environment", "staging"] + store).status, 2)
+        XCTAssertEqual(try attestctl(["keys", "list", "--created-after", "yesterday"] + store).status, 2)
+    }
+
+    func testListPagesWithLimitAndCursor() throws {
+        var cursor: String?
+        var pages = 0
+        var listed: [String] = []
+        repeat {
+            let page = try attestctl(["keys", "list", "--limit", "7"] + store + (cursor.map { ["--cursor", $0] } ?? []))
+            XCTAssertEqual(page.status, 0, page.stderr)
+            let lines = objects(page.stdout)
+            XCTAssertLessThanOrEqual(lines.count, 7)
+            listed += lines.compactMap { $0["keyId"] as? String }
+            cursor = objects(page.stderr).compactMap { $0["next_cursor"] as? String }.first
+            if cursor != nil { XCTAssertEqual(lines.count, 7, "a page that is not the last is full") }
+            pages += 1
+        } while cursor != nil && pages < 20
+        XCTAssertNil(cursor, "the walk ends")
+        XCTAssertGreaterThanOrEqual(pages, 5)
+        XCTAssertEqual(Set(listed), Set(seeded.keys), "every record on some page")
+        XCTAssertEqual(try attestctl(["keys", "list", "--cursor", "nonsense"] + store).status, 2)
+        XCTAssertEqual(try attestctl(["keys", "list", "--limit", "0"] + store).status, 2)
+    }
+
+    // MARK: revoke
+
+    func testSingleRevocationRecordsReasonOperatorAndTimeAndKeepsTheFirst() throws {
+        let keyId = try XCTUnwrap(seeded.first { $0.value.app == Self.appA }?.key)
+        let before = Int64(Date().timeIntervalSince1970 * 1000)
+        let revoked = try attestctl(["keys", "revoke", "--key-id", keyId, "--reason", "lost device #42", "--operator", "alice"] + store)
+        XCTAssertEqual(revoked.status, 0, revoked.stderr)
+        XCTAssertEqual(objectsPretty(revoked.stdout)["result"] as? String, "revoked")
+        let shown = objectsPretty(try attestctl(["keys", "show", "--key-id", keyId] + store).stdout)
+        XCTAssertEqual(shown["status"] as? String, "revoked")
+        XCTAssertEqual(shown["revokedReason"] as? String, "lost device #42")
+        XCTAssertEqual(shown["revokedBy"] as? String, "alice")
+        XCTAssertGreaterThanOrEqual((shown["revokedAt"] as? NSNumber)?.int64Value ?? 0, before)
+        XCTAssertEqual(try redis.cli("HGET", "aa:{\(base64URL(keyId))}:key", "revoked_by"), "alice", "stored in the key record")
+
+        // Again, with other words: the first revocation stays.
+        let again = try attestctl(["keys", "revoke", "--key-id", keyId, "--reason", "other"] + store, environment: ["ATTESTCTL_OPERATOR": "bob"])
+        XCTAssertEqual(again.status, 0, again.stderr)
+        XCTAssertEqual(objectsPretty(again.stdout)["result"] as? String, "already_revoked")
+        XCTAssertEqual(objectsPretty(try attestctl(["keys", "show", "--key-id", keyId] + store).stdout)["revokedBy"] as? String, "alice")
+
+        // The operator from the environment when --operator is absent.
+        let other = try XCTUnwrap(seeded.first { $0.value.app == Self.appB }?.key)
+        XCTAssertEqual(try attestctl(["keys", "revoke", "--key-id", other] + store, environment: ["ATTESTCTL_OPERATOR": "bob"]).status, 0)
+        let otherShown = objectsPretty(try attestctl(["keys", "show", "--key-id", other] + store).stdout)
+        XCTAssertEqual(otherShown["revokedBy"] as? String, "bob")
+        XCTAssertTrue(otherShown["revokedReason"] is NSNull, "no reason given: null")
+
+        // A record revoked the old way (status only) still reads, without audit fields.
+        let old = try XCTUnwrap(seeded.first { $0.key != keyId && $0.key != other }?.key)
+        XCTAssertEqual(try redis.cli("HSET", "aa:{\(base64URL(old))}:key", "status", "revoked"), "0")
+        let oldShown = objectsPretty(try attestctl(["keys", "show", "--key-id", old] + store).stdout)
+        XCTAssertEqual(oldShown["status"] as? String, "revoked")
+        XCTAssertTrue(oldShown["revokedAt"] is NSNull)
+
+        let unknown = try attestctl(["keys", "revoke", "--key-id", String(repeating: "A", count: 43) + "="] + store)
+        XCTAssertEqual(unknown.status, 1, unknown.stderr)
+        XCTAssertTrue(unknown.stderr.contains("no key record"), unknown.stderr)
+    }
+
+    func testBulkRevocationNeedsConfirmationHasADryRunAndRecordsTheReason() throws {
+        let bKeys = Set(seeded.filter { $0.value.app == Self.appB }.keys)
+        let unconfirmed = try attestctl(["keys", "revoke", "--app", Self.appB, "--reason", "app retired"] + store)
+        XCTAssertEqual(unconfirmed.status, 2)
+        XCTAssertTrue(unconfirmed.stderr.contains("--yes") && unconfirmed.stderr.contains("--dry-run"), unconfirmed.stderr)
+        XCTAssertEqual(try attestctl(["keys", "revoke", "--app", Self.appB, "--yes"] + store).status, 2, "a reason is required")
+        XCTAssertEqual(try attestctl(["keys", "revoke", "--reason", "x", "--yes"] + store).status, 2, "no selection")
+
+        let dry = try attestctl(["keys", "revoke", "--app", Self.appB, "--reason", "app retired", "--dry-run"] + store)
+        XCTAssertEqual(dry.status, 0, dry.stderr)
+        XCTAssertEqual(keyIds(dry.stdout), bKeys)
+        XCTAssertTrue(objects(dry.stdout).allSatisfy { $0["result"] as? String == "would_revoke" })
+        XCTAssertEqual(try attestctl(["keys", "list", "--status", "revoked"] + store).status, 1, "a dry run changes nothing")
+
+        let done = try attestctl(["keys", "revoke", "--app", Self.appB, "--reason", "app retired", "--operator", "carol", "--yes"] + store)
+        XCTAssertEqual(done.status, 0, done.stderr)
+        XCTAssertEqual(keyIds(done.stdout), bKeys)
+        XCTAssertTrue(objects(done.stdout).allSatisfy { $0["result"] as? String == "revoked" }, done.stdout)
+        XCTAssertEqual(objects(done.stderr).first?["revoked"] as? Int, 10, done.stderr)
+        let revoked = try attestctl(["keys", "list", "--status", "revoked"] + store)
+        XCTAssertEqual(keyIds(revoked.stdout), bKeys, "exactly app B's keys")
+        for record in objects(revoked.stdout) {
+            XCTAssertEqual(record["revokedReason"] as? String, "app retired")
+            XCTAssertEqual(record["revokedBy"] as? String, "carol")
+        }
+        XCTAssertEqual(keyIds(try attestctl(["keys", "list", "--status", "active"] + store).stdout).count, 20, "app A untouched")
+
+        let nothing = try attestctl(["keys", "revoke", "--app", Self.appB, "--reason", "again", "--yes"] + store)
+        XCTAssertEqual(nothing.status, 1, "no active key left: \(nothing.stderr)")
+
+        // By environment, narrowed by creation time.
+        let dev = try attestctl(["keys", "revoke", "--environment", "development", "--created-before", "1015", "--reason", "r", "--yes"] + store)
+        XCTAssertEqual(dev.status, 0, dev.stderr)
+        XCTAssertEqual(keyIds(dev.stdout), Set(seeded.filter { $0.value.environment == "development" && $0.value.created < 1015 }.keys))
+    }
+
+    // MARK: exit codes and login
+
+    func testStoreUnavailableExitsThree() throws {
+        let down = try attestctl(["keys", "list", "--store", "redis://127.0.0.1:\(FreePort.allocate())/0"])
+        XCTAssertEqual(down.status, 3, down.stderr)
+        XCTAssertTrue(down.stderr.contains("store_unavailable"), down.stderr)
+        XCTAssertEqual(try attestctl(["keys", "frobnicate"] + store).status, 2)
+        XCTAssertEqual(try attestctl(["keys", "list", "--bogus"] + store).status, 2)
+        XCTAssertEqual(try attestctl(["keys", "--help"]).status, 0)
+    }
+
+    func testPasswordNeverFromArgv() throws {
+        let password = "pw-\(UUID().uuidString)"
+        XCTAssertEqual(try redis.cli("CONFIG", "SET", "requirepass", password), "OK")
+        let inURL = try attestctl(["keys", "list", "--store", "redis://:\(password)@127.0.0.1:\(redis.port)/0"])
+        XCTAssertEqual(inURL.status, 2)
+        XCTAssertTrue(inURL.stderr.contains("ATTESTCTL_REDIS_PASSWORD"), inURL.stderr)
+        XCTAssertFalse(inURL.stderr.contains(password), inURL.stderr)
+        let option = try attestctl(["keys", "list", "--password", password] + store)
+        XCTAssertEqual(option.status, 2)
+        XCTAssertTrue(option.stderr.contains("--password-file"), option.stderr)
+
+        XCTAssertEqual(try attestctl(["keys", "list"] + store).status, 3, "no password: refused by Redis")
+        XCTAssertEqual(try attestctl(["keys", "list"] + store, environment: ["ATTESTCTL_REDIS_PASSWORD": password]).status, 0)
+        XCTAssertEqual(try attestctl(["keys", "list"] + store, environment: ["REDISCLI_AUTH": password]).status, 0)
+        let file = redis.directory.appendingPathComponent("attestctl.pw")
+        try (password + "\n").write(to: file, atomically: true, encoding: .utf8)
+        XCTAssertEqual(try attestctl(["keys", "list", "--password-file", file.path] + store).status, 0)
+        XCTAssertEqual(try attestctl(["keys", "list", "--password-file", file.path + ".absent"] + store).status, 2)
+        let wrong = try attestctl(["keys", "list"] + store, environment: ["ATTESTCTL_REDIS_PASSWORD": "wrong-\(password)"])
+        XCTAssertEqual(wrong.status, 3, wrong.stderr)
+        XCTAssertFalse(wrong.stderr.contains(password), wrong.stderr)
+        try? redis.cli("-a", password, "CONFIG", "SET", "requirepass", "")
+    }
+
+    private func objectsPretty(_ text: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+    }
+}
