@@ -276,6 +276,10 @@ final class ObservabilityBinaryTests: XCTestCase {
         static func checkRules(_ file: URL) throws -> (status: Int32, output: String) {
             try ChildProcess.run(try path(), ["check", "rules", file.path])
         }
+
+        static func testRules(_ file: URL) throws -> (status: Int32, output: String) {
+            try ChildProcess.run(try path(), ["test", "rules", file.lastPathComponent], currentDirectory: file.deletingLastPathComponent())
+        }
     }
 
     func testLiveScrapeIsPromtoolCleanWithEveryFamilyAndItsLabels() throws {
@@ -353,6 +357,27 @@ final class ObservabilityBinaryTests: XCTestCase {
     }
 
     // MARK: - Dashboard and alert rules
+
+    /// deploy/prometheus/alerts.test.yaml: every alert fires on the series meant to raise it and not
+    /// on healthy ones (`promtool test rules`); a rule with its threshold moved fails those tests.
+    func testAlertRulesFireOnTheSeriesTheyWatch() throws {
+        let directory = Self.repository.appendingPathComponent("deploy/prometheus")
+        let passing = try Promtool.testRules(directory.appendingPathComponent("alerts.test.yaml"))
+        XCTAssertEqual(passing.status, 0, passing.output)
+        XCTAssertTrue(passing.output.contains("SUCCESS"), passing.output)
+
+        let work = try E2EPaths.temporaryDirectory("alerts")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let rules = try String(contentsOf: directory.appendingPathComponent("alerts.yaml"), encoding: .utf8)
+        XCTAssertTrue(rules.contains("> 0.25"), "the refusal threshold this variant moves")
+        try rules.replacingOccurrences(of: "> 0.25", with: "> 0.75").write(to: work.appendingPathComponent("alerts.yaml"),
+                                                                           atomically: true, encoding: .utf8)
+        try FileManager.default.copyItem(at: directory.appendingPathComponent("alerts.test.yaml"),
+                                         to: work.appendingPathComponent("alerts.test.yaml"))
+        let failing = try Promtool.testRules(work.appendingPathComponent("alerts.test.yaml"))
+        XCTAssertNotEqual(failing.status, 0, "a refusal alert that no longer fires at 50%: \(failing.output)")
+        XCTAssertTrue(failing.output.contains("AttestGatewayHighRefusalRate"), failing.output)
+    }
 
     /// The metric names `text` refers to (`attest_gateway_*`, `process_*`).
     static func metricNames(in text: String) -> Set<String> {
