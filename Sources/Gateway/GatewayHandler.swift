@@ -31,8 +31,6 @@ final class GatewayHandler: HTTPHandler {
     let events: RateLimitedEvents?
     /// Per-client limit of the endpoints (`endpoints.rate_limit`), if configured.
     let endpointLimiter: ClientRateLimiter?
-    /// Mints the request ids not taken from a trusted proxy.
-    let requestIDs: RequestIDGenerator
     /// Called with every head classified (tests count that a request is matched once); nil in production.
     let classifyObserver: (@Sendable (HTTPRequestHead) -> Void)?
     /// Largest body accepted by the gateway's own endpoints (attestation objects are about 5 KiB).
@@ -41,9 +39,7 @@ final class GatewayHandler: HTTPHandler {
     init(routeTable: RouteTable, routes: [CompiledRoute], endpoints: GatewayEndpoints, enforcer: AssertionEnforcer,
          family: HeaderFamily, forwarding: ForwardingHeaders, endpointsPrefix: String, accessLog: AccessLog?,
          metrics: GatewayMetrics, events: RateLimitedEvents? = nil, endpointLimiter: ClientRateLimiter? = nil,
-         requestIDs: RequestIDGenerator = RequestIDGenerator(loops: 1),
          classifyObserver: (@Sendable (HTTPRequestHead) -> Void)? = nil) {
-        self.requestIDs = requestIDs
         self.classifyObserver = classifyObserver
         self.events = events
         self.routeTable = routeTable
@@ -65,8 +61,7 @@ final class GatewayHandler: HTTPHandler {
     /// destination goes into the context.
     func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision<GatewayRequestContext> {
         let destination = classify(head)
-        let identity = RequestIdentity(head: head, connection: connection, trusted: forwarding.trusted, ids: requestIDs)
-        metrics.headDecided(loop: connection.loopIndex)
+        let identity = RequestIdentity(head: head, connection: connection, trusted: forwarding.trusted, ids: metrics.requestIDs)
         switch destination {
         case .challengeEndpoint:
             return endpointHead(head, connection: connection, destination, identity, route: "endpoint:challenge")

@@ -10,7 +10,8 @@ import GatewayStore
 ///   response byte);
 /// - `attest_gateway_refusals_total{route, reason}`: answers the gateway gave itself with a reason
 ///   code (App Attest refusals, rate limits, malformed requests; never a forwarded response);
-/// - `attest_gateway_requests_in_flight` (gauge: heads decided, not yet completed);
+/// - `attest_gateway_requests_in_flight` (gauge: requests begun by `requestIDs`, i.e. heads decided,
+///   not yet completed);
 /// - `attest_gateway_connections_total{listener, protocol}` and `attest_gateway_open_connections{...}`;
 /// - `attest_gateway_tls_handshakes_total{listener, result, version}` and
 ///   `attest_gateway_tls_handshake_failures_total{listener, reason}`;
@@ -121,7 +122,6 @@ final class GatewayMetrics: Sendable {
         var handshakeFailures: [LabelPair: UInt64] = [:]
         var connectionsStarted: [LabelPair: UInt64] = [:]
         var connectionsEnded: [LabelPair: UInt64] = [:]
-        var headsDecided: UInt64 = 0
         var requestsCompleted: UInt64 = 0
         var upstreamRequests: [LabelPair: UInt64] = [:]
         var upstreamErrors: [LabelPair: UInt64] = [:]
@@ -140,7 +140,6 @@ final class GatewayMetrics: Sendable {
             handshakeFailures.merge(other.handshakeFailures, uniquingKeysWith: +)
             connectionsStarted.merge(other.connectionsStarted, uniquingKeysWith: +)
             connectionsEnded.merge(other.connectionsEnded, uniquingKeysWith: +)
-            headsDecided += other.headsDecided
             requestsCompleted += other.requestsCompleted
             upstreamRequests.merge(other.upstreamRequests, uniquingKeysWith: +)
             upstreamErrors.merge(other.upstreamErrors, uniquingKeysWith: +)
@@ -159,6 +158,9 @@ final class GatewayMetrics: Sendable {
     /// Buckets of `attest_gateway_store_command_duration_seconds`.
     let storeBuckets: Buckets
     private let shards: PerLoop<State>
+    /// Request ids, and the count of requests begun (heads decided) that the in-flight gauge uses:
+    /// `RequestIdentity` begins each request once.
+    let requestIDs: RequestIDGenerator
 
     /// Set on each event loop's queue to the loop's index (`GatewayRuntime` does it), so that calls
     /// without a connection at hand (store commands) count into their loop's shard.
@@ -168,6 +170,7 @@ final class GatewayMetrics: Sendable {
     /// (seconds): whole requests, upstream exchanges (connect plus response timeout), store commands.
     init(loops: Int = 1, requestSeconds: Double = 10, upstreamSeconds: Double = 65, storeSeconds: Double = 1) {
         shards = PerLoop(count: loops) { State() }
+        requestIDs = RequestIDGenerator(loops: loops)
         requestBuckets = .spanning(requestSeconds)
         upstreamBuckets = .spanning(upstreamSeconds)
         storeBuckets = .spanning(storeSeconds)
@@ -178,11 +181,6 @@ final class GatewayMetrics: Sendable {
     static var currentLoop: Int { DispatchQueue.getSpecific(key: loopKey) ?? 0 }
 
     // MARK: - Counting (event loops)
-
-    /// A request's head was decided (it is in flight until `record(_:context:)`).
-    func headDecided(loop: Int) {
-        shards.withShard(loop) { $0.headsDecided += 1 }
-    }
 
     /// Counts one finished request: by route, status and verdict; its duration; a refusal when the
     /// gateway answered by itself with a reason. `decided`: a head decision was made for it.
@@ -303,6 +301,7 @@ final class GatewayMetrics: Sendable {
     /// Prometheus text exposition format 0.0.4 of every family above, then `extra` gauges.
     func prometheusText(extra: [(name: String, help: String, value: Int)] = []) -> String {
         let (s, storeStates) = snapshot()
+        let begun = requestIDs.begun  // after the shards: every request counted completed is counted begun
         var out = ""
         out.reserveCapacity(8192)
         family(&out, "attest_gateway_requests_total", "counter", "Requests by route, final status, App Attest verdict, protocol and TLS version.")
@@ -317,7 +316,7 @@ final class GatewayMetrics: Sendable {
         family(&out, "attest_gateway_refusals_total", "counter", "Answers the gateway gave itself, by route and reason code.")
         pairs(&out, "attest_gateway_refusals_total", ("route", "reason"), s.refusals)
         family(&out, "attest_gateway_requests_in_flight", "gauge", "Requests whose head was decided and whose response is not complete.")
-        out += "attest_gateway_requests_in_flight \(s.headsDecided >= s.requestsCompleted ? s.headsDecided - s.requestsCompleted : 0)\n"
+        out += "attest_gateway_requests_in_flight \(begun >= s.requestsCompleted ? begun - s.requestsCompleted : 0)\n"
         family(&out, "attest_gateway_connections_total", "counter", "Downstream connections by listener and protocol (h1, h2).")
         pairs(&out, "attest_gateway_connections_total", ("listener", "protocol"), s.connectionsStarted)
         family(&out, "attest_gateway_open_connections", "gauge", "Open downstream connections by listener and protocol.")

@@ -159,8 +159,7 @@ public final class GatewayRuntime: Sendable {
                                      events: RateLimitedEvents(sink: events ?? { _, _ in }, now: { EventLoop.now() }),
                                      endpointLimiter: config.endpoints.rateLimit.map {
                                          ClientRateLimiter(requestsPerSecond: $0.requestsPerSecond, burst: $0.burst, clock: clock)
-                                     },
-                                     requestIDs: RequestIDGenerator(loops: group.loops.count))
+                                     })
 
         let limits = HTTP1ParserLimits(maxHeaderBytes: config.limits.maxHeaderBytes, maxHeaderCount: config.limits.maxHeaders)
         let timeouts = HTTPServerTimeouts(headerRead: GatewayRuntime.seconds(config.timeouts.header),

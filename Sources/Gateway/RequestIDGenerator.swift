@@ -4,7 +4,9 @@ import GatewayIO
 /// Request ids the gateway mints when it does not take one from a trusted proxy: 32 lower-case hex
 /// digits, a random 64-bit prefix drawn per event loop at start followed by that loop's 64-bit
 /// counter, so ids are unique across loops and (with overwhelming probability) across replicas
-/// and restarts, and minting one costs a counter increment and one string (no system call).
+/// and restarts, and minting one costs a counter increment and one string (no system call). The
+/// counter also counts every request begun, for the in-flight gauge (one per-loop lock per request
+/// for both).
 /// Not secrets and not unpredictable: never use one as a token.
 final class RequestIDGenerator: Sendable {
     private struct State {
@@ -22,15 +24,30 @@ final class RequestIDGenerator: Sendable {
         }
     }
 
-    /// The next id of loop `loop`.
-    func next(loop: Int) -> String {
-        let (prefix, counter) = shards.withShard(loop) { state -> (UInt64, UInt64) in
+    /// Counts one request (its head was decided) on loop `loop` and returns its id material; format
+    /// it with `id(_:)` only when the id is needed (a trusted proxy's id may be used instead).
+    func begin(loop: Int) -> (prefix: UInt64, sequence: UInt64) {
+        shards.withShard(loop) { state -> (prefix: UInt64, sequence: UInt64) in
             state.counter &+= 1
             return (state.prefix, state.counter)
         }
-        return String(unsafeUninitializedCapacity: 32) { buffer in
-            RequestIDGenerator.hex(prefix, into: buffer, at: 0)
-            RequestIDGenerator.hex(counter, into: buffer, at: 16)
+    }
+
+    /// Requests begun on every loop (the in-flight gauge subtracts the completed ones).
+    var begun: UInt64 {
+        var total: UInt64 = 0
+        shards.forEach { total &+= $0.counter }
+        return total
+    }
+
+    /// The next id of loop `loop` (counted as a request begun).
+    func next(loop: Int) -> String { RequestIDGenerator.id(begin(loop: loop)) }
+
+    /// 32 lower-case hex digits: prefix, then sequence.
+    static func id(_ material: (prefix: UInt64, sequence: UInt64)) -> String {
+        String(unsafeUninitializedCapacity: 32) { buffer in
+            hex(material.prefix, into: buffer, at: 0)
+            hex(material.sequence, into: buffer, at: 16)
             return 32
         }
     }
@@ -42,4 +59,3 @@ final class RequestIDGenerator: Sendable {
         }
     }
 }
-

@@ -30,14 +30,16 @@ struct RequestIdentity: Sendable {
     /// The field carrying the request id, both ways.
     static let requestIDField = "X-Request-Id"
 
+    /// The identity of a request whose head was just decided (counted as begun by `ids`).
     init(head: HTTPRequestHead, connection: HTTPConnectionInfo, trusted: TrustedProxies, ids: RequestIDGenerator) {
         let headers = head.headers
-        var id: String?
+        let material = ids.begin(loop: connection.loopIndex)
         if !trusted.isEmpty, trusted.contains(host: connection.remoteHost), headers.count(of: RequestIdentity.requestIDField) == 1,
            let sent = headers.firstBytes(RequestIdentity.requestIDField), RequestIdentity.isPlausibleID(sent) {
-            id = String(decoding: sent, as: UTF8.self)
+            requestID = String(decoding: sent, as: UTF8.self)
+        } else {
+            requestID = RequestIDGenerator.id(material)
         }
-        requestID = id ?? ids.next(loop: connection.loopIndex)
         traceID = nil
         traceparentInvalid = false
         if let traceparent = headers.firstBytes("traceparent") {

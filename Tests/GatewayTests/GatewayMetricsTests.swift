@@ -34,8 +34,8 @@ final class GatewayMetricsTests: XCTestCase {
 
     func testInFlightCountsDecidedHeadsUntilTheyComplete() {
         let metrics = GatewayMetrics(loops: 2)
-        metrics.headDecided(loop: 0)
-        metrics.headDecided(loop: 1)
+        _ = metrics.requestIDs.begin(loop: 0)
+        _ = metrics.requestIDs.begin(loop: 1)
         XCTAssertEqual(scrape(metrics).value("attest_gateway_requests_in_flight"), 2)
         metrics.record(record(status: 200), context: RequestLogContext(route: "r"))  // loop 1
         metrics.record(record(status: 400, error: .badRequestLine), context: nil, decided: false)
