@@ -164,7 +164,7 @@ final class GatewayMetrics: Sendable {
 
     /// Set on each event loop's queue to the loop's index (`GatewayRuntime` does it), so that calls
     /// without a connection at hand (store commands) count into their loop's shard.
-    nonisolated(unsafe) static let loopKey = DispatchSpecificKey<Int>()  // immutable after creation; DispatchSpecificKey is thread-safe
+    static let loopKey = DispatchSpecificKey<Int>()
 
     /// Metrics with one shard per event loop and histogram buckets up to the given timeouts
     /// (seconds): whole requests, upstream exchanges (connect plus response timeout), store commands.
