@@ -13,7 +13,7 @@ import Glibc
 /// `h2`), `tls` (the TLS version, only on TLS connections), `aborted` (only when true), and from the
 /// request's `RequestIdentity` and verdict: `request_id`, `trace_id` (a valid `traceparent`'s),
 /// `user_agent` (at most 256 bytes) and `key_id` (base64url, the form `attestctl keys` takes; the
-/// assertion's keyId once it decoded, whatever the verdict). Strings are JSON-escaped (control
+/// assertion's keyId, or the endpoint request's, once it decoded, whatever the verdict). Strings are JSON-escaped (control
 /// characters, quotes, invalid UTF-8 replaced). Challenges, assertions, queries and bodies are
 /// never written.
 ///

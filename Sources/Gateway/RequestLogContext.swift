@@ -10,8 +10,9 @@ struct RequestLogContext: Sendable {
     var verdict: Verdict?
     /// The reason code of a refusal or a non-valid verdict.
     var reason: String?
-    /// The keyId of the assertion's `App-Attest-Key-Id` once it decoded (valid or not: it names a
-    /// key, it is no secret), logged base64url as `attestctl keys` takes it.
+    /// The keyId of the assertion's `App-Attest-Key-Id` (or of an endpoint request's body) once it
+    /// decoded (valid or not: it names a key, it is no secret), logged base64url as `attestctl keys`
+    /// takes it.
     var keyId: KeyID?
 
     init(route: String, verdict: Verdict? = nil, reason: String? = nil, keyId: KeyID? = nil) {

@@ -43,6 +43,10 @@ final class ObservabilityBinaryTests: XCTestCase {
         XCTAssertEqual(replayLine["reason"] as? String, "challenge_unknown")
         XCTAssertEqual((replayLine["user_agent"] as? String)?.utf8.count, 256, "the user agent is bounded")
         XCTAssertNil(replayLine["trace_id"])
+        for route in ["endpoint:challenge", "endpoint:attest"] {
+            let endpointLine = lines.first { $0["route"] as? String == route }
+            XCTAssertEqual(endpointLine?["key_id"] as? String, keyId, "the keyId of the endpoint request's body: \(route)")
+        }
         let openLine = try XCTUnwrap(line(for: open))
         XCTAssertNil(openLine["key_id"], "no assertion, no keyId")
         XCTAssertNil(openLine["trace_id"], "an invalid traceparent names no trace")
