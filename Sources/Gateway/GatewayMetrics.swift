@@ -18,10 +18,9 @@ import GatewayStore
 /// - `attest_gateway_upstream_requests_total{upstream, status_class}`,
 ///   `attest_gateway_upstream_errors_total{upstream, kind}`,
 ///   `attest_gateway_upstream_duration_seconds{upstream}` (histogram, to the response head);
-/// - `attest_gateway_store_commands_total{command}`, `attest_gateway_store_errors_total{command, reason}`,
-///   `attest_gateway_store_command_duration_seconds{command}` (histogram) and
-///   `attest_gateway_store_connections{state}` (gauge: event loops whose last store command found the
-///   store `up`, `down`, or that sent none yet, `unknown`).
+/// - `attest_gateway_store_commands_total{command}`, `attest_gateway_store_errors_total{command, reason}`
+///   and `attest_gateway_store_command_duration_seconds{command}` (histogram). The state of the store's
+///   connections and its outages are `StoreHealth`'s (readiness).
 ///
 /// Every label value is non-empty (`none` stands for an absent one). Histogram buckets span the
 /// configured timeouts (`Buckets.spanning(_:)`).
@@ -129,10 +128,8 @@ final class GatewayMetrics: Sendable {
         var storeCommands: [String: UInt64] = [:]
         var storeErrors: [LabelPair: UInt64] = [:]
         var storeDurations: [String: Histogram] = [:]
-        /// The last store command of this loop: true answered, false store down, nil none yet.
-        var storeUp: Bool?
 
-        /// Adds `other`'s counts to these (the store state is counted by the caller).
+        /// Adds `other`'s counts to these.
         mutating func merge(_ other: State) {
             requests.merge(other.requests, uniquingKeysWith: +)
             refusals.merge(other.refusals, uniquingKeysWith: +)
@@ -265,16 +262,10 @@ final class GatewayMetrics: Sendable {
         let seconds = Double(nanoseconds) / 1e9
         let buckets = storeBuckets
         let reason = error.map { GatewayMetrics.storeErrorReason($0.reason) }
-        let down: Bool
-        switch error?.reason {
-        case .notConnected?, .connectionLost?, .timeout?, .closed?: down = true
-        default: down = false
-        }
         shards.withShard(loop) { state in
             state.storeCommands[command.rawValue, default: 0] += 1
             state.storeDurations[command.rawValue, default: Histogram(buckets)].add(seconds, buckets)
             if let reason { state.storeErrors[LabelPair(first: command.rawValue, second: reason), default: 0] += 1 }
-            state.storeUp = !down
         }
     }
 
@@ -295,12 +286,12 @@ final class GatewayMetrics: Sendable {
 
     /// The number of requests counted for `route` with `status` (tests and tools).
     func requests(route: String, status: Int) -> UInt64 {
-        snapshot().state.requests.filter { $0.key.route == route && $0.key.status == status }.values.reduce(0, +)
+        snapshot().requests.filter { $0.key.route == route && $0.key.status == status }.values.reduce(0, +)
     }
 
     /// Prometheus text exposition format 0.0.4 of every family above, then `extra` gauges.
     func prometheusText(extra: [(name: String, help: String, value: Int)] = []) -> String {
-        let (s, storeStates) = snapshot()
+        let s = snapshot()
         let begun = requestIDs.begun  // after the shards: every request counted completed is counted begun
         var out = ""
         out.reserveCapacity(8192)
@@ -342,10 +333,6 @@ final class GatewayMetrics: Sendable {
         pairs(&out, "attest_gateway_store_errors_total", ("command", "reason"), s.storeErrors)
         histogram(&out, "attest_gateway_store_command_duration_seconds", "Time from submitting a store command to its answer or failure.",
                   label: "command", s.storeDurations, storeBuckets)
-        family(&out, "attest_gateway_store_connections", "gauge", "Event loops whose last store command found the store up, down, or that sent none yet (unknown).")
-        for (state, count) in [("down", storeStates.down), ("unknown", storeStates.unknown), ("up", storeStates.up)] {
-            sample(&out, "attest_gateway_store_connections", [("state", state)], UInt64(count))
-        }
         for item in extra {
             out += "# HELP \(item.name) \(item.help)\n# TYPE \(item.name) gauge\n\(item.name) \(item.value)\n"
         }
@@ -354,19 +341,11 @@ final class GatewayMetrics: Sendable {
         return out
     }
 
-    /// Every shard merged, and how many loops found the store up, down or not yet asked.
-    private func snapshot() -> (state: State, store: (up: Int, down: Int, unknown: Int)) {
+    /// Every shard merged.
+    private func snapshot() -> State {
         var merged = State()
-        var store = (up: 0, down: 0, unknown: 0)
-        shards.forEach { shard in
-            merged.merge(shard)
-            switch shard.storeUp {
-            case true?: store.up += 1
-            case false?: store.down += 1
-            case nil: store.unknown += 1
-            }
-        }
-        return (merged, store)
+        shards.forEach { merged.merge($0) }
+        return merged
     }
 
     // MARK: - Text
