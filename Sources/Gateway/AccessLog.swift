@@ -7,11 +7,15 @@ import Synchronization
 import Glibc
 #endif
 
-/// One JSON line per request on standard output (DESIGN.md section 5 / issue 3 "Operations"):
-/// `ts`, `route`, `method`, `path` (never the query), `status`, `verdict`, `reason`, `latency_ms`,
-/// `upstream`, `bytes_in`, `bytes_out`, `client`, `proto` (`h1` or `h2`), `tls` (the TLS version, only on
-/// TLS connections), and `error` when the proxy core answered by itself.
-/// Challenges, assertions, keyIds of failed requests and bodies are never written.
+/// One JSON line per request on standard output (DESIGN.md section 5 / issue 3 "Operations", issue 9
+/// "Observability"): `ts`, `type` (`access`), `route`, `method`, `path` (never the query), `status`,
+/// `verdict`, `reason`, `latency_ms`, `upstream`, `bytes_in`, `bytes_out`, `client`, `proto` (`h1` or
+/// `h2`), `tls` (the TLS version, only on TLS connections), `aborted` (only when true), and from the
+/// request's `RequestIdentity` and verdict: `request_id`, `trace_id` (a valid `traceparent`'s),
+/// `user_agent` (at most 256 bytes) and `key_id` (base64url, the form `attestctl keys` takes; the
+/// assertion's keyId, or the endpoint request's, once it decoded, whatever the verdict). Strings are JSON-escaped (control
+/// characters, quotes, invalid UTF-8 replaced). Challenges, assertions, queries and bodies are
+/// never written.
 ///
 /// Never writes on an event loop: each loop appends its lines to its own buffer (`PerLoop`, a lock
 /// no other loop takes on the request path) and one writer queue writes them out with `write(2)`
@@ -46,7 +50,7 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
     var droppedLines: UInt64 { dropped.load(ordering: .relaxed) }
 
     /// Appends the line for `record`.
-    func write(_ record: HTTPAccessRecord, context: RequestLogContext?) {
+    func write(_ record: HTTPAccessRecord, context: RequestLogContext?, identity: RequestIdentity? = nil) {
         var json = JSONWriter(capacity: 320)
         json.beginObject()
         json.field("ts", AccessLog.timestamp(clock.now()))
@@ -70,6 +74,12 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
         json.field("proto", record.connection.protocolName)
         if let tls = record.connection.tlsVersion { json.field("tls", tls) }
         if record.aborted { json.field("aborted", true) }
+        if let identity {
+            json.field("request_id", identity.requestID)
+            if let trace = identity.traceID { json.field("trace_id", String(decoding: trace, as: UTF8.self)) }
+            if let agent = identity.userAgent { json.field("user_agent", String(decoding: agent, as: UTF8.self)) }
+        }
+        if let keyId = context?.keyId { json.field("key_id", String(decoding: keyId.base64URL, as: UTF8.self)) }
         json.endObject()
         let line = json.bytes
         let full: Bool? = shards.withShard(record.connection.loopIndex) { buffered in
@@ -96,19 +106,17 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
         writer.sync { writeBuffered() }
     }
 
-    /// Takes every loop's buffer and writes it (on the writer queue).
+    /// Takes every loop's buffer and writes it (on the writer queue). A loop's lock is held only for
+    /// the swap of its buffer (never for a copy or a write), so a slow output never holds up a loop.
     private func writeBuffered() {
-        var pending: [UInt8] = []
+        var pending: [[UInt8]] = []
         shards.forEach { buffered in
             guard !buffered.isEmpty else { return }
-            if pending.isEmpty {
-                swap(&pending, &buffered)
-            } else {
-                pending.append(contentsOf: buffered)
-                buffered.removeAll(keepingCapacity: true)
-            }
+            var taken: [UInt8] = []
+            swap(&taken, &buffered)
+            pending.append(taken)
         }
-        if !pending.isEmpty { writeAll(pending) }
+        for bytes in pending { writeAll(bytes) }
     }
 
     private func writeAll(_ bytes: [UInt8]) {

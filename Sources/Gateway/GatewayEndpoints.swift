@@ -63,14 +63,14 @@ final class GatewayEndpoints: Sendable {
             issuer.issue(keyId: keyId, purpose: purpose) { [self] result in
                 switch result {
                 case .failure:
-                    refuse(.storeUnavailable, route: route, completion)
+                    refuse(.storeUnavailable, route: route, keyId: keyId, completion)
                 case .success(let issued):
                     var json = JSONWriter()
                     json.beginObject()
                     json.field("challenge", Base64.encode(issued.bytes))
                     json.field("expiresAt", issued.expiresAt)
                     json.endObject()
-                    completion(created(json.bytes), RequestLogContext(route: route))
+                    completion(created(json.bytes), RequestLogContext(route: route, keyId: keyId))
                 }
             }
         }
@@ -80,10 +80,10 @@ final class GatewayEndpoints: Sendable {
         }
         store.fetchKey(keyId) { [self] result in
             switch result {
-            case .failure: refuse(.storeUnavailable, route: route, completion)
-            case .success(nil): refuse(.store(.keyUnknown), route: route, completion)
+            case .failure: refuse(.storeUnavailable, route: route, keyId: keyId, completion)
+            case .success(nil): refuse(.store(.keyUnknown), route: route, keyId: keyId, completion)
             case .success(let record?):
-                if record.status == .revoked { refuse(.store(.keyRevoked), route: route, completion) } else { issue() }
+                if record.status == .revoked { refuse(.store(.keyRevoked), route: route, keyId: keyId, completion) } else { issue() }
             }
         }
     }
@@ -129,7 +129,7 @@ final class GatewayEndpoints: Sendable {
             case .accepted(let accepted, _):
                 key = accepted
             case .rejected(let reason, let detail, _):
-                refuse(.verification(reason, detail: detail), route: route, completion)
+                refuse(.verification(reason, detail: detail), route: route, keyId: keyId, completion)
                 return
             }
             let receipt = key.receiptVerification?.receipt
@@ -138,23 +138,23 @@ final class GatewayEndpoints: Sendable {
                     createdAt: now, receipt: key.receipt,
                     receiptRiskMetric: receipt?.riskMetric.flatMap { UInt32(exactly: $0) },
                     receiptExpiresAt: receipt?.expirationTime.map { $0 * 1000 }) else {
-                refuse(.internalError("attested key could not be recorded"), route: route, completion)
+                refuse(.internalError("attested key could not be recorded"), route: route, keyId: keyId, completion)
                 return
             }
             store.registerKey(record, challenge: challenge, now: now) { [self] result in
                 switch result {
                 case .failure:
-                    refuse(.storeUnavailable, route: route, completion)
+                    refuse(.storeUnavailable, route: route, keyId: keyId, completion)
                 case .success(.refused(let refusal)):
                     let answer = Refusal.store(refusal)
                     guard refusal == .challengeUnknown || refusal == .challengeExpired || refusal == .challengeWrongPurpose else {
-                        refuse(answer, route: route, completion)
+                        refuse(answer, route: route, keyId: keyId, completion)
                         return
                     }
                     issuer.issue(keyId: keyId, purpose: .attest) { [self] issued in
                         var withChallenge = answer
                         if case .success(let fresh) = issued { withChallenge.freshChallenge = (fresh.bytes, fresh.expiresAt) }
-                        refuse(withChallenge, route: route, completion)
+                        refuse(withChallenge, route: route, keyId: keyId, completion)
                     }
                 case .success(.accepted):
                     // Every loop's shard: the device's next requests may land on any loop.
@@ -174,14 +174,16 @@ final class GatewayEndpoints: Sendable {
                         json.endObject()
                     }
                     json.endObject()
-                    completion(created(json.bytes), RequestLogContext(route: route))
+                    completion(created(json.bytes), RequestLogContext(route: route, keyId: keyId))
                 }
             }
         }
     }
 
-    private func refuse(_ refusal: Refusal, route: String, _ completion: Completion) {
-        completion(refusal.response(errorHeader: errorHeader), RequestLogContext(route: route, verdict: nil, reason: refusal.code))
+    /// The refusal, logged with the keyId of the request once it decoded.
+    private func refuse(_ refusal: Refusal, route: String, keyId: KeyID? = nil, _ completion: Completion) {
+        completion(refusal.response(errorHeader: errorHeader),
+                   RequestLogContext(route: route, verdict: nil, reason: refusal.code, keyId: keyId))
     }
 
     private func created(_ body: [UInt8]) -> HTTPResponse {

@@ -61,17 +61,19 @@ final class GatewayHandler: HTTPHandler {
     /// destination goes into the context.
     func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision<GatewayRequestContext> {
         let destination = classify(head)
+        let identity = RequestIdentity(head: head, connection: connection, trusted: forwarding.trusted, ids: metrics.requestIDs)
         switch destination {
         case .challengeEndpoint:
-            return endpointHead(head, connection: connection, destination, route: "endpoint:challenge")
+            return endpointHead(head, connection: connection, destination, identity, route: "endpoint:challenge")
         case .attestEndpoint:
-            return endpointHead(head, connection: connection, destination, route: "endpoint:attest")
+            return endpointHead(head, connection: connection, destination, identity, route: "endpoint:attest")
         case .unknownEndpoint:
-            return refuse(.unknownEndpoint, destination, route: "endpoint:unknown")
+            return refuse(.unknownEndpoint, destination, identity, route: "endpoint:unknown")
         case .noRoute:
-            return refuse(.noRoute, destination, route: nil)
+            return refuse(.noRoute, destination, identity, route: nil)
         case .route(let index):
-            return .accept(bodyLimit: routes[index].config.maxBody, context: GatewayRequestContext(destination: destination))
+            return .accept(bodyLimit: routes[index].config.maxBody,
+                           context: GatewayRequestContext(destination: destination, identity: identity))
         }
     }
 
@@ -81,31 +83,40 @@ final class GatewayHandler: HTTPHandler {
         switch context.destination {
         case .challengeEndpoint:
             endpoints.challenge(request) { response, log in
-                responder.respond(response, context: GatewayRequestContext(destination: context.destination, log: log))
+                responder.respond(context.identity?.echo(on: response) ?? response, context: context.logging(log))
             }
         case .attestEndpoint:
             endpoints.attest(request) { response, log in
-                responder.respond(response, context: GatewayRequestContext(destination: context.destination, log: log))
+                responder.respond(context.identity?.echo(on: response) ?? response, context: context.logging(log))
             }
         case .unknownEndpoint:
-            responder.respond(render(.unknownEndpoint))
+            responder.respond(render(.unknownEndpoint, context.identity))
         case .noRoute:
-            responder.respond(render(.noRoute))
+            responder.respond(render(.noRoute, context.identity))
         case .route(let index):
-            forwardOnRoute(routes[index], request: request, destination: context.destination, responder: responder)
+            forwardOnRoute(routes[index], request: request, context: context, responder: responder)
         }
     }
 
     func errorResponse(for error: HTTPError, head: HTTPRequestHead?) -> HTTPResponse {
-        render(.http(error))
+        render(.http(error), nil)
+    }
+
+    /// The rendering of an error the proxy core found, with the request id when the head was decided.
+    func errorResponse(for error: HTTPError, head: HTTPRequestHead?, context: GatewayRequestContext?) -> HTTPResponse {
+        render(.http(error), context?.identity)
     }
 
     /// Counts the request and writes its access-log line with the facts its context holds.
     func requestCompleted(_ record: HTTPAccessRecord, context: GatewayRequestContext?) {
         let log = context?.log
-        metrics.record(record, context: log)
-        accessLog?.write(record, context: log)
+        metrics.record(record, context: log, decided: context != nil)
+        accessLog?.write(record, context: log, identity: context?.identity)
     }
+
+    func connectionStarted(_ connection: HTTPConnectionInfo) { metrics.connection(connection, started: true) }
+
+    func connectionEnded(_ connection: HTTPConnectionInfo) { metrics.connection(connection, started: false) }
 
     /// Counted by listener, result and version; a failure is also logged, at most once a second
     /// (the next line carries how many were suppressed).
@@ -146,7 +157,7 @@ final class GatewayHandler: HTTPHandler {
     /// forward made from what is left drops the fields the client named in `Connection`
     /// (`HTTPForward.init`); only then does the gateway set its own fields (forwarding, verdict), so
     /// a client's connection options can never remove a field the gateway sets.
-    private func forwardOnRoute(_ route: CompiledRoute, request: HTTPRequest, destination: Destination,
+    private func forwardOnRoute(_ route: CompiledRoute, request: HTTPRequest, context decided: GatewayRequestContext,
                                 responder: HTTPResponder<GatewayRequestContext>) {
         var received = request.head.headers
         let mode = route.config.mode
@@ -154,23 +165,21 @@ final class GatewayHandler: HTTPHandler {
             family.strip(&received)
             var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
                                       headers: received, body: request.body)
-            addForwardingHeaders(&forward, request: request)
-            responder.forward(forward, context: GatewayRequestContext(destination: destination,
-                                                                      log: RequestLogContext(route: route.config.name)))
+            addForwardingHeaders(&forward, request: request, identity: decided.identity)
+            responder.forward(forward, context: decided.logging(RequestLogContext(route: route.config.name)))
             return
         }
         let evidence = family.stripAndExtract(&received)
         var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
                                   headers: received, body: request.body)
-        addForwardingHeaders(&forward, request: request)
+        addForwardingHeaders(&forward, request: request, identity: decided.identity)
         let prepared = forward
         let names = family.configuration.injected
         enforcer.evaluate(evidence, request: request, route: route) { [self] decision in
-            let context = GatewayRequestContext(
-                destination: destination,
-                log: RequestLogContext(route: route.config.name, verdict: decision.report.verdict, reason: decision.report.reason))
+            let context = decided.logging(RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
+                                                              reason: decision.report.reason, keyId: decision.report.keyId))
             if mode == .enforce, let refusal = decision.refusal {
-                responder.respond(render(refusal), context: context)
+                responder.respond(render(refusal, context.identity), context: context)
                 return
             }
             var permitted = prepared
@@ -179,28 +188,38 @@ final class GatewayHandler: HTTPHandler {
         }
     }
 
-    /// The forwarding family (`ForwardingHeaders`: believed from trusted proxies only).
-    private func addForwardingHeaders(_ forward: inout HTTPForward, request: HTTPRequest) {
+    /// The forwarding family (`ForwardingHeaders`: believed from trusted proxies only), the request
+    /// id both ways and the `traceparent` check (`RequestIdentity`).
+    private func addForwardingHeaders(_ forward: inout HTTPForward, request: HTTPRequest, identity: RequestIdentity?) {
         forwarding.apply(to: &forward.headers, connection: request.connection)
+        if let identity {
+            identity.apply(to: &forward.headers)
+            forward.responseField = (RequestIdentity.requestIDField, identity.requestID)
+        }
     }
 
     /// The gateway's endpoints take POST, within the client's rate limit.
     private func endpointHead(_ head: HTTPRequestHead, connection: HTTPConnectionInfo, _ destination: Destination,
-                              route: String) -> HTTPHeadDecision<GatewayRequestContext> {
-        guard head.method == .post else { return refuse(.methodNotAllowed, destination, route: route) }
+                              _ identity: RequestIdentity, route: String) -> HTTPHeadDecision<GatewayRequestContext> {
+        guard head.method == .post else { return refuse(.methodNotAllowed, destination, identity, route: route) }
         if let limiter = endpointLimiter, let retryAfter = limiter.acquire(connection.remoteHost) {
-            return refuse(.rateLimited(retryAfter: retryAfter), destination, route: route)
+            return refuse(.rateLimited(retryAfter: retryAfter), destination, identity, route: route)
         }
-        return .accept(bodyLimit: GatewayHandler.endpointBodyLimit, context: GatewayRequestContext(destination: destination))
+        return .accept(bodyLimit: GatewayHandler.endpointBodyLimit,
+                       context: GatewayRequestContext(destination: destination, identity: identity))
     }
 
     /// An answer before the body is read, with its reason for the access log.
-    private func refuse(_ refusal: Refusal, _ destination: Destination, route: String?) -> HTTPHeadDecision<GatewayRequestContext> {
-        .respond(render(refusal), context: GatewayRequestContext(
-            destination: destination, log: RequestLogContext(route: route ?? "none", verdict: nil, reason: refusal.code)))
+    private func refuse(_ refusal: Refusal, _ destination: Destination, _ identity: RequestIdentity,
+                        route: String?) -> HTTPHeadDecision<GatewayRequestContext> {
+        .respond(render(refusal, identity), context: GatewayRequestContext(
+            destination: destination, log: RequestLogContext(route: route ?? "none", verdict: nil, reason: refusal.code),
+            identity: identity))
     }
 
-    private func render(_ refusal: Refusal) -> HTTPResponse {
-        refusal.response(errorHeader: family.configuration.error)
+    /// The refusal's answer, with the request id when known.
+    private func render(_ refusal: Refusal, _ identity: RequestIdentity?) -> HTTPResponse {
+        let response = refusal.response(errorHeader: family.configuration.error)
+        return identity?.echo(on: response) ?? response
     }
 }

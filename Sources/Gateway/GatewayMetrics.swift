@@ -1,15 +1,90 @@
+import Dispatch
 import GatewayHTTP
+import GatewayStore
 
-/// Request counters and latency histograms, exposed in the Prometheus text format on the admin
-/// listener's `/metrics`.
+/// The gateway's Prometheus metrics (text exposition format 0.0.4 on the admin listener's
+/// `/metrics`; README "Observability" lists every family with its labels):
 ///
-/// - `attest_gateway_requests_total{route, status, verdict, protocol, tls}` (counter)
-/// - `attest_gateway_request_duration_seconds{route}` (histogram, seconds from first request byte to
-///   last response byte)
+/// - `attest_gateway_requests_total{route, status, verdict, protocol, tls}` (counter) and
+///   `attest_gateway_request_duration_seconds{route}` (histogram, first request byte to last
+///   response byte);
+/// - `attest_gateway_refusals_total{route, reason}`: answers the gateway gave itself with a reason
+///   code (App Attest refusals, rate limits, malformed requests; never a forwarded response);
+/// - `attest_gateway_requests_in_flight` (gauge: requests begun by `requestIDs`, i.e. heads decided,
+///   not yet completed);
+/// - `attest_gateway_connections_total{listener, protocol}` and `attest_gateway_open_connections{...}`;
+/// - `attest_gateway_tls_handshakes_total{listener, result, version}` and
+///   `attest_gateway_tls_handshake_failures_total{listener, reason}`;
+/// - `attest_gateway_upstream_requests_total{upstream, status_class}`,
+///   `attest_gateway_upstream_errors_total{upstream, kind}`,
+///   `attest_gateway_upstream_duration_seconds{upstream}` (histogram, to the response head);
+/// - `attest_gateway_store_commands_total{command}`, `attest_gateway_store_errors_total{command, reason}`
+///   and `attest_gateway_store_command_duration_seconds{command}` (histogram). The state of the store's
+///   connections and its outages are `StoreHealth`'s (readiness).
+///
+/// Every label value is non-empty (`none` stands for an absent one). Histogram buckets span the
+/// configured timeouts (`Buckets.spanning(_:)`).
+///
 /// Per event loop (`PerLoop`): each loop counts into its own shard under a lock no other loop takes
-/// on the request path; a scrape merges the shards.
+/// on the request path (uncontended); a scrape merges the shards. Counting allocates nothing once a
+/// label combination exists (label values are the configuration's strings and static literals).
 final class GatewayMetrics: Sendable {
-    private struct CounterKey: Hashable {
+    /// Upper bounds of a histogram's buckets, seconds, ascending (`+Inf` is implicit).
+    struct Buckets: Sendable {
+        let bounds: [Double]
+
+        /// The usual 1-2.5-5 series from 0.5 ms below `maxSeconds`, then `maxSeconds` itself, so
+        /// that the largest finite bucket is the configured timeout (at least 10 ms).
+        static func spanning(_ maxSeconds: Double) -> Buckets {
+            let top = max(0.01, maxSeconds)
+            var bounds: [Double] = []
+            var decade = 0.0001
+            outer: while true {
+                for step in [1.0, 2.5, 5.0] {
+                    let bound = (decade * step * 1e6).rounded() / 1e6
+                    if bound < 0.0005 { continue }
+                    if bound >= top { break outer }
+                    bounds.append(bound)
+                }
+                decade *= 10
+            }
+            bounds.append(top)
+            return Buckets(bounds: bounds)
+        }
+
+        /// Index of the bucket `seconds` falls in (`bounds.count`: above every bound).
+        @inline(__always)
+        func index(of seconds: Double) -> Int {
+            var i = 0
+            while i < bounds.count && seconds > bounds[i] { i += 1 }
+            return i
+        }
+    }
+
+    /// Counts per bucket (not cumulative: a scrape adds them up), count and sum.
+    private struct Histogram {
+        var counts: [UInt64]
+        var sum: Double = 0
+
+        init(_ buckets: Buckets) { counts = Array(repeating: 0, count: buckets.bounds.count + 1) }
+
+        mutating func add(_ seconds: Double, _ buckets: Buckets) {
+            counts[buckets.index(of: seconds)] += 1
+            sum += seconds
+        }
+
+        /// Adds `other` to this one, or takes it when this one is the empty placeholder of a merge.
+        mutating func mergeOrTake(_ other: Histogram) {
+            guard counts.count == other.counts.count else {
+                self = other
+                return
+            }
+            for i in counts.indices { counts[i] += other.counts[i] }
+            sum += other.sum
+        }
+    }
+
+    private struct RequestKey: Hashable {
         let route: String
         let status: Int
         let verdict: String
@@ -19,16 +94,10 @@ final class GatewayMetrics: Sendable {
         let tls: String
     }
 
-    private struct Histogram {
-        var buckets: [UInt64]
-        var count: UInt64 = 0
-        var sum: Double = 0
-
-        mutating func add(_ seconds: Double) {
-            for (i, bound) in GatewayMetrics.bucketBounds.enumerated() where seconds <= bound { buckets[i] += 1 }
-            count += 1
-            sum += seconds
-        }
+    private struct LabelPair: Hashable, Comparable {
+        let first: String
+        let second: String
+        static func < (a: LabelPair, b: LabelPair) -> Bool { (a.first, a.second) < (b.first, b.second) }
     }
 
     private struct HandshakeKey: Hashable {
@@ -37,95 +106,238 @@ final class GatewayMetrics: Sendable {
         let version: String
     }
 
+    /// Store command names (label `command`).
+    enum StoreCommand: String, CaseIterable, Sendable {
+        case issueChallenge = "issue_challenge", registerKey = "register_key", fetchKey = "fetch_key"
+        case commitAssertion = "commit_assertion", revokeKey = "revoke_key", deleteKey = "delete_key", ping
+    }
+
+    /// One loop's counts.
     private struct State {
-        var requests: [CounterKey: UInt64] = [:]
+        var requests: [RequestKey: UInt64] = [:]
         var durations: [String: Histogram] = [:]
+        var refusals: [LabelPair: UInt64] = [:]
         var handshakes: [HandshakeKey: UInt64] = [:]
+        var handshakeFailures: [LabelPair: UInt64] = [:]
+        var connectionsStarted: [LabelPair: UInt64] = [:]
+        var connectionsEnded: [LabelPair: UInt64] = [:]
+        var requestsCompleted: UInt64 = 0
+        var upstreamRequests: [LabelPair: UInt64] = [:]
+        var upstreamErrors: [LabelPair: UInt64] = [:]
+        var upstreamDurations: [String: Histogram] = [:]
+        var storeCommands: [String: UInt64] = [:]
+        var storeErrors: [LabelPair: UInt64] = [:]
+        var storeDurations: [String: Histogram] = [:]
 
         /// Adds `other`'s counts to these.
         mutating func merge(_ other: State) {
             requests.merge(other.requests, uniquingKeysWith: +)
+            refusals.merge(other.refusals, uniquingKeysWith: +)
             handshakes.merge(other.handshakes, uniquingKeysWith: +)
-            for (route, histogram) in other.durations {
-                if var mine = durations[route] {
-                    for i in mine.buckets.indices { mine.buckets[i] += histogram.buckets[i] }
-                    mine.count += histogram.count
-                    mine.sum += histogram.sum
-                    durations[route] = mine
-                } else {
-                    durations[route] = histogram
-                }
-            }
+            handshakeFailures.merge(other.handshakeFailures, uniquingKeysWith: +)
+            connectionsStarted.merge(other.connectionsStarted, uniquingKeysWith: +)
+            connectionsEnded.merge(other.connectionsEnded, uniquingKeysWith: +)
+            requestsCompleted += other.requestsCompleted
+            upstreamRequests.merge(other.upstreamRequests, uniquingKeysWith: +)
+            upstreamErrors.merge(other.upstreamErrors, uniquingKeysWith: +)
+            storeCommands.merge(other.storeCommands, uniquingKeysWith: +)
+            storeErrors.merge(other.storeErrors, uniquingKeysWith: +)
+            for (key, h) in other.durations { durations[key, default: Histogram(Buckets(bounds: []))].mergeOrTake(h) }
+            for (key, h) in other.upstreamDurations { upstreamDurations[key, default: Histogram(Buckets(bounds: []))].mergeOrTake(h) }
+            for (key, h) in other.storeDurations { storeDurations[key, default: Histogram(Buckets(bounds: []))].mergeOrTake(h) }
         }
     }
 
-    /// Upper bounds of the latency buckets, seconds.
-    static let bucketBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    /// Buckets of `attest_gateway_request_duration_seconds`.
+    let requestBuckets: Buckets
+    /// Buckets of `attest_gateway_upstream_duration_seconds`.
+    let upstreamBuckets: Buckets
+    /// Buckets of `attest_gateway_store_command_duration_seconds`.
+    let storeBuckets: Buckets
     private let shards: PerLoop<State>
+    /// Request ids, and the count of requests begun (heads decided) that the in-flight gauge uses:
+    /// `RequestIdentity` begins each request once.
+    let requestIDs: RequestIDGenerator
 
-    /// Metrics with one shard per event loop.
-    init(loops: Int = 1) {
+    /// Set on each event loop's queue to the loop's index (`GatewayRuntime` does it), so that calls
+    /// without a connection at hand (store commands) count into their loop's shard.
+    static let loopKey = DispatchSpecificKey<Int>()
+
+    /// Metrics with one shard per event loop and histogram buckets up to the given timeouts
+    /// (seconds): whole requests, upstream exchanges (connect plus response timeout), store commands.
+    init(loops: Int = 1, requestSeconds: Double = 10, upstreamSeconds: Double = 65, storeSeconds: Double = 1) {
         shards = PerLoop(count: loops) { State() }
+        requestIDs = RequestIDGenerator(loops: loops)
+        requestBuckets = .spanning(requestSeconds)
+        upstreamBuckets = .spanning(upstreamSeconds)
+        storeBuckets = .spanning(storeSeconds)
     }
 
-    /// Counts one finished request.
-    func record(_ record: HTTPAccessRecord, context: RequestLogContext?) {
+    /// The shard of the loop running the caller (0 off the loops).
+    @inline(__always)
+    static var currentLoop: Int { DispatchQueue.getSpecific(key: loopKey) ?? 0 }
+
+    // MARK: - Counting (event loops)
+
+    /// Counts one finished request: by route, status and verdict; its duration; a refusal when the
+    /// gateway answered by itself with a reason. `decided`: a head decision was made for it.
+    func record(_ record: HTTPAccessRecord, context: RequestLogContext?, decided: Bool = true) {
         let route = context?.route ?? "none"
-        let key = CounterKey(route: route, status: record.status, verdict: context?.verdict?.rawValue ?? "",
+        let key = RequestKey(route: route, status: record.status, verdict: context?.verdict?.rawValue ?? "none",
                              proto: record.connection.protocolName, tls: record.connection.tlsVersion ?? "none")
         let seconds = Double(record.latencyNanoseconds) / 1e9
+        let refusal: String? = record.upstream == nil && record.status >= 400 ? (context?.reason ?? record.error?.code) : nil
+        let buckets = requestBuckets
         shards.withShard(record.connection.loopIndex) { state in
             state.requests[key, default: 0] += 1
             // Updated in place (a copy taken out of the dictionary would copy the bucket array each time).
-            state.durations[route, default: Histogram(buckets: Array(repeating: 0, count: GatewayMetrics.bucketBounds.count))]
-                .add(seconds)
+            state.durations[route, default: Histogram(buckets)].add(seconds, buckets)
+            if let refusal { state.refusals[LabelPair(first: route, second: refusal), default: 0] += 1 }
+            if decided { state.requestsCompleted += 1 }
         }
     }
 
     /// Counts one downstream TLS handshake: `result` `ok` (with its version, `resumed` when the
-    /// session was resumed) or `failed`.
+    /// session was resumed) or `failed` (also counted by reason: `timeout`, `closed`, `draining`,
+    /// `error` for a TLS error).
     func record(_ handshake: TLSHandshakeReport) {
         let result = handshake.succeeded ? (handshake.resumed ? "resumed" : "ok") : "failed"
         let key = HandshakeKey(listener: handshake.localAddress, result: result, version: handshake.version ?? "none")
-        shards.withShard(handshake.loopIndex) { $0.handshakes[key, default: 0] += 1 }
+        let failure: String? = handshake.failure.map { ["timeout", "closed", "draining"].contains($0) ? $0 : "error" }
+        shards.withShard(handshake.loopIndex) { state in
+            state.handshakes[key, default: 0] += 1
+            if let failure { state.handshakeFailures[LabelPair(first: handshake.localAddress, second: failure), default: 0] += 1 }
+        }
     }
+
+    /// A downstream connection started (`started: true`) or ended speaking its protocol.
+    func connection(_ info: HTTPConnectionInfo, started: Bool) {
+        let key = LabelPair(first: info.localAddress, second: info.protocolName)
+        shards.withShard(info.loopIndex) { state in
+            if started { state.connectionsStarted[key, default: 0] += 1 } else { state.connectionsEnded[key, default: 0] += 1 }
+        }
+    }
+
+    /// Counts one upstream exchange (`UpstreamConfiguration.observer`).
+    func record(_ exchange: UpstreamExchangeReport) {
+        let statusClass: String
+        switch exchange.status {
+        case 100..<200: statusClass = "1xx"
+        case 200..<300: statusClass = "2xx"
+        case 300..<400: statusClass = "3xx"
+        case 400..<500: statusClass = "4xx"
+        case 500..<600: statusClass = "5xx"
+        default: statusClass = "none"
+        }
+        let kind: String?
+        switch exchange.outcome {
+        case .completed, .cancelled: kind = nil
+        case .failed(let error): kind = GatewayMetrics.upstreamErrorKind(error)
+        }
+        let seconds = Double(exchange.nanoseconds) / 1e9
+        let buckets = upstreamBuckets
+        shards.withShard(exchange.loopIndex) { state in
+            state.upstreamRequests[LabelPair(first: exchange.upstream, second: statusClass), default: 0] += 1
+            if let kind { state.upstreamErrors[LabelPair(first: exchange.upstream, second: kind), default: 0] += 1 }
+            state.upstreamDurations[exchange.upstream, default: Histogram(buckets)].add(seconds, buckets)
+        }
+    }
+
+    /// Label `kind` of an upstream failure: `connect_refused` (refused, no such socket, unreachable),
+    /// `connect_timeout`, `timeout` (response), `reset`, `bad_response`, `tls`.
+    static func upstreamErrorKind(_ error: HTTPError) -> String {
+        switch error {
+        case .upstreamUnavailable: return "connect_refused"
+        case .upstreamConnectTimeout: return "connect_timeout"
+        case .upstreamTimeout: return "timeout"
+        case .upstreamReset: return "reset"
+        case .upstreamBadResponse: return "bad_response"
+        case .upstreamTLSFailed: return "tls"
+        default: return error.code
+        }
+    }
+
+    /// Counts one store command that took `nanoseconds` and failed with `error` (nil: answered).
+    func store(_ command: StoreCommand, loop: Int, nanoseconds: UInt64, error: StoreUnavailable?) {
+        let seconds = Double(nanoseconds) / 1e9
+        let buckets = storeBuckets
+        let reason = error.map { GatewayMetrics.storeErrorReason($0.reason) }
+        shards.withShard(loop) { state in
+            state.storeCommands[command.rawValue, default: 0] += 1
+            state.storeDurations[command.rawValue, default: Histogram(buckets)].add(seconds, buckets)
+            if let reason { state.storeErrors[LabelPair(first: command.rawValue, second: reason), default: 0] += 1 }
+        }
+    }
+
+    /// Label `reason` of a store failure.
+    static func storeErrorReason(_ reason: StoreUnavailable.Reason) -> String {
+        switch reason {
+        case .notConnected: return "not_connected"
+        case .connectionLost: return "connection_lost"
+        case .timeout: return "timeout"
+        case .errorReply: return "error_reply"
+        case .overloaded: return "overloaded"
+        case .protocolError: return "protocol_error"
+        case .closed: return "closed"
+        }
+    }
+
+    // MARK: - Reading
 
     /// The number of requests counted for `route` with `status` (tests and tools).
     func requests(route: String, status: Int) -> UInt64 {
         snapshot().requests.filter { $0.key.route == route && $0.key.status == status }.values.reduce(0, +)
     }
 
-    /// Prometheus text exposition format 0.0.4.
+    /// Prometheus text exposition format 0.0.4 of every family above, then `extra` gauges.
     func prometheusText(extra: [(name: String, help: String, value: Int)] = []) -> String {
-        let snapshot = snapshot()
-        var out = "# HELP attest_gateway_requests_total Requests by route, final status and App Attest verdict.\n"
-        out += "# TYPE attest_gateway_requests_total counter\n"
-        for (key, count) in snapshot.requests.sorted(by: {
+        let s = snapshot()
+        let begun = requestIDs.begun  // after the shards: every request counted completed is counted begun
+        var out = ""
+        out.reserveCapacity(8192)
+        family(&out, "attest_gateway_requests_total", "counter", "Requests by route, final status, App Attest verdict, protocol and TLS version.")
+        for (key, count) in s.requests.sorted(by: {
             ($0.key.route, $0.key.status, $0.key.verdict, $0.key.proto, $0.key.tls) < ($1.key.route, $1.key.status, $1.key.verdict, $1.key.proto, $1.key.tls)
         }) {
-            out += "attest_gateway_requests_total{route=\"\(GatewayMetrics.escape(key.route))\",status=\"\(key.status)\",verdict=\"\(key.verdict)\",protocol=\"\(key.proto)\",tls=\"\(key.tls)\"} \(count)\n"
+            sample(&out, "attest_gateway_requests_total", [("route", key.route), ("status", String(key.status)), ("verdict", key.verdict),
+                                                           ("protocol", key.proto), ("tls", key.tls)], count)
         }
-        out += "# HELP attest_gateway_request_duration_seconds Time from the first request byte to the last response byte.\n"
-        out += "# TYPE attest_gateway_request_duration_seconds histogram\n"
-        for (route, histogram) in snapshot.durations.sorted(by: { $0.key < $1.key }) {
-            let label = GatewayMetrics.escape(route)
-            for (i, bound) in GatewayMetrics.bucketBounds.enumerated() {
-                out += "attest_gateway_request_duration_seconds_bucket{route=\"\(label)\",le=\"\(bound)\"} \(histogram.buckets[i])\n"
-            }
-            out += "attest_gateway_request_duration_seconds_bucket{route=\"\(label)\",le=\"+Inf\"} \(histogram.count)\n"
-            out += "attest_gateway_request_duration_seconds_sum{route=\"\(label)\"} \(histogram.sum)\n"
-            out += "attest_gateway_request_duration_seconds_count{route=\"\(label)\"} \(histogram.count)\n"
+        histogram(&out, "attest_gateway_request_duration_seconds", "Time from the first request byte to the last response byte.",
+                  label: "route", s.durations, requestBuckets)
+        family(&out, "attest_gateway_refusals_total", "counter", "Answers the gateway gave itself, by route and reason code.")
+        pairs(&out, "attest_gateway_refusals_total", ("route", "reason"), s.refusals)
+        family(&out, "attest_gateway_requests_in_flight", "gauge", "Requests whose head was decided and whose response is not complete.")
+        out += "attest_gateway_requests_in_flight \(begun >= s.requestsCompleted ? begun - s.requestsCompleted : 0)\n"
+        family(&out, "attest_gateway_connections_total", "counter", "Downstream connections by listener and protocol (h1, h2).")
+        pairs(&out, "attest_gateway_connections_total", ("listener", "protocol"), s.connectionsStarted)
+        family(&out, "attest_gateway_open_connections", "gauge", "Open downstream connections by listener and protocol.")
+        pairs(&out, "attest_gateway_open_connections", ("listener", "protocol"),
+              s.connectionsStarted.merging(s.connectionsEnded) { started, ended in started >= ended ? started - ended : 0 })
+        family(&out, "attest_gateway_tls_handshakes_total", "counter", "Downstream TLS handshakes by listener, result (ok, resumed, failed) and version.")
+        for (key, count) in s.handshakes.sorted(by: { ($0.key.listener, $0.key.result, $0.key.version) < ($1.key.listener, $1.key.result, $1.key.version) }) {
+            sample(&out, "attest_gateway_tls_handshakes_total", [("listener", key.listener), ("result", key.result), ("version", key.version)], count)
         }
-        if !snapshot.handshakes.isEmpty {
-            out += "# HELP attest_gateway_tls_handshakes_total Downstream TLS handshakes by listener, result (ok, resumed, failed) and version.\n"
-            out += "# TYPE attest_gateway_tls_handshakes_total counter\n"
-            for (key, count) in snapshot.handshakes.sorted(by: { ($0.key.listener, $0.key.result, $0.key.version) < ($1.key.listener, $1.key.result, $1.key.version) }) {
-                out += "attest_gateway_tls_handshakes_total{listener=\"\(GatewayMetrics.escape(key.listener))\",result=\"\(key.result)\",version=\"\(key.version)\"} \(count)\n"
-            }
+        family(&out, "attest_gateway_tls_handshake_failures_total", "counter", "Failed downstream TLS handshakes by listener and reason (timeout, closed, draining, error).")
+        pairs(&out, "attest_gateway_tls_handshake_failures_total", ("listener", "reason"), s.handshakeFailures)
+        family(&out, "attest_gateway_upstream_requests_total", "counter", "Upstream exchanges by upstream and response status class (none: no response).")
+        pairs(&out, "attest_gateway_upstream_requests_total", ("upstream", "status_class"), s.upstreamRequests)
+        family(&out, "attest_gateway_upstream_errors_total", "counter", "Failed upstream exchanges by upstream and kind (connect_refused, connect_timeout, timeout, reset, bad_response, tls).")
+        pairs(&out, "attest_gateway_upstream_errors_total", ("upstream", "kind"), s.upstreamErrors)
+        histogram(&out, "attest_gateway_upstream_duration_seconds", "Time from the start of an upstream exchange to the response head (or to its failure).",
+                  label: "upstream", s.upstreamDurations, upstreamBuckets)
+        family(&out, "attest_gateway_store_commands_total", "counter", "Store commands by command.")
+        for (command, count) in s.storeCommands.sorted(by: { $0.key < $1.key }) {
+            sample(&out, "attest_gateway_store_commands_total", [("command", command)], count)
         }
+        family(&out, "attest_gateway_store_errors_total", "counter", "Store commands that failed (store unavailable), by command and reason.")
+        pairs(&out, "attest_gateway_store_errors_total", ("command", "reason"), s.storeErrors)
+        histogram(&out, "attest_gateway_store_command_duration_seconds", "Time from submitting a store command to its answer or failure.",
+                  label: "command", s.storeDurations, storeBuckets)
         for item in extra {
             out += "# HELP \(item.name) \(item.help)\n# TYPE \(item.name) gauge\n\(item.name) \(item.value)\n"
         }
+        out += BuildInfo.prometheusText
+        out += ProcessMetrics.prometheusText()
         return out
     }
 
@@ -136,7 +348,63 @@ final class GatewayMetrics: Sendable {
         return merged
     }
 
-    private static func escape(_ text: String) -> String {
+    // MARK: - Text
+
+    private func family(_ out: inout String, _ name: String, _ type: String, _ help: String) {
+        out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+    }
+
+    private func sample(_ out: inout String, _ name: String, _ labels: [(String, String)], _ value: UInt64) {
+        out += name
+        GatewayMetrics.appendLabels(&out, labels)
+        out += " \(value)\n"
+    }
+
+    private func pairs(_ out: inout String, _ name: String, _ labels: (String, String), _ counts: [LabelPair: UInt64]) {
+        for (key, count) in counts.sorted(by: { $0.key < $1.key }) {
+            sample(&out, name, [(labels.0, key.first), (labels.1, key.second)], count)
+        }
+    }
+
+    private func histogram(_ out: inout String, _ name: String, _ help: String, label: String, _ histograms: [String: Histogram],
+                           _ buckets: Buckets) {
+        family(&out, name, "histogram", help)
+        for (value, h) in histograms.sorted(by: { $0.key < $1.key }) {
+            var cumulative: UInt64 = 0
+            for (i, bound) in buckets.bounds.enumerated() {
+                cumulative += h.counts[i]
+                sample(&out, name + "_bucket", [(label, value), ("le", GatewayMetrics.format(bound))], cumulative)
+            }
+            cumulative += h.counts[buckets.bounds.count]
+            sample(&out, name + "_bucket", [(label, value), ("le", "+Inf")], cumulative)
+            out += name + "_sum"
+            GatewayMetrics.appendLabels(&out, [(label, value)])
+            out += " \(h.sum)\n"
+            sample(&out, name + "_count", [(label, value)], cumulative)
+        }
+    }
+
+    /// `{a="x",b="y"}` with every value escaped and never empty (`none`).
+    static func appendLabels(_ out: inout String, _ labels: [(String, String)]) {
+        out += "{"
+        for (i, (name, value)) in labels.enumerated() {
+            if i > 0 { out += "," }
+            out += name
+            out += "=\""
+            out += escape(value.isEmpty ? "none" : value)
+            out += "\""
+        }
+        out += "}"
+    }
+
+    /// A bucket bound as Prometheus clients write it (`0.005`, `1`, `2.5`).
+    static func format(_ seconds: Double) -> String {
+        seconds == seconds.rounded() && seconds < 1e15 ? String(Int64(seconds)) : String(seconds)
+    }
+
+    /// A label value escaped for the text format (backslash, double quote, line feed).
+    static func escape(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 == 0x5C || $0 == 0x22 || $0 == 0x0A }) else { return text }
         var out = ""
         for ch in text {
             switch ch {

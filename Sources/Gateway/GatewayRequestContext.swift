@@ -15,4 +15,19 @@ struct GatewayRequestContext: Sendable {
     /// a refusal, else with the response or the forward); nil when the server answered by itself
     /// before the gateway did (413, 408, a client gone...), which the log shows as no route.
     var log: RequestLogContext?
+    /// Request id, trace id and user agent, taken from the head.
+    var identity: RequestIdentity?
+
+    init(destination: Destination, log: RequestLogContext? = nil, identity: RequestIdentity? = nil) {
+        self.destination = destination
+        self.log = log
+        self.identity = identity
+    }
+
+    /// This context with `log` set (the identity kept).
+    func logging(_ log: RequestLogContext) -> GatewayRequestContext {
+        var copy = self
+        copy.log = log
+        return copy
+    }
 }

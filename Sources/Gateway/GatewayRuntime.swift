@@ -108,8 +108,17 @@ public final class GatewayRuntime: Sendable {
         let verifier = AttestationVerifier(trust: anchors, apps: config.apps.map { AppEntry($0).policy })
         let family = HeaderFamily(config.headers)
         keys = KeyCache(shards: group.loops.count)
-        metrics = GatewayMetrics(loops: group.loops.count)
-        let issuer = ChallengeIssuer(store: store, byteCount: config.endpoints.challengeBytes,
+        // Histogram buckets up to the configured timeouts: an upstream exchange waits at most its
+        // connect plus its response timeout for the head; a request adds the header and body reads.
+        let upstreamSpan = config.upstreams.map { GatewayRuntime.seconds($0.connectTimeout) + GatewayRuntime.seconds($0.responseTimeout) }.max() ?? 0
+        metrics = GatewayMetrics(
+            loops: group.loops.count,
+            requestSeconds: max(10, GatewayRuntime.seconds(config.timeouts.header) + GatewayRuntime.seconds(config.timeouts.body) + upstreamSpan),
+            upstreamSeconds: max(1, upstreamSpan),
+            storeSeconds: GatewayRuntime.seconds(config.store.commandTimeout))
+        for loop in group.loops { loop.queue.setSpecific(key: GatewayMetrics.loopKey, value: loop.index) }
+        let measured: any AttestStore = MeasuredStore(store, metrics: metrics)
+        let issuer = ChallengeIssuer(store: measured, byteCount: config.endpoints.challengeBytes,
                                      ttlMillis: GatewayRuntime.millis(config.endpoints.challengeTTL), clock: clock)
 
         var poolsByName: [String: UpstreamPool] = [:]
@@ -125,6 +134,8 @@ public final class GatewayRuntime: Sendable {
                 connectTimeout: GatewayRuntime.seconds(upstream.connectTimeout),
                 responseTimeout: GatewayRuntime.seconds(upstream.responseTimeout),
                 maxIdlePerLoop: max(1, upstream.maxIdleConnections / max(1, group.loops.count)))
+            let metrics = self.metrics
+            settings.observer = { metrics.record($0) }
             if let tls = upstream.tls {
                 do {
                     let context = try TLSClientContext(settings: TLSClientSettings(verify: tls.verify, caPath: tls.ca))
@@ -147,9 +158,9 @@ public final class GatewayRuntime: Sendable {
         }
 
         accessLog = config.log.access ? AccessLog(clock: clock, loops: group.loops.count) : nil
-        let endpoints = GatewayEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
+        let endpoints = GatewayEndpoints(store: measured, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                          verifier: verifier, errorHeader: config.headers.error)
-        let enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
+        let enforcer = AssertionEnforcer(store: measured, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                          family: family)
         handler = GatewayHandler(routeTable: loaded.routeTable, routes: routes, endpoints: endpoints,
                                      enforcer: enforcer, family: family,

@@ -300,6 +300,7 @@ struct HTTP1ConnectionMachine {
         var upstreamName: String?
         var upstreamActive = false
         var responseHeadFilter: (@Sendable (inout HTTPResponseHead) -> Void)?
+        var responseField: (name: String, value: String)?
         var proxiedBody = DownstreamBody.none(passLength: false)
         var responseStarted = false
         var responseStatus = 0
@@ -587,6 +588,7 @@ struct HTTP1ConnectionMachine {
         guard phase == .forwarding else { return Actions() }
         var h = upstreamHead
         current.responseHeadFilter?(&h)
+        if let field = current.responseField { try? h.headers.replaceOrAdd(name: field.name, value: field.value) }
         let http10 = current.head?.version.minor == 0
         let mode: DownstreamBody
         if current.head?.method == .head || h.status == 304 {
@@ -906,6 +908,7 @@ struct HTTP1ConnectionMachine {
         phase = .forwarding
         current.upstreamName = pool.settings.name
         current.responseHeadFilter = forward.responseHeadFilter
+        current.responseField = forward.responseField
         current.upstreamActive = true
         upstreamRequest = UpstreamRequest(pool: pool, method: forward.method, bytes: request)
         actions.append(.startForward)

@@ -42,6 +42,8 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
     private var sniffing = true
     /// First bytes kept while they are a proper prefix of the HTTP/2 preface.
     private var sniffed: [UInt8] = []
+    /// `handler.connectionStarted` was called (so `connectionEnded` is due at close).
+    private var reportedStart = false
 
     /// A connection over `stream` (accepted, and past its TLS handshake when it has one); it takes
     /// over the stream's readiness handlers.
@@ -114,6 +116,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
             handOverToHTTP2()
         case .mismatch:
             sniffing = false
+            reportStart()
             if sniffed.isEmpty {
                 received(bytes, now: now)
             } else {
@@ -122,6 +125,13 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                 first.withUnsafeBytes { received($0, now: now) }
             }
         }
+    }
+
+    /// Reports the connection as speaking HTTP/1.1 (once).
+    private func reportStart() {
+        guard !reportedStart else { return }
+        reportedStart = true
+        context.handler.connectionStarted(info)
     }
 
     /// Gives the socket and the bytes read so far to an HTTP/2 connection; this one is done without
@@ -269,7 +279,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                     }
                 case .renderError:
                     guard let error = machine.errorToRender else { break }
-                    let response = context.handler.errorResponse(error, machine.requestHead)
+                    let response = context.handler.errorResponse(error, machine.requestHead, requestContext)
                     next = machine.errorRendered(response, now: clock())
                 case .flush:
                     let (result, written) = machine.writeOutput { stream.write($0) }
@@ -312,6 +322,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                     requestContext = nil
                     stream.close()
                     loop.unregister(self)
+                    if reportedStart { context.handler.connectionEnded(info) }
                     context.connectionClosed()
                 }
             }

@@ -73,6 +73,8 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     private var finalGoawaySent = false
     /// Whether a request arrived yet: before, the header timeout bounds the wait (as for HTTP/1.1).
     private var anyStream = false
+    /// `handler.connectionStarted` was called (so `connectionEnded` is due at close).
+    private var reportedStart = false
     private var readingPaused = false
     private var inHandlerCall = false
     private var synchronousAnswers: [(HTTPAnswer, HTTPContextBox?, UInt64)] = []
@@ -117,6 +119,8 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             close()
             return
         }
+        reportedStart = true
+        context.handler.connectionStarted(info)
         channel.startReading()
         stream.resumeReading()
         if !initialBytes.isEmpty {
@@ -320,7 +324,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         if let answerContext { stream.context = answerContext }
         switch answer {
         case .response(let r): sendResponse(stream, r, error: nil)
-        case .error(let e): sendResponse(stream, context.handler.errorResponse(e, stream.head), error: e)
+        case .error(let e): sendResponse(stream, context.handler.errorResponse(e, stream.head, stream.context), error: e)
         case .forward(let f): startForward(stream, f)
         }
     }
@@ -334,7 +338,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             session?.resetStream(stream.id, error: .internalError)
             return
         }
-        sendResponse(stream, context.handler.errorResponse(error, stream.head), error: error)
+        sendResponse(stream, context.handler.errorResponse(error, stream.head, stream.context), error: error)
     }
 
     /// Submits a complete response (the body waits in `pending` for the window). Framing as for
@@ -367,7 +371,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
 
     private func startForward(_ stream: Stream, _ forward: HTTPForward) {
         guard forward.upstream.groupID == loop.groupID, loop.index < forward.upstream.loopPools.count else {
-            sendResponse(stream, context.handler.errorResponse(.upstreamUnavailable, stream.head),
+            sendResponse(stream, context.handler.errorResponse(.upstreamUnavailable, stream.head, stream.context),
                          error: .upstreamUnavailable)
             return
         }
@@ -379,6 +383,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         stream.phase = .forwarding
         stream.upstreamName = pool.settings.name
         stream.responseHeadFilter = forward.responseHeadFilter
+        stream.responseField = forward.responseField
         let exchange = UpstreamExchange(pool: pool, method: forward.method, request: request, sink: stream)
         stream.exchange = exchange
         exchange.start()
@@ -389,6 +394,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         now = EventLoop.now()
         var head = upstreamHead
         stream.responseHeadFilter?(&head)
+        if let field = stream.responseField { try? head.headers.replaceOrAdd(name: field.name, value: field.value) }
         var contentLength: Int?
         var hasBody = false
         if stream.head?.method == .head || head.status == 304 {
@@ -460,7 +466,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             stream.error = error
             session?.resetStream(stream.id, error: .internalError)
         } else {
-            sendResponse(stream, context.handler.errorResponse(error, stream.head), error: error)
+            sendResponse(stream, context.handler.errorResponse(error, stream.head, stream.context), error: error)
         }
         produceAndFlush()
     }
@@ -653,6 +659,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         reportOpenStreams()
         stream.close()
         loop.unregister(self)
+        if reportedStart { context.handler.connectionEnded(info) }
         context.connectionClosed()
     }
 

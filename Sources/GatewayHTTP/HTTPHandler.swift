@@ -41,6 +41,10 @@ public protocol HTTPHandler: AnyObject, Sendable {
     /// was unusable. The status should be `error.status`. Default: `text/plain` body `<code>\n`.
     func errorResponse(for error: HTTPError, head: HTTPRequestHead?) -> HTTPResponse
 
+    /// The same rendering with the request's context when its head was decided (e.g. to echo a
+    /// request id the head decision chose), nil otherwise. Default: `errorResponse(for:head:)`.
+    func errorResponse(for error: HTTPError, head: HTTPRequestHead?, context: RequestContext?) -> HTTPResponse
+
     /// Access-log hook: final status, bytes and latency of a request, with its context as the head
     /// decision or the last answer left it (nil when no head was decided). Default: nothing.
     func requestCompleted(_ record: HTTPAccessRecord, context: RequestContext?)
@@ -48,6 +52,17 @@ public protocol HTTPHandler: AnyObject, Sendable {
     /// A downstream TLS handshake finished, well or not (runs on the event loop: must not block).
     /// Default: nothing.
     func tlsHandshakeFinished(_ report: TLSHandshakeReport)
+
+    /// A downstream connection started speaking its protocol (`connection.protocolName`: `h1` once
+    /// the first bytes are not the HTTP/2 preface or TLS ALPN chose HTTP/1.1, `h2` after the preface
+    /// or ALPN `h2`); reported once per connection, on its event loop. A connection that never got
+    /// that far (closed during the TLS handshake or before its first bytes) is never reported.
+    /// Default: nothing.
+    func connectionStarted(_ connection: HTTPConnectionInfo)
+
+    /// A connection reported by `connectionStarted` closed (same `connection` value), on its event
+    /// loop. Default: nothing.
+    func connectionEnded(_ connection: HTTPConnectionInfo)
 }
 
 extension HTTPHandler {
@@ -57,6 +72,17 @@ extension HTTPHandler {
         try? headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
         return HTTPResponse(status: error.status, headers: headers, body: Array((error.code + "\n").utf8))
     }
+
+    /// `errorResponse(for:head:)`, ignoring the context.
+    public func errorResponse(for error: HTTPError, head: HTTPRequestHead?, context: RequestContext?) -> HTTPResponse {
+        errorResponse(for: error, head: head)
+    }
+
+    /// Does nothing.
+    public func connectionStarted(_ connection: HTTPConnectionInfo) {}
+
+    /// Does nothing.
+    public func connectionEnded(_ connection: HTTPConnectionInfo) {}
 
     /// Does nothing.
     public func requestCompleted(_ record: HTTPAccessRecord, context: RequestContext?) {}

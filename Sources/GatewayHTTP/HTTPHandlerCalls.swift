@@ -16,12 +16,16 @@ struct HTTPHandlerCalls: Sendable {
     @usableFromInline let headDecision: @Sendable (HTTPRequestHead, HTTPConnectionInfo) -> (HTTPHeadDecision<Void>, HTTPContextBox)
     /// `HTTPHandler.handle` with the boxed context; answers through the channel (as an `HTTPResponder`).
     @usableFromInline let handle: @Sendable (HTTPRequest, HTTPContextBox, HTTPAnswerChannel) -> Void
-    /// `HTTPHandler.errorResponse`.
-    @usableFromInline let errorResponse: @Sendable (HTTPError, HTTPRequestHead?) -> HTTPResponse
+    /// `HTTPHandler.errorResponse(for:head:context:)` with the boxed context (nil when no head was decided).
+    @usableFromInline let errorResponse: @Sendable (HTTPError, HTTPRequestHead?, HTTPContextBox?) -> HTTPResponse
     /// `HTTPHandler.requestCompleted` with the boxed context (nil when no head was decided).
     @usableFromInline let requestCompleted: @Sendable (HTTPAccessRecord, HTTPContextBox?) -> Void
     /// `HTTPHandler.tlsHandshakeFinished`.
     @usableFromInline let tlsHandshakeFinished: @Sendable (TLSHandshakeReport) -> Void
+    /// `HTTPHandler.connectionStarted`.
+    @usableFromInline let connectionStarted: @Sendable (HTTPConnectionInfo) -> Void
+    /// `HTTPHandler.connectionEnded`.
+    @usableFromInline let connectionEnded: @Sendable (HTTPConnectionInfo) -> Void
 
     /// The calls of `handler` (retained by the closures).
     @inlinable
@@ -36,10 +40,14 @@ struct HTTPHandlerCalls: Sendable {
         handle = { request, context, channel in
             handler.handle(request, context: Box.unbox(context), responder: HTTPResponder(channel))
         }
-        errorResponse = { error, head in handler.errorResponse(for: error, head: head) }
+        errorResponse = { error, head, context in
+            handler.errorResponse(for: error, head: head, context: context.map { Box.unbox($0) })
+        }
         requestCompleted = { record, context in
             handler.requestCompleted(record, context: context.map { Box.unbox($0) })
         }
         tlsHandshakeFinished = { report in handler.tlsHandshakeFinished(report) }
+        connectionStarted = { connection in handler.connectionStarted(connection) }
+        connectionEnded = { connection in handler.connectionEnded(connection) }
     }
 }

@@ -25,6 +25,9 @@ public struct UpstreamConfiguration: Sendable {
     /// TLS for `https://` upstreams: the client context (peer verification, CAs) and the name sent
     /// as SNI and checked against the upstream's certificate. nil: plain.
     package var tls: (context: TLSClientContext, serverName: String)?
+    /// Told how every exchange ended (on the exchange's event loop: must not block), for metrics;
+    /// nil: nothing is reported.
+    public var observer: (@Sendable (UpstreamExchangeReport) -> Void)?
 
     /// A configuration with defaults.
     public init(name: String? = nil, address: SocketEndpoint, hostHeader: String? = nil, connectTimeout: Double = 5,

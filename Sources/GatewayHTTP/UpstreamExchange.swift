@@ -27,12 +27,18 @@ final class UpstreamExchange {  // confined to the loop of `pool`
     private var connection: UpstreamConnection?
     private var attempts = 0
     private(set) var isFinished = false
+    /// Monotonic start (only read when the pool has an observer).
+    private let started: UInt64
+    /// Nanoseconds to the response head, 0 before it; status of that head.
+    private var headNanoseconds: UInt64 = 0
+    private var status = 0
 
     init(pool: UpstreamLoopPool, method: HTTPMethod, request: [UInt8], sink: any UpstreamResponseSink) {
         self.pool = pool
         self.method = method
         self.request = request
         self.sink = sink
+        started = pool.settings.observer == nil ? 0 : EventLoop.now()
     }
 
     func start() { attempt(allowIdle: true) }
@@ -41,7 +47,7 @@ final class UpstreamExchange {  // confined to the loop of `pool`
         attempts += 1
         switch pool.acquire(allowIdle: allowIdle) {
         case .failure(let e):
-            finish()
+            finish(.failed(e))
             sink?.upstreamFailed(e)
         case .success(let c):
             connection = c
@@ -49,15 +55,23 @@ final class UpstreamExchange {  // confined to the loop of `pool`
         }
     }
 
-    private func finish() {
+    private func finish(_ outcome: UpstreamExchangeReport.Outcome) {
         isFinished = true
         connection = nil
+        guard let observer = pool.settings.observer else { return }
+        observer(UpstreamExchangeReport(
+            upstream: pool.settings.name, loopIndex: pool.loop.index, outcome: outcome, status: status,
+            nanoseconds: headNanoseconds != 0 ? headNanoseconds : max(1, EventLoop.now() &- started), retried: attempts > 1))
     }
 
     // MARK: from the connection
 
     func receivedHead(_ head: HTTPResponseHead) {
         guard !isFinished else { return }
+        if pool.settings.observer != nil {
+            status = head.status
+            headNanoseconds = max(1, EventLoop.now() &- started)
+        }
         sink?.upstreamHead(head)
     }
 
@@ -73,7 +87,7 @@ final class UpstreamExchange {  // confined to the loop of `pool`
 
     func receivedEnd() {
         guard !isFinished else { return }
-        finish()
+        finish(.completed)
         sink?.upstreamEnd()
     }
 
@@ -85,7 +99,7 @@ final class UpstreamExchange {  // confined to the loop of `pool`
             attempt(allowIdle: false)
             return
         }
-        finish()
+        finish(.failed(error))
         sink?.upstreamFailed(error)
     }
 
@@ -98,7 +112,7 @@ final class UpstreamExchange {  // confined to the loop of `pool`
     func cancel() {
         guard !isFinished else { return }
         let c = connection
-        finish()
+        finish(.cancelled)
         c?.abandon()
     }
 }

@@ -15,6 +15,8 @@ final class UpstreamLoopPool: @unchecked Sendable {  // mutable state confined t
         let limits: HTTP1ParserLimits
         /// TLS for `https://` upstreams (client context and server name), nil for plain.
         let tls: (context: TLSClientContext, serverName: String)?
+        /// `UpstreamConfiguration.observer`.
+        var observer: (@Sendable (UpstreamExchangeReport) -> Void)? = nil
     }
 
     let loop: EventLoop

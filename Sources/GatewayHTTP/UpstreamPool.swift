@@ -61,7 +61,7 @@ public final class UpstreamPool: Sendable {
         } catch {
             throw Failure.badAddress("\(error)")
         }
-        let settings = UpstreamLoopPool.Settings(
+        var settings = UpstreamLoopPool.Settings(
             name: configuration.name,
             address: address,
             hostHeader: Array((configuration.hostHeader ?? defaultHost).utf8),
@@ -71,6 +71,7 @@ public final class UpstreamPool: Sendable {
             maxIdle: max(0, configuration.maxIdlePerLoop),
             limits: configuration.limits,
             tls: configuration.tls)
+        settings.observer = configuration.observer
         let counters = self.counters
         loopPools = group.loops.map { UpstreamLoopPool(loop: $0, settings: settings, counters: counters) }
     }

@@ -14,7 +14,8 @@ let usage = """
            attest-gateway --version
 
     Signals: SIGTERM / SIGINT drain in-flight requests (timeouts.drain), then exit 0; a second one exits at once.
-    Logs: one JSON line per request on standard output; start-up and lifecycle lines on standard error.
+    Logs: one JSON line per request on standard output; start-up, lifecycle and start-up failure lines
+    on standard error, each a JSON object with `ts`, `type` and `level`.
 
     """
 
@@ -27,11 +28,13 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
 nonisolated(unsafe) var minimumLevel = LogConfiguration.Level.info  // written once before any concurrent use
 
 /// One JSON line on standard error (lifecycle events, not access lines), when `level` is at least
-/// `log.level`; values are escaped by the one JSON writer (control characters included).
+/// `log.level`: `ts` (UTC, milliseconds), `type`, `level`, then `fields`; values are escaped by the
+/// one JSON writer (control characters included).
 func event(_ name: String, level: LogConfiguration.Level = .info, _ fields: [(String, String)] = []) {
     guard level >= minimumLevel else { return }
     var json = JSONWriter(capacity: 256)
     json.beginObject()
+    json.field("ts", LogTimestamp.now())
     json.field("type", name)
     json.field("level", level.rawValue)
     for (key, value) in fields { json.field(key, value) }
@@ -39,12 +42,41 @@ func event(_ name: String, level: LogConfiguration.Level = .info, _ fields: [(St
     FileHandle.standardError.write(Data(json.bytes + [0x0A]))
 }
 
+/// The start-up failure line on standard error (whatever `log.level`), then exit 1: `ts`, `type`
+/// `start_failed`, `level` `error`, `detail`, `config` (the file) and, for a file that does not load,
+/// `issues`: every problem with its YAML `path`, `severity`, `message`, `line` and `column`.
+func startFailed(_ detail: String, config: String, issues: [ConfigIssue] = []) -> Never {
+    var json = JSONWriter(capacity: 256)
+    json.beginObject()
+    json.field("ts", LogTimestamp.now())
+    json.field("type", "start_failed")
+    json.field("level", LogConfiguration.Level.error.rawValue)
+    json.field("detail", detail)
+    json.field("config", config)
+    if !issues.isEmpty {
+        json.beginArray("issues")
+        for issue in issues {
+            json.beginObject()
+            json.field("severity", issue.severity.rawValue)
+            json.field("path", issue.path)
+            json.field("message", issue.message)
+            if let line = issue.line { json.field("line", line) }
+            if let column = issue.column { json.field("column", column) }
+            json.endObject()
+        }
+        json.endArray()
+    }
+    json.endObject()
+    FileHandle.standardError.write(Data(json.bytes + [0x0A]))
+    exit(1)
+}
+
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard let first = arguments.first else { fail(usage) }
 
 switch first {
 case "--version", "version":
-    print("attest-gateway 0.1.0")
+    print("attest-gateway \(BuildInfo.version) (\(BuildInfo.revision))")
     exit(0)
 case "--help", "-h", "help":
     print(usage, terminator: "")
@@ -70,9 +102,7 @@ let loaded: LoadedConfiguration
 do {
     loaded = try GatewayConfiguration.load(path: path)
 } catch {
-    let report = ConfigCheckReport(error: error, source: path)
-    FileHandle.standardError.write(Data(report.standardError.utf8))
-    fail("attest-gateway: \(path) does not load; nothing started", code: 1)
+    startFailed("\(path) does not load; nothing started", config: path, issues: error.issues + error.warnings)
 }
 minimumLevel = loaded.configuration.log.level
 for warning in loaded.warnings { event("config_warning", level: .warning, [("detail", warning.description)]) }
@@ -83,7 +113,7 @@ do {
     runtime = try GatewayRuntime(loaded: loaded, events: { name, fields in event(name, level: .warning, fields) })
     listeners = try runtime.start()
 } catch {
-    fail("attest-gateway: cannot start: \(error)", code: 1)
+    startFailed("cannot start: \(error)", config: path)
 }
 
 let config = loaded.configuration

@@ -2,10 +2,18 @@ import Foundation
 import GatewayHTTP
 import GatewayIO
 import GatewayTestSupport
+import Synchronization
 import XCTest
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// Upstream exchange reports collected by a pool's observer (read by tests from any thread).
+final class ExchangeReports: Sendable {
+    private let reports = Mutex<[UpstreamExchangeReport]>([])
+    func append(_ report: UpstreamExchangeReport) { reports.withLock { $0.append(report) } }
+    var all: [UpstreamExchangeReport] { reports.withLock { $0 } }
+}
 
 /// A listening TCP socket that never accepts, with its accept queue filled: connects to it hang
 /// (the kernel drops further SYNs), which makes upstream connect timeouts happen for real.
@@ -53,6 +61,8 @@ final class ProxyHarness {
     let tempDir: URL
     /// Whether the first listener (`port`) is TLS.
     let isTLS: Bool
+    /// What the `main` and `dead` pools reported of their exchanges (`UpstreamConfiguration.observer`).
+    let reports = ExchangeReports()
 
     static let testTimeouts = HTTPServerTimeouts(headerRead: 0.3, bodyRead: 0.3, idle: 2, write: 5, linger: 0.5)
 
@@ -65,8 +75,10 @@ final class ProxyHarness {
         group = EventLoopGroup(loopCount: 2, timerResolution: 0.02)
         upstream = try TestUpstream()
         let upstreamPort = upstream.port ?? 0
-        pool = try UpstreamPool(UpstreamConfiguration(name: "main", address: .tcp(host: "127.0.0.1", port: upstreamPort),
-                                                      responseTimeout: 10), group: group)
+        let reports = self.reports
+        var main = UpstreamConfiguration(name: "main", address: .tcp(host: "127.0.0.1", port: upstreamPort), responseTimeout: 10)
+        main.observer = { report in reports.append(report) }
+        pool = try UpstreamPool(main, group: group)
         if withUnixUpstream {
             let path = tempDir.appendingPathComponent("up.sock").path
             let u = try TestUpstream(unixPath: path)
@@ -78,8 +90,9 @@ final class ProxyHarness {
         }
         slowPool = try UpstreamPool(UpstreamConfiguration(name: "slow", address: .tcp(host: "127.0.0.1", port: upstreamPort),
                                                           responseTimeout: 0.3), group: group)
-        deadPool = try UpstreamPool(UpstreamConfiguration(name: "dead", address: .tcp(host: "127.0.0.1", port: FreePort.allocate())),
-                                    group: group)
+        var dead = UpstreamConfiguration(name: "dead", address: .tcp(host: "127.0.0.1", port: FreePort.allocate()))
+        dead.observer = { report in reports.append(report) }
+        deadPool = try UpstreamPool(dead, group: group)
         blackhole = try BlackholeListener()
         blackholePool = try UpstreamPool(UpstreamConfiguration(name: "blackhole", address: .tcp(host: "127.0.0.1", port: blackhole.port),
                                                                connectTimeout: 0.3), group: group)

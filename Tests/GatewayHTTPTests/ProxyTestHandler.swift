@@ -14,7 +14,9 @@ import Synchronization
 /// - `/blackhole/...` forwarded to a pool whose connects never complete (connect timeout 300 ms)
 /// - `/drop/...`    the handler drops its responder without answering
 /// - anything else  forwarded to the TCP upstream (body limit 8 MiB)
-/// Forwarding strips every `X-Strip-*` field (any case) and sets `X-Gateway: 1`.
+/// Forwarding strips every `X-Strip-*` field (any case) and sets `X-Gateway: 1`, and asks for
+/// `X-Forwarded-By: proxy-test` on the relayed response (`HTTPForward.responseField`).
+/// Connections reported by `connectionStarted` / `connectionEnded` are recorded (`connectionEvents`).
 final class ProxyTestHandler: HTTPHandler {
     let upstream: UpstreamPool?
     let unixUpstream: UpstreamPool?
@@ -24,6 +26,7 @@ final class ProxyTestHandler: HTTPHandler {
     private let records = Mutex<[HTTPAccessRecord]>([])
     private let heads = Mutex<Int>(0)
     private let handshakes = Mutex<[TLSHandshakeReport]>([])
+    private let connections = Mutex<[(started: Bool, connection: HTTPConnectionInfo)]>([])
 
     init(upstream: UpstreamPool?, unixUpstream: UpstreamPool? = nil, deadUpstream: UpstreamPool? = nil,
          slowUpstream: UpstreamPool? = nil, blackholeUpstream: UpstreamPool? = nil) {
@@ -38,6 +41,13 @@ final class ProxyTestHandler: HTTPHandler {
     var headDecisions: Int { heads.withLock { $0 } }
     /// Every TLS handshake reported so far, in order.
     var tlsHandshakes: [TLSHandshakeReport] { handshakes.withLock { $0 } }
+
+    /// Every connection start and end reported so far, in order.
+    var connectionEvents: [(started: Bool, connection: HTTPConnectionInfo)] { connections.withLock { $0 } }
+
+    func connectionStarted(_ connection: HTTPConnectionInfo) { connections.withLock { $0.append((true, connection)) } }
+
+    func connectionEnded(_ connection: HTTPConnectionInfo) { connections.withLock { $0.append((false, connection)) } }
 
     func tlsHandshakeFinished(_ report: TLSHandshakeReport) {
         handshakes.withLock { $0.append(report) }
@@ -89,6 +99,7 @@ final class ProxyTestHandler: HTTPHandler {
         var forward = HTTPForward(request, to: pool)
         forward.headers.removeAll(namePrefix: "x-strip-")
         try? forward.headers.replaceOrAdd(name: "X-Gateway", value: "1")
+        forward.responseField = ("X-Forwarded-By", "proxy-test")
         responder.forward(forward)
     }
 

@@ -21,7 +21,7 @@ final class AdminListenerTests: E2ETestCase {
     }
 
     func testMetricsCountRequests() throws {
-        let openKey = "attest_gateway_requests_total{route=\"open\",status=\"200\",verdict=\"\",protocol=\"h1\",tls=\"none\"}"
+        let openKey = "attest_gateway_requests_total{route=\"open\",status=\"200\",verdict=\"none\",protocol=\"h1\",tls=\"none\"}"
         let refusedKey = "attest_gateway_requests_total{route=\"protected\",status=\"401\",verdict=\"missing\",protocol=\"h1\",tls=\"none\"}"
         let before = try metrics()
         for i in 0..<3 { XCTAssertEqual(try env.send("GET", "/v1/open/m?i=\(i)").status, 200) }
@@ -35,7 +35,7 @@ final class AdminListenerTests: E2ETestCase {
         XCTAssertEqual((after[refusedKey] ?? 0) - (before[refusedKey] ?? 0), 1, "one refusal with verdict missing")
         XCTAssertNotNil(after["attest_gateway_request_duration_seconds_count{route=\"open\"}"])
         // HTTP/2 (h2c) requests are counted apart.
-        let h2Key = "attest_gateway_requests_total{route=\"open\",status=\"200\",verdict=\"\",protocol=\"h2\",tls=\"none\"}"
+        let h2Key = "attest_gateway_requests_total{route=\"open\",status=\"200\",verdict=\"none\",protocol=\"h2\",tls=\"none\"}"
         XCTAssertEqual(try env.send("GET", "/v1/open/h2", via: .h2c).status, 200)
         eventually { ((try? metrics()) ?? [:])[h2Key] != nil }
         XCTAssertEqual((try metrics())[h2Key].map { $0 - (before[h2Key] ?? 0) }, 1)

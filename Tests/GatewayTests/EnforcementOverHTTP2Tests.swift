@@ -52,8 +52,8 @@ final class EnforcementOverH2TLSTests: E2ETestCase {
         let deadline = Date().addingTimeInterval(5)
         repeat {
             text = try Curl.get("http://127.0.0.1:\(env.adminPort)/metrics").text
-        } while !text.contains("route=\"open\",status=\"200\",verdict=\"\",protocol=\"h2\",tls=\"TLSv1.3\"") && Date() < deadline
-        XCTAssertTrue(text.contains("route=\"open\",status=\"200\",verdict=\"\",protocol=\"h2\",tls=\"TLSv1.3\""), text)
+        } while !text.contains("route=\"open\",status=\"200\",verdict=\"none\",protocol=\"h2\",tls=\"TLSv1.3\"") && Date() < deadline
+        XCTAssertTrue(text.contains("route=\"open\",status=\"200\",verdict=\"none\",protocol=\"h2\",tls=\"TLSv1.3\""), text)
         XCTAssertTrue(text.contains("attest_gateway_tls_handshakes_total{listener=\"127.0.0.1:\(env.port)\",result=\"ok\",version=\"TLSv1.3\"}"), text)
     }
 

@@ -50,7 +50,7 @@ final class PerLoopStateTests: XCTestCase {
         }
         XCTAssertEqual(metrics.requests(route: "r", status: 200), 3)
         let text = metrics.prometheusText()
-        XCTAssertTrue(text.contains("attest_gateway_requests_total{route=\"r\",status=\"200\",verdict=\"\",protocol=\"h1\",tls=\"none\"} 3"), text)
+        XCTAssertTrue(text.contains("attest_gateway_requests_total{route=\"r\",status=\"200\",verdict=\"none\",protocol=\"h1\",tls=\"none\"} 3"), text)
         XCTAssertTrue(text.contains("attest_gateway_request_duration_seconds_count{route=\"r\"} 3"), text)
         XCTAssertTrue(text.contains("attest_gateway_request_duration_seconds_bucket{route=\"r\",le=\"0.001\"} 3"), text)
     }

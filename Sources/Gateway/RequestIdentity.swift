@@ -1,0 +1,87 @@
+import GatewayConfig
+import GatewayHTTP
+
+/// What names a request across hops, taken from its head once (`GatewayHandler.headDecision`) and
+/// written to its access-log line:
+///
+/// - `requestID`: the client's `X-Request-Id` when the TCP peer is in `trusted_proxies` and sent
+///   exactly one plausible value (1 to 128 bytes of `[A-Za-z0-9._:/+=@-]`), else one the gateway
+///   mints (`RequestIDGenerator`). Forwarded upstream as `X-Request-Id` (replacing any client copy)
+///   and returned on the response.
+/// - `traceID`: the trace id of a valid W3C `traceparent` (passed through untouched); a present but
+///   invalid one (or several) is dropped with its `tracestate` (`traceparentInvalid`).
+/// - `userAgent`: the first `User-Agent`, at most `userAgentLimit` bytes (cut on a UTF-8 boundary).
+///
+/// The byte fields share the head's storage (no copy).
+struct RequestIdentity: Sendable {
+    /// The request id.
+    var requestID: String
+    /// Lower-case hex trace id of a valid `traceparent`.
+    var traceID: ArraySlice<UInt8>?
+    /// A `traceparent` was sent but is not valid (or was sent more than once): drop it upstream.
+    var traceparentInvalid: Bool
+    /// The client's `User-Agent`, bounded.
+    var userAgent: ArraySlice<UInt8>?
+
+    /// Longest user agent logged, bytes.
+    static let userAgentLimit = 256
+    /// Longest request id taken from a trusted proxy, bytes.
+    static let requestIDLimit = 128
+    /// The field carrying the request id, both ways.
+    static let requestIDField = "X-Request-Id"
+
+    /// The identity of a request whose head was just decided (counted as begun by `ids`).
+    init(head: HTTPRequestHead, connection: HTTPConnectionInfo, trusted: TrustedProxies, ids: RequestIDGenerator) {
+        let headers = head.headers
+        let material = ids.begin(loop: connection.loopIndex)
+        if !trusted.isEmpty, trusted.contains(host: connection.remoteHost), headers.count(of: RequestIdentity.requestIDField) == 1,
+           let sent = headers.firstBytes(RequestIdentity.requestIDField), RequestIdentity.isPlausibleID(sent) {
+            requestID = String(decoding: sent, as: UTF8.self)
+        } else {
+            requestID = RequestIDGenerator.id(material)
+        }
+        traceID = nil
+        traceparentInvalid = false
+        if let traceparent = headers.firstBytes("traceparent") {
+            if headers.count(of: "traceparent") == 1, let trace = TraceParent.traceID(traceparent) {
+                traceID = trace
+            } else {
+                traceparentInvalid = true
+            }
+        }
+        userAgent = headers.firstBytes("User-Agent").map(RequestIdentity.bounded)
+    }
+
+    /// A request id as a trusted proxy may set it.
+    static func isPlausibleID(_ bytes: ArraySlice<UInt8>) -> Bool {
+        !bytes.isEmpty && bytes.count <= requestIDLimit && bytes.allSatisfy { b in
+            (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+                || b == 0x2E || b == 0x5F || b == 0x3A || b == 0x2F || b == 0x2B || b == 0x3D || b == 0x40 || b == 0x2D
+        }
+    }
+
+    /// `bytes` cut to `userAgentLimit` without splitting a UTF-8 sequence.
+    static func bounded(_ bytes: ArraySlice<UInt8>) -> ArraySlice<UInt8> {
+        guard bytes.count > userAgentLimit else { return bytes }
+        var end = bytes.startIndex + userAgentLimit
+        while end > bytes.startIndex && bytes[end] & 0xC0 == 0x80 { end -= 1 }
+        return bytes[bytes.startIndex..<end]
+    }
+
+    /// Sets the request id on the forwarded fields and drops an invalid `traceparent` with its
+    /// `tracestate`.
+    func apply(to headers: inout HTTPHeaders) {
+        try? headers.replaceOrAdd(name: RequestIdentity.requestIDField, value: requestID)
+        if traceparentInvalid {
+            headers.remove("traceparent")
+            headers.remove("tracestate")
+        }
+    }
+
+    /// `response` with the request id set.
+    func echo(on response: HTTPResponse) -> HTTPResponse {
+        var response = response
+        try? response.headers.replaceOrAdd(name: RequestIdentity.requestIDField, value: requestID)
+        return response
+    }
+}
