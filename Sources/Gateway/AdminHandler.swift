@@ -16,10 +16,14 @@ final class AdminHandler: HTTPHandler {
     let keys: KeyCache
     /// The access log, for its dropped-lines counter (nil when access logging is off).
     let accessLog: AccessLog?
+    /// Configuration reload counters (nil: not exposed).
+    let reloads: ConfigReloadStatistics?
     private let draining = Atomic<Bool>(false)
 
-    init(store: any AttestStore, metrics: GatewayMetrics, keys: KeyCache, accessLog: AccessLog? = nil) {
+    init(store: any AttestStore, metrics: GatewayMetrics, keys: KeyCache, accessLog: AccessLog? = nil,
+         reloads: ConfigReloadStatistics? = nil) {
         self.accessLog = accessLog
+        self.reloads = reloads
         self.store = store
         self.metrics = metrics
         self.keys = keys
@@ -66,6 +70,7 @@ final class AdminHandler: HTTPHandler {
                 text += "# TYPE attest_gateway_access_log_dropped_lines_total counter\n"
                 text += "attest_gateway_access_log_dropped_lines_total \(accessLog.droppedLines)\n"
             }
+            if let reloads { text += reloads.prometheusText() }
             responder.respond(HTTPResponse(status: 200, headers: headers, body: Array(text.utf8)))
         default:
             responder.respond(AdminHandler.json(404, [("error", "not_found")]))

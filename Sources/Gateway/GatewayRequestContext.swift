@@ -5,12 +5,15 @@ struct GatewayRequestContext: Sendable {
     /// (Config/REFERENCE.md).
     enum Destination: Sendable, Equatable {
         case challengeEndpoint, attestEndpoint, unknownEndpoint, noRoute
-        /// The index of the first matching route in `GatewayHandler.routes`.
+        /// The index of the first matching route in `tables.routes`.
         case route(Int)
     }
 
     /// Where the request goes (matched once, at the head; `handle` acts on it without matching again).
     let destination: Destination
+    /// The route tables the head was matched against: the request is handled, forwarded and logged on
+    /// them even when a reload put newer ones in force meanwhile (and keeps their upstream pools open).
+    let tables: GatewayTables
     /// The access-log facts (route, verdict, reason), set with the gateway's answer (at the head for
     /// a refusal, else with the response or the forward); nil when the server answered by itself
     /// before the gateway did (413, 408, a client gone...), which the log shows as no route.
