@@ -10,7 +10,9 @@ import Glibc
 /// One JSON line per request on standard output (DESIGN.md section 5 / issue 3 "Operations"):
 /// `ts`, `route`, `method`, `path` (never the query), `status`, `verdict`, `reason`, `latency_ms`,
 /// `upstream`, `bytes_in`, `bytes_out`, `client`, `proto` (`h1` or `h2`), `tls` (the TLS version, only on
-/// TLS connections), and `error` when the proxy core answered by itself.
+/// TLS connections), `aborted` when the exchange ended early, and `cut: "drain_deadline"` when the
+/// gateway closed the request because the shutdown's grace period ran out (status 503 when no
+/// response had started; a 499 is a client that went away).
 /// Challenges, assertions, keyIds of failed requests and bodies are never written.
 ///
 /// Never writes on an event loop: each loop appends its lines to its own buffer (`PerLoop`, a lock
@@ -70,6 +72,8 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
         json.field("proto", record.connection.protocolName)
         if let tls = record.connection.tlsVersion { json.field("tls", tls) }
         if record.aborted { json.field("aborted", true) }
+        // Cut by the gateway (the drain deadline), not by the client (499): its own field.
+        if record.error == .drainDeadline { json.field("cut", HTTPError.drainDeadline.code) }
         json.endObject()
         let line = json.bytes
         let full: Bool? = shards.withShard(record.connection.loopIndex) { buffered in
