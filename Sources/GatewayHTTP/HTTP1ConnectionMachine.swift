@@ -676,13 +676,15 @@ struct HTTP1ConnectionMachine {
         writeArmed = false
     }
 
-    /// Graceful shutdown: close when idle, else answer the request in progress with `Connection: close`.
+    /// Graceful shutdown: close when idle between requests, else answer the request in progress (or,
+    /// on a connection that has not sent its first request yet, that request: the client is on its
+    /// way, as during a handover) with `Connection: close`.
     mutating func drain(now: UInt64) -> Actions {
         var actions = Actions()
         draining = true
         switch phase {
         case .idle:
-            if pending.isEmpty && !awaitingDrain { closeAfterFlush(now: now, &actions) } else { keepAlive = false }
+            if pending.isEmpty && !awaitingDrain && requestsDone > 0 { closeAfterFlush(now: now, &actions) } else { keepAlive = false }
         case .head, .decision, .body, .handling, .forwarding:
             keepAlive = false
         case .closing, .lingering, .closed:
