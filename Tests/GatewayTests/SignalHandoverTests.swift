@@ -56,7 +56,9 @@ final class SignalHandoverTests: XCTestCase {
                                               "http://127.0.0.1:\(gateway.port)/quick?delay=500"])
         let slow = try ChildProcess("curl", ["-s", "--max-time", "20", "-o", "/dev/null", "-w", "%{http_code}",
                                              "http://127.0.0.1:\(gateway.port)/slow?delay=8000"])
-        waitFor("both requests reached the upstream") { ((try? self.upstream.requestCount()) ?? 0) >= before + 2 }
+        let slowH2 = try ChildProcess("curl", ["-s", "--http2-prior-knowledge", "--max-time", "20", "-o", "/dev/null",
+                                               "http://127.0.0.1:\(gateway.port)/slow-h2?delay=8000"])
+        waitFor("the three requests reached the upstream") { ((try? self.upstream.requestCount()) ?? 0) >= before + 3 }
         kill(gateway.process.pid, SIGTERM)
         XCTAssertEqual(gateway.process.wait(), 0, gateway.process.output)
         XCTAssertEqual(quick.wait(), 0)
@@ -71,8 +73,13 @@ final class SignalHandoverTests: XCTestCase {
         XCTAssertEqual(cut?["cut"] as? String, "drain_deadline", "\(String(describing: cut))")
         XCTAssertEqual(int(cut?["status"]), 503, "cut by the gateway, not a client that closed (499)")
         XCTAssertEqual(cut?["aborted"] as? Bool, true)
+        _ = slowH2.wait()
+        let cutStream = gateway.accessLines.first { $0["path"] as? String == "/slow-h2" }
+        XCTAssertEqual(cutStream?["proto"] as? String, "h2")
+        XCTAssertEqual(cutStream?["cut"] as? String, "drain_deadline", "an HTTP/2 stream too: \(String(describing: cutStream))")
+        XCTAssertEqual(int(cutStream?["status"]), 503)
         let stopped = gateway.lines("stopped").last
-        XCTAssertEqual(int(stopped?["requests_cut"]), 1, gateway.process.output)
+        XCTAssertEqual(int(stopped?["requests_cut"]), 2, gateway.process.output)
         XCTAssertEqual(stopped?["reason"] as? String, "drain deadline")
     }
 
