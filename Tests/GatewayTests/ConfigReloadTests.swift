@@ -221,11 +221,21 @@ final class ConfigReloadTests: XCTestCase {
                        ["listen[0].address", "store.command_timeout", "limits.max_connections"],
                        "still differs from what runs: reported again")
 
-        // Back to the running values: nothing to report.
-        try gateway.rewrite(ConfigReloadTests.yaml(one: one.port, two: one.port, routes: moved))
+        // Back to the running values: nothing to report. `log.access` reloads too: off, then on again.
+        let quiet = ConfigReloadTests.yaml(one: one.port, two: one.port, routes: moved)
+        try gateway.rewrite(quiet.replacingOccurrences(of: "access: true", with: "access: false"))
         let clean = gateway.reload()
         XCTAssertEqual(clean["restart_required"] as? [String], [], "\(clean)")
         XCTAssertEqual(clean["level"] as? String, "info")
+        XCTAssertEqual(try gateway.status("/api/unlogged"), 200)
+        try gateway.rewrite(quiet)
+        _ = gateway.reload()
+        XCTAssertEqual(try gateway.status("/api/logged"), 200)
+        waitFor("the access line of the request after access logging came back") {
+            gateway.accessLines.contains { $0["path"] as? String == "/api/logged" }
+        }
+        XCTAssertFalse(gateway.accessLines.contains { $0["path"] as? String == "/api/unlogged" },
+                       "no access line while log.access was false")
     }
 
     /// Renewed certificate files (same paths, new contents) are read on SIGHUP: new handshakes get
