@@ -10,12 +10,14 @@ import Glibc
 /// One JSON line per request on standard output (DESIGN.md section 5 / issue 3 "Operations", issue 9
 /// "Observability"): `ts`, `type` (`access`), `route`, `method`, `path` (never the query), `status`,
 /// `verdict`, `reason`, `latency_ms`, `upstream`, `bytes_in`, `bytes_out`, `client`, `proto` (`h1` or
-/// `h2`), `tls` (the TLS version, only on TLS connections), `aborted` (only when true), and from the
+/// `h2`), `tls` (the TLS version, only on TLS connections), `aborted` (only when true), `cut:
+/// "drain_deadline"` when the gateway closed the request because the shutdown's grace period ran out
+/// (status 503 when no response had started; a 499 is a client that went away), and from the
 /// request's `RequestIdentity` and verdict: `request_id`, `trace_id` (a valid `traceparent`'s),
 /// `user_agent` (at most 256 bytes) and `key_id` (base64url, the form `attestctl keys` takes; the
-/// assertion's keyId, or the endpoint request's, once it decoded, whatever the verdict). Strings are JSON-escaped (control
-/// characters, quotes, invalid UTF-8 replaced). Challenges, assertions, queries and bodies are
-/// never written.
+/// assertion's keyId, or the endpoint request's, once it decoded, whatever the verdict). Strings are
+/// JSON-escaped (control characters, quotes, invalid UTF-8 replaced). Challenges, assertions, queries
+/// and bodies are never written.
 ///
 /// Never writes on an event loop: each loop appends its lines to its own buffer (`PerLoop`, a lock
 /// no other loop takes on the request path) and one writer queue writes them out with `write(2)`
@@ -80,6 +82,8 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
             if let agent = identity.userAgent { json.field("user_agent", String(decoding: agent, as: UTF8.self)) }
         }
         if let keyId = context?.keyId { json.field("key_id", String(decoding: keyId.base64URL, as: UTF8.self)) }
+        // Cut by the gateway (the drain deadline), not by the client (499): its own field.
+        if record.error == .drainDeadline { json.field("cut", HTTPError.drainDeadline.code) }
         json.endObject()
         let line = json.bytes
         let full: Bool? = shards.withShard(record.connection.loopIndex) { buffered in

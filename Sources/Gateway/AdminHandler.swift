@@ -29,13 +29,16 @@ final class AdminHandler: HTTPHandler {
     let storeHealth: StoreHealth
     /// `admin.ready_requires_store`.
     let readyRequiresStore: Bool
+    /// Configuration reload counters (nil: not exposed).
+    let reloads: ConfigReloadStatistics?
     private let draining = Atomic<Bool>(false)
 
     init(store: any AttestStore, metrics: GatewayMetrics, keys: KeyCache, accessLog: AccessLog? = nil,
-         storeHealth: StoreHealth, readyRequiresStore: Bool = false) {
+         storeHealth: StoreHealth, readyRequiresStore: Bool = false, reloads: ConfigReloadStatistics? = nil) {
         self.storeHealth = storeHealth
         self.readyRequiresStore = readyRequiresStore
         self.accessLog = accessLog
+        self.reloads = reloads
         self.store = store
         self.metrics = metrics
         self.keys = keys
@@ -96,6 +99,7 @@ final class AdminHandler: HTTPHandler {
                 text += "# TYPE attest_gateway_access_log_dropped_lines_total counter\n"
                 text += "attest_gateway_access_log_dropped_lines_total \(accessLog.droppedLines)\n"
             }
+            if let reloads { text += reloads.prometheusText() }
             responder.respond(HTTPResponse(status: 200, headers: headers, body: Array(text.utf8)))
         default:
             responder.respond(AdminHandler.json(404, [("error", "not_found")]))

@@ -2,6 +2,7 @@ import AppAttest
 import GatewayConfig
 import GatewayHTTP
 import GatewayStore
+import Synchronization
 
 /// The gateway's request handling on the data listeners (DESIGN.md sections 1, 2 and 5), plugged
 /// into the protocol-agnostic proxy core (`GatewayHTTP.HTTPHandler`).
@@ -17,42 +18,30 @@ final class GatewayHandler: HTTPHandler {
     typealias RequestContext = GatewayRequestContext
     typealias Destination = GatewayRequestContext.Destination
 
-    let routeTable: RouteTable
-    let routes: [CompiledRoute]
-    let endpoints: GatewayEndpoints
-    let enforcer: AssertionEnforcer
-    let family: HeaderFamily
-    /// `X-Forwarded-*`, `Forwarded`, `X-Real-IP` on forwarded requests (`trusted_proxies`).
-    let forwarding: ForwardingHeaders
-    let endpointsPrefix: [UInt8]
+    /// The route tables in force (swapped by a reload); each request takes them once, at its head.
+    let tables: CurrentTables
     let accessLog: AccessLog?
     let metrics: GatewayMetrics
     /// Lifecycle events that can flood (failed TLS handshakes), rate-limited.
     let events: RateLimitedEvents?
-    /// Per-client limit of the endpoints (`endpoints.rate_limit`), if configured.
-    let endpointLimiter: ClientRateLimiter?
     /// Called with every head classified (tests count that a request is matched once); nil in production.
     let classifyObserver: (@Sendable (HTTPRequestHead) -> Void)?
+    /// Requests the drain deadline cut (`HTTPError.drainDeadline`), for the `stopped` line.
+    private let cut = Atomic<Int>(0)
     /// Largest body accepted by the gateway's own endpoints (attestation objects are about 5 KiB).
     static let endpointBodyLimit = 64 * 1024
 
-    init(routeTable: RouteTable, routes: [CompiledRoute], endpoints: GatewayEndpoints, enforcer: AssertionEnforcer,
-         family: HeaderFamily, forwarding: ForwardingHeaders, endpointsPrefix: String, accessLog: AccessLog?,
-         metrics: GatewayMetrics, events: RateLimitedEvents? = nil, endpointLimiter: ClientRateLimiter? = nil,
+    init(tables: CurrentTables, accessLog: AccessLog?, metrics: GatewayMetrics, events: RateLimitedEvents? = nil,
          classifyObserver: (@Sendable (HTTPRequestHead) -> Void)? = nil) {
         self.classifyObserver = classifyObserver
         self.events = events
-        self.routeTable = routeTable
-        self.routes = routes
-        self.endpoints = endpoints
-        self.enforcer = enforcer
-        self.family = family
-        self.forwarding = forwarding
-        self.endpointsPrefix = Array(endpointsPrefix.utf8)
+        self.tables = tables
         self.accessLog = accessLog
         self.metrics = metrics
-        self.endpointLimiter = endpointLimiter
     }
+
+    /// Requests cut by the drain deadline so far (answered by nobody: the gateway closed them).
+    var requestsCutByDrain: Int { cut.load(ordering: .relaxed) }
 
     // MARK: - HTTPHandler
 
@@ -60,58 +49,66 @@ final class GatewayHandler: HTTPHandler {
     /// within the rate limit, routes accept their `max_body`, the rest is refused now. The
     /// destination goes into the context.
     func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision<GatewayRequestContext> {
-        let destination = classify(head)
-        let identity = RequestIdentity(head: head, connection: connection, trusted: forwarding.trusted, ids: metrics.requestIDs)
+        let tables = self.tables.current(loopIndex: connection.loopIndex)
+        let destination = classify(head, tables)
+        let identity = RequestIdentity(head: head, connection: connection, trusted: tables.forwarding.trusted,
+                                       ids: metrics.requestIDs)
         switch destination {
         case .challengeEndpoint:
-            return endpointHead(head, connection: connection, destination, identity, route: "endpoint:challenge")
+            return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:challenge")
         case .attestEndpoint:
-            return endpointHead(head, connection: connection, destination, identity, route: "endpoint:attest")
+            return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:attest")
         case .unknownEndpoint:
-            return refuse(.unknownEndpoint, destination, identity, route: "endpoint:unknown")
+            return refuse(.unknownEndpoint, destination, tables, identity, route: "endpoint:unknown")
         case .noRoute:
-            return refuse(.noRoute, destination, identity, route: nil)
+            return refuse(.noRoute, destination, tables, identity, route: nil)
         case .route(let index):
-            return .accept(bodyLimit: routes[index].config.maxBody,
-                           context: GatewayRequestContext(destination: destination, identity: identity))
+            return .accept(bodyLimit: tables.routes[index].config.maxBody,
+                           context: GatewayRequestContext(destination: destination, tables: tables, identity: identity))
         }
     }
 
     /// Acts on the destination the head decision put in `context` (no second route match); every
     /// answer carries the access-log facts in its context.
     func handle(_ request: HTTPRequest, context: GatewayRequestContext, responder: HTTPResponder<GatewayRequestContext>) {
+        let tables = context.tables
         switch context.destination {
         case .challengeEndpoint:
-            endpoints.challenge(request) { response, log in
+            tables.endpoints.challenge(request) { response, log in
                 responder.respond(context.identity?.echo(on: response) ?? response, context: context.logging(log))
             }
         case .attestEndpoint:
-            endpoints.attest(request) { response, log in
+            tables.endpoints.attest(request) { response, log in
                 responder.respond(context.identity?.echo(on: response) ?? response, context: context.logging(log))
             }
         case .unknownEndpoint:
-            responder.respond(render(.unknownEndpoint, context.identity))
+            responder.respond(render(.unknownEndpoint, tables, context.identity))
         case .noRoute:
-            responder.respond(render(.noRoute, context.identity))
+            responder.respond(render(.noRoute, tables, context.identity))
         case .route(let index):
-            forwardOnRoute(routes[index], request: request, context: context, responder: responder)
+            forwardOnRoute(tables.routes[index], request: request, context: context, responder: responder)
         }
     }
 
     func errorResponse(for error: HTTPError, head: HTTPRequestHead?) -> HTTPResponse {
-        render(.http(error), nil)
+        render(.http(error), tables.latestTables, nil)
     }
 
-    /// The rendering of an error the proxy core found, with the request id when the head was decided.
+    /// The rendering of an error the proxy core found, on the request's tables and with its request
+    /// id when the head was decided.
     func errorResponse(for error: HTTPError, head: HTTPRequestHead?, context: GatewayRequestContext?) -> HTTPResponse {
-        render(.http(error), context?.identity)
+        render(.http(error), context?.tables ?? tables.latestTables, context?.identity)
     }
 
-    /// Counts the request and writes its access-log line with the facts its context holds.
+    /// Counts the request and writes its access-log line with the facts its context holds (when the
+    /// tables it ran on have `log.access`); counts requests the drain deadline cut.
     func requestCompleted(_ record: HTTPAccessRecord, context: GatewayRequestContext?) {
         let log = context?.log
         metrics.record(record, context: log, decided: context != nil)
-        accessLog?.write(record, context: log, identity: context?.identity)
+        if record.error == .drainDeadline { cut.add(1, ordering: .relaxed) }
+        guard let accessLog else { return }
+        let tables = context?.tables ?? self.tables.current(loopIndex: record.connection.loopIndex)
+        if tables.logAccess { accessLog.write(record, context: log, identity: context?.identity) }
     }
 
     func connectionStarted(_ connection: HTTPConnectionInfo) { metrics.connection(connection, started: true) }
@@ -134,11 +131,11 @@ final class GatewayHandler: HTTPHandler {
 
     /// Where a request goes: the endpoints take precedence over routes (Config/REFERENCE.md).
     /// Called once per request, by `headDecision`.
-    private func classify(_ head: HTTPRequestHead) -> Destination {
+    private func classify(_ head: HTTPRequestHead, _ tables: GatewayTables) -> Destination {
         classifyObserver?(head)
         let path = head.path
-        if path.starts(with: endpointsPrefix) {
-            let rest = path.dropFirst(endpointsPrefix.count)
+        if path.starts(with: tables.endpointsPrefix) {
+            let rest = path.dropFirst(tables.endpointsPrefix.count)
             if rest.isEmpty || rest.first == UInt8(ascii: "/") {
                 if rest.elementsEqual(GatewayHandler.challengeSuffix) { return .challengeEndpoint }
                 if rest.elementsEqual(GatewayHandler.attestSuffix) { return .attestEndpoint }
@@ -147,7 +144,7 @@ final class GatewayHandler: HTTPHandler {
         }
         let method = head.method.bytes
         let index = method.withUnsafeBytes { methodBytes in
-            path.withUnsafeBytes { pathBytes in routeTable.match(method: methodBytes, path: pathBytes) }
+            path.withUnsafeBytes { pathBytes in tables.routeTable.match(method: methodBytes, path: pathBytes) }
         }
         guard let index else { return .noRoute }
         return .route(index)
@@ -159,27 +156,29 @@ final class GatewayHandler: HTTPHandler {
     /// a client's connection options can never remove a field the gateway sets.
     private func forwardOnRoute(_ route: CompiledRoute, request: HTTPRequest, context decided: GatewayRequestContext,
                                 responder: HTTPResponder<GatewayRequestContext>) {
+        let tables = decided.tables
         var received = request.head.headers
         let mode = route.config.mode
+        let family = tables.family
         guard mode != .off else {
             family.strip(&received)
             var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
                                       headers: received, body: request.body)
-            addForwardingHeaders(&forward, request: request, identity: decided.identity)
+            addForwardingHeaders(&forward, request: request, tables: tables, identity: decided.identity)
             responder.forward(forward, context: decided.logging(RequestLogContext(route: route.config.name)))
             return
         }
         let evidence = family.stripAndExtract(&received)
         var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
                                   headers: received, body: request.body)
-        addForwardingHeaders(&forward, request: request, identity: decided.identity)
+        addForwardingHeaders(&forward, request: request, tables: tables, identity: decided.identity)
         let prepared = forward
         let names = family.configuration.injected
-        enforcer.evaluate(evidence, request: request, route: route) { [self] decision in
+        tables.enforcer.evaluate(evidence, request: request, route: route) { [self] decision in
             let context = decided.logging(RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
                                                               reason: decision.report.reason, keyId: decision.report.keyId))
             if mode == .enforce, let refusal = decision.refusal {
-                responder.respond(render(refusal, context.identity), context: context)
+                responder.respond(render(refusal, tables, context.identity), context: context)
                 return
             }
             var permitted = prepared
@@ -190,8 +189,9 @@ final class GatewayHandler: HTTPHandler {
 
     /// The forwarding family (`ForwardingHeaders`: believed from trusted proxies only), the request
     /// id both ways and the `traceparent` check (`RequestIdentity`).
-    private func addForwardingHeaders(_ forward: inout HTTPForward, request: HTTPRequest, identity: RequestIdentity?) {
-        forwarding.apply(to: &forward.headers, connection: request.connection)
+    private func addForwardingHeaders(_ forward: inout HTTPForward, request: HTTPRequest, tables: GatewayTables,
+                                      identity: RequestIdentity?) {
+        tables.forwarding.apply(to: &forward.headers, connection: request.connection)
         if let identity {
             identity.apply(to: &forward.headers)
             forward.responseField = (RequestIdentity.requestIDField, identity.requestID)
@@ -200,26 +200,27 @@ final class GatewayHandler: HTTPHandler {
 
     /// The gateway's endpoints take POST, within the client's rate limit.
     private func endpointHead(_ head: HTTPRequestHead, connection: HTTPConnectionInfo, _ destination: Destination,
-                              _ identity: RequestIdentity, route: String) -> HTTPHeadDecision<GatewayRequestContext> {
-        guard head.method == .post else { return refuse(.methodNotAllowed, destination, identity, route: route) }
-        if let limiter = endpointLimiter, let retryAfter = limiter.acquire(connection.remoteHost) {
-            return refuse(.rateLimited(retryAfter: retryAfter), destination, identity, route: route)
+                              _ tables: GatewayTables, _ identity: RequestIdentity,
+                              route: String) -> HTTPHeadDecision<GatewayRequestContext> {
+        guard head.method == .post else { return refuse(.methodNotAllowed, destination, tables, identity, route: route) }
+        if let limiter = tables.endpointLimiter, let retryAfter = limiter.acquire(connection.remoteHost) {
+            return refuse(.rateLimited(retryAfter: retryAfter), destination, tables, identity, route: route)
         }
         return .accept(bodyLimit: GatewayHandler.endpointBodyLimit,
-                       context: GatewayRequestContext(destination: destination, identity: identity))
+                       context: GatewayRequestContext(destination: destination, tables: tables, identity: identity))
     }
 
     /// An answer before the body is read, with its reason for the access log.
-    private func refuse(_ refusal: Refusal, _ destination: Destination, _ identity: RequestIdentity,
+    private func refuse(_ refusal: Refusal, _ destination: Destination, _ tables: GatewayTables, _ identity: RequestIdentity,
                         route: String?) -> HTTPHeadDecision<GatewayRequestContext> {
-        .respond(render(refusal, identity), context: GatewayRequestContext(
-            destination: destination, log: RequestLogContext(route: route ?? "none", verdict: nil, reason: refusal.code),
-            identity: identity))
+        .respond(render(refusal, tables, identity), context: GatewayRequestContext(
+            destination: destination, tables: tables,
+            log: RequestLogContext(route: route ?? "none", verdict: nil, reason: refusal.code), identity: identity))
     }
 
-    /// The refusal's answer, with the request id when known.
-    private func render(_ refusal: Refusal, _ identity: RequestIdentity?) -> HTTPResponse {
-        let response = refusal.response(errorHeader: family.configuration.error)
+    /// The refusal's answer (the error header of `tables`), with the request id when known.
+    private func render(_ refusal: Refusal, _ tables: GatewayTables, _ identity: RequestIdentity?) -> HTTPResponse {
+        let response = refusal.response(errorHeader: tables.family.configuration.error)
         return identity?.echo(on: response) ?? response
     }
 }

@@ -6,6 +6,7 @@ import GatewayHTTP
 import GatewayIO
 import GatewayRedis
 import GatewayStore
+import Synchronization
 
 /// A running gateway built from a validated configuration: the store, the verifier with its pinned
 /// trust anchors, one upstream pool per upstream, the data listeners and the admin listener
@@ -16,15 +17,19 @@ import GatewayStore
 ///     ...
 ///     runtime.shutdown { exit(0) }     // SIGTERM: drain in-flight requests, then stop
 public final class GatewayRuntime: Sendable {
-    /// The configuration it runs.
-    public let loaded: LoadedConfiguration
+    /// The configuration in force: the one it started with, then the last one a reload (SIGHUP)
+    /// accepted (whose restart-only settings, `RestartOnlySettings`, may still be the started ones).
+    public var loaded: LoadedConfiguration { current.withLock { $0 } }
+    /// The configuration it started with (what restart-only settings are compared against).
+    public let started: LoadedConfiguration
     /// The store (memory or Redis).
     public let store: any AttestStore
-    private let group: EventLoopGroup
-    private let server: HTTPServer
+    /// `store` as requests use it: commands, errors and latency counted (`MeasuredStore`).
+    let measuredStore: any AttestStore
+    let group: EventLoopGroup
+    let server: HTTPServer
     private let adminServer: HTTPServer?
     private let adminHandler: AdminHandler
-    private let pools: [UpstreamPool]
     private let accessLog: AccessLog?
     /// Each loop's store connection health (readiness, metrics, outage lines).
     let storeHealth: StoreHealth
@@ -32,6 +37,21 @@ public final class GatewayRuntime: Sendable {
     let handler: GatewayHandler
     let metrics: GatewayMetrics
     let keys: KeyCache
+    let clock: GatewayClock
+    /// The route tables in force (`GatewayTables`), swapped by `reload`.
+    let tables: CurrentTables
+    /// The server context of each TLS listener, by its index in `listen` (certificates reload in place).
+    let tlsContexts: [Int: TLSServerContext]
+    /// Reload counters for `/metrics`.
+    let reloads: ConfigReloadStatistics
+    let current: Mutex<LoadedConfiguration>
+    /// Serializes reloads (SIGHUP normally arrives on one queue; tests may call `reload` from anywhere).
+    let reloading = Mutex<Void>(())
+
+    /// How long listeners keep accepting after a SIGTERM before they close (`HTTPServerConfiguration.handoverSettle`):
+    /// long enough for connections already on their way to an old instance during a handover to be
+    /// accepted and served.
+    static let handoverSettle = 0.5
 
     /// Builds everything; nothing listens until `start()`.
     /// - Parameters:
@@ -47,42 +67,30 @@ public final class GatewayRuntime: Sendable {
     public init(loaded: LoadedConfiguration, clock: GatewayClock = .system, loopCount: Int? = nil,
                 store injectedStore: (any AttestStore)? = nil,
                 events: (@Sendable (_ name: String, _ fields: [(String, String)]) -> Void)? = nil) throws {
-        self.loaded = loaded
+        self.started = loaded
+        current = Mutex(loaded)
+        self.clock = clock
         let config = loaded.configuration
 
         // TLS: one server context per TLS listener (certificates by SNI; read and checked now, so a bad
         // file stops the start with its configuration path), one client context per https upstream.
         var listeners: [HTTPListenerConfiguration] = []
+        var tlsContexts: [Int: TLSServerContext] = [:]
         for (index, listener) in config.listen.enumerated() {
             let endpoint = GatewayRuntime.listenAddress(listener.address)
             guard let tls = listener.tls else {
                 listeners.append(HTTPListenerConfiguration(endpoint))
                 continue
             }
-            let settings = TLSServerSettings(
-                certificates: tls.certificates.map { TLSServerSettings.Certificate(chainPath: $0.chain, keyPath: $0.key) },
-                minVersion: tls.minVersion,
-                alpn: GatewayRuntime.alpn)
             do {
-                listeners.append(HTTPListenerConfiguration(endpoint, tls: try TLSServerContext(settings: settings)))
+                let context = try TLSServerContext(settings: GatewayRuntime.tlsSettings(tls))
+                tlsContexts[index] = context
+                listeners.append(HTTPListenerConfiguration(endpoint, tls: context))
             } catch {
                 throw GatewayStartupError("listen[\(index)].tls: \(error)")
             }
         }
-
-        // Trust: Apple's pinned roots plus, for test devices only, the configured extra roots.
-        var extraRoots: [X509Certificate] = []
-        for path in config.trust.extraRoots {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw GatewayStartupError("trust.extra_roots: cannot read \(path)")
-            }
-            do {
-                extraRoots += try X509Certificate.parseAll(pem: text)
-            } catch {
-                throw GatewayStartupError("trust.extra_roots: \(path) holds no usable PEM certificate (\(error))")
-            }
-        }
-        let anchors = extraRoots.isEmpty ? TrustAnchors.apple : try TrustAnchors.apple.adding(appAttestRoots: extraRoots)
+        self.tlsContexts = tlsContexts
 
         group = EventLoopGroup(loopCount: loopCount)
 
@@ -104,12 +112,10 @@ public final class GatewayRuntime: Sendable {
             }
         }
 
-        let appEntries = Dictionary(config.apps.map { ($0.appID.description, AppEntry($0)) }, uniquingKeysWith: { a, _ in a })
-        let verifier = AttestationVerifier(trust: anchors, apps: config.apps.map { AppEntry($0).policy })
-        let family = HeaderFamily(config.headers)
         keys = KeyCache(shards: group.loops.count)
         // Histogram buckets up to the configured timeouts: an upstream exchange waits at most its
         // connect plus its response timeout for the head; a request adds the header and body reads.
+        // (Sized at start: a reload that raises the timeouts keeps these buckets.)
         let upstreamSpan = config.upstreams.map { GatewayRuntime.seconds($0.connectTimeout) + GatewayRuntime.seconds($0.responseTimeout) }.max() ?? 0
         metrics = GatewayMetrics(
             loops: group.loops.count,
@@ -117,60 +123,19 @@ public final class GatewayRuntime: Sendable {
             upstreamSeconds: max(1, upstreamSpan),
             storeSeconds: GatewayRuntime.seconds(config.store.commandTimeout))
         for loop in group.loops { loop.queue.setSpecific(key: GatewayMetrics.loopKey, value: loop.index) }
-        let measured: any AttestStore = MeasuredStore(store, metrics: metrics)
-        let issuer = ChallengeIssuer(store: measured, byteCount: config.endpoints.challengeBytes,
-                                     ttlMillis: GatewayRuntime.millis(config.endpoints.challengeTTL), clock: clock)
+        // What requests use of the store: measured (commands, errors, latency).
+        measuredStore = MeasuredStore(store, metrics: metrics)
+        reloads = ConfigReloadStatistics(startedAt: clock.now())
+        // Routes, upstream pools, apps, trust, endpoints, header family: the tables a reload replaces.
+        tables = CurrentTables(try GatewayTables(loaded: loaded, generation: 1, store: measuredStore, keys: keys, clock: clock,
+                                                 group: group, metrics: metrics, previous: nil),
+                               loops: group.loops)
 
-        var poolsByName: [String: UpstreamPool] = [:]
-        var pools: [UpstreamPool] = []
-        for upstream in config.upstreams {
-            let address: SocketEndpoint
-            switch upstream.endpoint {
-            case .http(let host, let port), .https(let host, let port): address = .tcp(host: host, port: port)
-            case .unix(let path): address = .unix(path: path)
-            }
-            var settings = GatewayHTTP.UpstreamConfiguration(
-                name: upstream.name, address: address,
-                connectTimeout: GatewayRuntime.seconds(upstream.connectTimeout),
-                responseTimeout: GatewayRuntime.seconds(upstream.responseTimeout),
-                maxIdlePerLoop: max(1, upstream.maxIdleConnections / max(1, group.loops.count)))
-            let metrics = self.metrics
-            settings.observer = { metrics.record($0) }
-            if let tls = upstream.tls {
-                do {
-                    let context = try TLSClientContext(settings: TLSClientSettings(verify: tls.verify, caPath: tls.ca))
-                    settings.tls = (context, tls.serverName)
-                } catch {
-                    throw GatewayStartupError("upstreams.\(upstream.name).tls: \(error)")
-                }
-            }
-            let pool = try UpstreamPool(settings, group: group)
-            poolsByName[upstream.name] = pool
-            pools.append(pool)
-        }
-        self.pools = pools
-        var routes: [CompiledRoute] = []
-        for route in config.routes {
-            guard let pool = poolsByName[route.upstream] else {
-                throw GatewayStartupError("route \(route.name): unknown upstream \(route.upstream)")
-            }
-            routes.append(CompiledRoute(config: route, upstream: pool))
-        }
-
-        accessLog = config.log.access ? AccessLog(clock: clock, loops: group.loops.count) : nil
-        let endpoints = GatewayEndpoints(store: measured, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
-                                         verifier: verifier, errorHeader: config.headers.error)
-        let enforcer = AssertionEnforcer(store: measured, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
-                                         family: family)
-        handler = GatewayHandler(routeTable: loaded.routeTable, routes: routes, endpoints: endpoints,
-                                     enforcer: enforcer, family: family,
-                                     forwarding: ForwardingHeaders(trusted: config.trustedProxies),
-                                     endpointsPrefix: config.endpoints.prefix,
-                                     accessLog: accessLog, metrics: metrics,
-                                     events: RateLimitedEvents(sink: events ?? { _, _ in }, now: { EventLoop.now() }),
-                                     endpointLimiter: config.endpoints.rateLimit.map {
-                                         ClientRateLimiter(requestsPerSecond: $0.requestsPerSecond, burst: $0.burst, clock: clock)
-                                     })
+        // Always there (`log.access` may be turned on by a reload); it writes only what it is given.
+        let accessLog = AccessLog(clock: clock, loops: group.loops.count)
+        self.accessLog = accessLog
+        handler = GatewayHandler(tables: tables, accessLog: accessLog, metrics: metrics,
+                                 events: RateLimitedEvents(sink: events ?? { _, _ in }, now: { EventLoop.now() }))
 
         let limits = HTTP1ParserLimits(maxHeaderBytes: config.limits.maxHeaderBytes, maxHeaderCount: config.limits.maxHeaders)
         let timeouts = HTTPServerTimeouts(headerRead: GatewayRuntime.seconds(config.timeouts.header),
@@ -180,18 +145,57 @@ public final class GatewayRuntime: Sendable {
         let http2 = HTTP2Settings(maxConcurrentStreams: config.http2.maxConcurrentStreams,
                                   initialWindowSize: config.http2.initialWindowSize,
                                   maxHeaderListSize: config.http2.maxHeaderListSize)
-        server = HTTPServer(configuration: HTTPServerConfiguration(
+        var serverConfiguration = HTTPServerConfiguration(
             listeners: listeners, limits: limits, timeouts: timeouts,
-            maxConnections: config.limits.maxConnections, http2: http2),
-            group: group, handler: handler)
+            maxConnections: config.limits.maxConnections, http2: http2)
+        serverConfiguration.handoverSettle = GatewayRuntime.handoverSettle
+        server = HTTPServer(configuration: serverConfiguration, group: group, handler: handler)
         adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys, accessLog: accessLog,
-                                    storeHealth: storeHealth, readyRequiresStore: config.readyRequiresStore)
+                                    storeHealth: storeHealth, readyRequiresStore: config.readyRequiresStore, reloads: reloads)
         if let admin = config.admin {
             adminServer = HTTPServer(configuration: HTTPServerConfiguration(listeners: [HTTPListenerConfiguration(GatewayRuntime.listenAddress(admin))]),
                                      group: group, handler: adminHandler)
         } else {
             adminServer = nil
         }
+    }
+
+    /// The pool of one configured upstream on `group`.
+    /// - Throws: `GatewayStartupError` naming the upstream (CA bundle unusable, address unresolvable).
+    static func makePool(_ upstream: GatewayConfig.UpstreamConfiguration, group: EventLoopGroup,
+                         metrics: GatewayMetrics?) throws -> UpstreamPool {
+        let address: SocketEndpoint
+        switch upstream.endpoint {
+        case .http(let host, let port), .https(let host, let port): address = .tcp(host: host, port: port)
+        case .unix(let path): address = .unix(path: path)
+        }
+        var settings = GatewayHTTP.UpstreamConfiguration(
+            name: upstream.name, address: address,
+            connectTimeout: GatewayRuntime.seconds(upstream.connectTimeout),
+            responseTimeout: GatewayRuntime.seconds(upstream.responseTimeout),
+            maxIdlePerLoop: max(1, upstream.maxIdleConnections / max(1, group.loops.count)))
+        if let metrics { settings.observer = { metrics.record($0) } }
+        if let tls = upstream.tls {
+            do {
+                let context = try TLSClientContext(settings: TLSClientSettings(verify: tls.verify, caPath: tls.ca))
+                settings.tls = (context, tls.serverName)
+            } catch {
+                throw GatewayStartupError("upstreams.\(upstream.name).tls: \(error)")
+            }
+        }
+        do {
+            return try UpstreamPool(settings, group: group)
+        } catch {
+            throw GatewayStartupError("upstreams.\(upstream.name): \(error)")
+        }
+    }
+
+    /// The TLS server settings of a listener's `tls` mapping.
+    static func tlsSettings(_ tls: TLSListenerConfiguration) -> TLSServerSettings {
+        TLSServerSettings(
+            certificates: tls.certificates.map { TLSServerSettings.Certificate(chainPath: $0.chain, keyPath: $0.key) },
+            minVersion: tls.minVersion,
+            alpn: GatewayRuntime.alpn)
     }
 
     /// The listeners once started: data listeners in configuration order, then the admin listener.
@@ -225,7 +229,7 @@ public final class GatewayRuntime: Sendable {
     public func shutdown(completion: @escaping @Sendable () -> Void) {
         adminHandler.beginDraining()
         let grace = GatewayRuntime.seconds(loaded.configuration.timeouts.drain)
-        let pools = self.pools
+        let pools = tables.latestTables.pools.values.map { $0.pool }
         let adminServer = self.adminServer
         let store = self.store
         let accessLog = self.accessLog
@@ -265,6 +269,10 @@ public final class GatewayRuntime: Sendable {
 
     /// Writes buffered access-log lines now.
     public func flushLogs() { accessLog?.flush() }
+
+    /// Requests the drain deadline cut so far (for the `stopped` line): they were closed by the
+    /// gateway without a complete answer, and their access lines carry `"cut": "drain_deadline"`.
+    public var requestsCutByDrain: Int { handler.requestsCutByDrain }
 
     /// The Prometheus text of `/metrics`.
     public var metricsText: String { metrics.prometheusText() }
@@ -314,7 +322,21 @@ public final class GatewayRuntime: Sendable {
 /// A gateway could not be built from its configuration (beyond what validation catches: unreadable
 /// files, unusable store settings).
 public struct GatewayStartupError: Error, CustomStringConvertible {
-    /// What went wrong, naming the configuration key.
+    /// What went wrong, naming the configuration key: `key.path: message`.
     public let description: String
     init(_ description: String) { self.description = description }
+
+    /// The configuration key path the error starts with (`listen[0].tls`, `trust.extra_roots`,
+    /// `upstreams.api`), or empty when it names none.
+    public var path: String {
+        guard let colon = description.range(of: ": ") else { return "" }
+        let head = description[..<colon.lowerBound]
+        return head.contains(" ") ? "" : String(head)
+    }
+
+    /// The description without its key path.
+    public var message: String {
+        let path = self.path
+        return path.isEmpty ? description : String(description.dropFirst(path.count + 2))
+    }
 }

@@ -27,21 +27,34 @@ public struct ConfigCheckReport: Sendable {
     /// - Parameter environment: where `${NAME}` values come from (the process environment by default).
     public static func check(path: String, checkFiles: (TLSFileReference) -> [ConfigIssue] = { _ in [] },
                              environment: [String: String] = ProcessInfo.processInfo.environment) -> ConfigCheckReport {
+        switch validate(path: path, checkFiles: checkFiles, environment: environment) {
+        case .success(let loaded): return ConfigCheckReport(loaded: loaded)
+        case .failure(let error): return ConfigCheckReport(error: error, source: path)
+        }
+    }
+
+    /// The check behind `check(path:checkFiles:environment:)`, for callers that want the configuration
+    /// rather than the text (the gateway's reload on SIGHUP runs exactly this): the loaded
+    /// configuration with the files' warnings merged into its warnings, or every error (configuration
+    /// and files) with its key path.
+    public static func validate(path: String, checkFiles: (TLSFileReference) -> [ConfigIssue] = { _ in [] },
+                                environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> Result<LoadedConfiguration, ConfigError> {
         let loaded: LoadedConfiguration
         do {
             loaded = try GatewayConfiguration.load(path: path, environment: environment)
         } catch {
-            return ConfigCheckReport(error: error, source: path)
+            return .failure(error)
         }
         let fileIssues = loaded.tlsFiles.flatMap(checkFiles)
         let errors = fileIssues.filter { $0.severity == .error }
         let warnings = loaded.warnings + fileIssues.filter { $0.severity == .warning }
         guard errors.isEmpty else {
-            return ConfigCheckReport(error: ConfigError(issues: errors, warnings: warnings), source: path)
+            return .failure(ConfigError(issues: errors, warnings: warnings))
         }
         var withWarnings = loaded
         withWarnings.warnings = ConfigIssue.sortedByPosition(warnings)
-        return ConfigCheckReport(loaded: withWarnings)
+        return .success(withWarnings)
     }
 
     /// The report of a configuration that loaded.

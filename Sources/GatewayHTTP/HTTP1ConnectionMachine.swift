@@ -678,13 +678,15 @@ struct HTTP1ConnectionMachine {
         writeArmed = false
     }
 
-    /// Graceful shutdown: close when idle, else answer the request in progress with `Connection: close`.
+    /// Graceful shutdown: close when idle between requests, else answer the request in progress (or,
+    /// on a connection that has not sent its first request yet, that request: the client is on its
+    /// way, as during a handover) with `Connection: close`.
     mutating func drain(now: UInt64) -> Actions {
         var actions = Actions()
         draining = true
         switch phase {
         case .idle:
-            if pending.isEmpty && !awaitingDrain { closeAfterFlush(now: now, &actions) } else { keepAlive = false }
+            if pending.isEmpty && !awaitingDrain && requestsDone > 0 { closeAfterFlush(now: now, &actions) } else { keepAlive = false }
         case .head, .decision, .body, .handling, .forwarding:
             keepAlive = false
         case .closing, .lingering, .closed:
@@ -693,11 +695,19 @@ struct HTTP1ConnectionMachine {
         return actions
     }
 
-    /// Shutdown deadline passed: close now (the request in progress is reported aborted).
+    /// Shutdown deadline passed: close now (the request in progress is reported aborted, with
+    /// `HTTPError.drainDeadline`: cut by the server).
     mutating func forceClose(now: UInt64) -> Actions {
         var actions = Actions()
-        abort(now: now, &actions)
+        abort(now: now, error: .drainDeadline, &actions)
         return actions
+    }
+
+    /// A connection accepted while the server drains (the listeners stay open briefly for a
+    /// handover, `HTTPServerConfiguration.handoverSettle`): its first request is served and answered
+    /// with `Connection: close`, instead of closing it while idle as `drain` does.
+    mutating func acceptedWhileDraining() {
+        draining = true
     }
 
     /// Time passed: applies the deadline due at `now`, if any.
@@ -966,13 +976,14 @@ struct HTTP1ConnectionMachine {
         setDeadline(.linger, settings.lingerTimeout, now: now)
     }
 
-    /// Closes at once; reports the request in progress as aborted.
-    private mutating func abort(now: UInt64, _ actions: inout Actions) {
+    /// Closes at once; reports the request in progress as aborted (with `error`, when the server cut it).
+    private mutating func abort(now: UInt64, error: HTTPError? = nil, _ actions: inout Actions) {
         guard phase != .closed else { return }
         let inProgress = phase == .decision || phase == .body || phase == .handling || phase == .forwarding
         if inProgress && current.head != nil {
             cancelUpstream(&actions)
-            finishRequest(error: nil, aborted: true, now: now, &actions)
+            if let error, !current.responseStarted && current.responseStatus == 0 { current.responseStatus = error.status }
+            finishRequest(error: error, aborted: true, now: now, &actions)
         }
         close(&actions)
     }

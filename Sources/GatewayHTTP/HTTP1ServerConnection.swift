@@ -70,7 +70,8 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
         channel.startReading()
         let now = EventLoop.now()
         perform(machine.start(now: now), now: now)
-        if context.isDraining { perform(machine.drain(now: now), now: now) }
+        // Accepted while the listeners stay open for a handover: serve one request, then close.
+        if context.isDraining { machine.acceptedWhileDraining() }
     }
 
     // MARK: events in

@@ -71,6 +71,8 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     private var lingerDeadline: UInt64 = 0
     private var lingerBytes = 0
     private var finalGoawaySent = false
+    /// Set when the shutdown's grace period ran out: the streams still open are reported cut by the server.
+    private var cutByDrain = false
     /// Whether a request arrived yet: before, the header timeout bounds the wait (as for HTTP/1.1).
     private var anyStream = false
     /// `handler.connectionStarted` was called (so `connectionEnded` is due at close).
@@ -555,6 +557,11 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         let complete = stream.responseStarted && stream.endGiven && code == .noError
         var status = stream.responseStarted ? stream.responseStatus : 499
         var error = stream.error
+        if cutByDrain && !complete {
+            // The shutdown's grace period ran out: the server cut it, the client did not go away.
+            error = .drainDeadline
+            if !stream.responseStarted { status = HTTPError.drainDeadline.status }
+        }
         let malformedReset = !stream.responseStarted && !stream.peerReset && (stream.malformed || code == .protocolError)
         if malformedReset {
             // Reset as malformed by the session or nghttp2 (e.g. content-length against DATA): a
@@ -595,8 +602,12 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         produceAndFlush()
     }
 
-    /// Shutdown grace period over: close now (open streams are reported aborted).
-    func forceClose() { abort() }
+    /// Shutdown grace period over: close now (open streams are reported aborted, with
+    /// `HTTPError.drainDeadline`: cut by the server).
+    func forceClose() {
+        cutByDrain = true
+        abort()
+    }
 
     /// Ends the connection after a GOAWAY with `code`, writing what the socket takes now.
     private func terminate(_ code: HTTP2ErrorCode) {

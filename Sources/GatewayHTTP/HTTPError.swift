@@ -88,6 +88,11 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
     case handlerDidNotRespond = "handler_did_not_respond"
     /// The server is shutting down and refuses new work on this connection (503).
     case shuttingDown = "shutting_down"
+    /// The request was still in progress when the shutdown's grace period (`timeouts.drain`) ran
+    /// out, and the server closed its connection: cut by the server, not by the client (which a
+    /// 499 means). Never answered; reported in the access record (status 503 when no response had
+    /// started, else the status being sent; `aborted`).
+    case drainDeadline = "drain_deadline"
 
     // MARK: 502 / 504 - upstream
 
@@ -119,7 +124,7 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
         case .expectationFailed: return 417
         case .headerTimeout, .bodyTimeout: return 408
         case .handlerDidNotRespond: return 500
-        case .shuttingDown: return 503
+        case .shuttingDown, .drainDeadline: return 503
         case .upstreamUnavailable, .upstreamReset, .upstreamBadResponse, .upstreamTLSFailed: return 502
         case .upstreamConnectTimeout, .upstreamTimeout: return 504
         default: return 400

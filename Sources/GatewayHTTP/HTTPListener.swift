@@ -18,11 +18,20 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
     let tls: TLSServerContext?
     private let localDescription: String
     private var source: DispatchSourceRead?
+    /// Accepts everything queued now (set by `start`, typed for the server's handler).
+    private var acceptAll: (() -> Void)?
     private var nextLoop = 0
     private var suspended = false
     private var closed = false
+    /// Device and inode of the Unix socket file this listener created (removed on close only if the
+    /// path still names that file).
+    private var unixFile: (device: UInt64, inode: UInt64)?
 
-    /// Binds and listens (SO_REUSEADDR for TCP; a stale Unix socket file is replaced).
+    /// Binds and listens: TCP with `SO_REUSEADDR` and `SO_REUSEPORT` (`Socket.listen`; any steering
+    /// program a previous process left on the address's group is removed); a Unix socket file is
+    /// replaced only when nothing answers on it (a stale file), never when another process listens.
+    /// - Throws: `Socket.Failure` when the address cannot be bound, a Unix path exists and is not a
+    ///   socket, or another process listens on it (`EADDRINUSE`).
     init(_ requested: SocketEndpoint, tls: TLSServerContext?, backlog: Int, unixPermissions: UInt16?) throws {
         self.requested = requested
         self.tls = tls
@@ -36,14 +45,24 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
             var st = stat()
             if lstat(path, &st) == 0 {
                 guard (st.st_mode & S_IFMT) == S_IFSOCK else {
-                    throw Socket.Failure(call: "listen \(path): exists and is not a socket", errno: EEXIST)
+                    throw Socket.Failure(call: "listen unix:\(path): exists and is not a socket", errno: EEXIST)
                 }
-                unlink(path)
+                if try Socket.isListening(unix: address) {
+                    throw Socket.Failure(call: "listen unix:\(path): another process is listening on it (a live socket is "
+                                         + "never replaced: stop that process or choose another path)", errno: EADDRINUSE)
+                }
+                unlink(path)  // stale: left by a process that is gone
             }
             unixPath = path
         }
         fd = try Socket.listen(on: address, backlog: Int32(clamping: max(1, backlog)))
-        if let unixPath, let mode = unixPermissions { chmod(unixPath, mode_t(mode)) }
+        if let unixPath {
+            if let mode = unixPermissions { chmod(unixPath, mode_t(mode)) }
+            var st = stat()
+            if lstat(unixPath, &st) == 0 { unixFile = (UInt64(st.st_dev), UInt64(st.st_ino)) }
+        } else {
+            Socket.detachReusePortProgram(fd)
+        }
         bound = address.isUnix ? address : Socket.localAddress(fd)
         localDescription = bound.description
     }
@@ -54,6 +73,7 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
 
     /// Starts accepting on `queue`; the connections call `context.handler`.
     func start(queue: DispatchQueue, context: HTTPServerContext, group: EventLoopGroup) {
+        acceptAll = { [unowned self] in self.acceptBatch(context: context, group: group, queue: queue, limit: Int.max) }
         let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
         let fd = self.fd
         source.setEventHandler { [unowned self] in self.acceptBatch(context: context, group: group, queue: queue) }
@@ -62,9 +82,25 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
         source.activate()
     }
 
-    private func acceptBatch(context: HTTPServerContext, group: EventLoopGroup, queue: DispatchQueue) {
+    /// Handover, step 1 (accept queue): new connections of this TCP address go to the process that
+    /// bound it after this one (the second socket of its `SO_REUSEPORT` group: this process bound
+    /// first, the successor joined next); while there is none the kernel keeps choosing this one.
+    func steerToSuccessor() {
+        guard unixPath == nil, !closed else { return }
+        Socket.steerReusePortGroup(fd, toIndex: 1)
+    }
+
+    /// Handover, step 2 (accept queue): accepts every connection already queued, so that closing the
+    /// socket resets none of them.
+    func acceptRemaining() {
+        guard !closed else { return }
+        acceptAll?()
+    }
+
+    private func acceptBatch(context: HTTPServerContext, group: EventLoopGroup, queue: DispatchQueue,
+                              limit: Int? = nil) {
         let isUnix = unixPath != nil
-        for _ in 0..<max(1, context.configuration.acceptBatch) {
+        for _ in 0..<(limit ?? max(1, context.configuration.acceptBatch)) {
             guard context.hasCapacity else {
                 // At maxConnections: leave new connections in the backlog until some close.
                 pauseAccepting(queue: queue, context: context)
@@ -134,6 +170,7 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
     func close() {
         guard !closed else { return }
         closed = true
+        acceptAll = nil
         if let source {
             self.source = nil
             source.cancel()
@@ -141,6 +178,12 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
         } else {
             _ = Glibc.close(fd)
         }
-        if let unixPath { unlink(unixPath) }
+        if let unixPath, let unixFile {
+            // Only the file this listener created: another process may have bound the path since.
+            var st = stat()
+            if lstat(unixPath, &st) == 0 && UInt64(st.st_dev) == unixFile.device && UInt64(st.st_ino) == unixFile.inode {
+                unlink(unixPath)
+            }
+        }
     }
 }

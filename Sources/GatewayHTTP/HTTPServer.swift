@@ -89,12 +89,28 @@ public final class HTTPServer: Sendable {
     /// Graceful shutdown: stops accepting at once, closes idle keep-alive connections, lets requests
     /// in flight finish (answered with `Connection: close`), force-closes what is left after
     /// `gracePeriod` seconds, then calls `completion` (once, on an arbitrary queue).
+    ///
+    /// With `configuration.handoverSettle` above 0 the listeners first steer new connections to a
+    /// newer process sharing their addresses (`SO_REUSEPORT`, see `HTTPListener.steerToSuccessor`),
+    /// keep accepting for that long (connections accepted meanwhile serve one request), then close.
     public func shutdown(gracePeriod: Double = 30, completion: @escaping @Sendable () -> Void) {
         let context = self.context
         let group = self.group
+        let settle = max(0, min(configuration.handoverSettle, gracePeriod))
         acceptQueue.async { [self] in
-            for l in listeners.withLock({ $0 }) { l.close() }
-            context.beginDraining(completion)
+            let open = listeners.withLock({ $0 })
+            if settle > 0 {
+                context.markDraining()
+                for l in open { l.steerToSuccessor() }
+                acceptQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(settle * 1e9))) { [self] in
+                    for l in open { l.acceptRemaining() }
+                    for l in open { l.close() }
+                    context.beginDraining(completion)
+                }
+            } else {
+                for l in open { l.close() }
+                context.beginDraining(completion)
+            }
             for loop in group.loops {
                 loop.execute {
                     for case let c as any DownstreamConnection in loop.allResidents where c.server === context { c.drain() }

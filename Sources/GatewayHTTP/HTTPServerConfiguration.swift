@@ -30,6 +30,12 @@ public struct HTTPServerConfiguration: Sendable {
     public var maxConnections: Int
     /// HTTP/2 SETTINGS, abuse budgets and buffering (h2c with prior knowledge on plain listeners).
     public var http2: HTTP2Settings
+    /// Seconds the listeners keep accepting after `HTTPServer.shutdown` starts (default 0: they close
+    /// at once), capped by the grace period. For a handover (a new process bound to the same
+    /// addresses with `SO_REUSEPORT`): the old one first steers new connections to the new one, then
+    /// accepts what was already on its way (queued, or mid-handshake) and serves each such connection
+    /// one request with `Connection: close`, and only then closes, so that no connection is reset.
+    public var handoverSettle: Double = 0
 
     /// A configuration with defaults suitable for a public-facing reverse proxy.
     public init(listeners: [HTTPListenerConfiguration], backlog: Int = 4096, acceptBatch: Int = 64,

@@ -61,6 +61,12 @@ final class HTTPServerContext: @unchecked Sendable {  // immutable, or atomics a
         for c in completions { c() }
     }
 
+    /// Marks the server draining (connections drain, new ones serve one request), before
+    /// `beginDraining` registers the completion once the listeners are closed.
+    func markDraining() {
+        draining.store(true, ordering: .relaxed)
+    }
+
     /// Marks the server draining; `completion` runs once no connection is left (maybe right now).
     func beginDraining(_ completion: @escaping @Sendable () -> Void) {
         draining.store(true, ordering: .relaxed)

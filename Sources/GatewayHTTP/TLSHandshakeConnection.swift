@@ -54,10 +54,8 @@ final class TLSHandshakeConnection: DownstreamConnection {  // confined to `loop
             fail(setupFailure)
             return
         }
-        if context.isDraining {
-            fail("draining")
-            return
-        }
+        // Accepted while draining (the listeners stay open briefly for a handover): the handshake
+        // runs to its end or its deadline, and the connection then serves one request.
         stream.channel.startReading()
     }
 
@@ -109,8 +107,10 @@ final class TLSHandshakeConnection: DownstreamConnection {  // confined to `loop
         if now >= deadline { fail("timeout") }
     }
 
-    /// No request can be in flight before the handshake: close.
-    func drain() { fail("draining") }
+    /// A handshake in progress when the shutdown starts finishes (within its deadline, and the
+    /// grace period): the client is on its way to a request, which the connection then serves with
+    /// `Connection: close` (HTTP/1.1) or a GOAWAY notice (HTTP/2).
+    func drain() {}
 
     func forceClose() { fail("draining") }
 }

@@ -1,5 +1,6 @@
 // Thin, non-blocking POSIX socket calls used by listeners, downstream and upstream connections.
 
+import CEpoll
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -54,11 +55,15 @@ package enum Socket {
         return true
     }
 
-    /// Creates, binds and listens; returns the descriptor.
+    /// Creates, binds and listens; returns the descriptor. TCP listeners set `SO_REUSEADDR` and
+    /// `SO_REUSEPORT` (socket(7)): a second process of the same user can bind the same address while
+    /// the first drains (the handover); the kernel spreads new connections across the group (see
+    /// `steerReusePortGroup`).
     package static func listen(on address: SocketAddress, backlog: Int32) throws -> Int32 {
         let fd = try makeStream(family: address.family)
         if !address.isUnix {
             setOption(fd, SOL_SOCKET, SO_REUSEADDR, 1)
+            setOption(fd, SOL_SOCKET, SO_REUSEPORT, 1)
             if address.family == AF_INET6 { setOption(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, 1) }
         }
         let bound = address.withSockAddr { bind(fd, $0, $1) }
@@ -73,6 +78,41 @@ package enum Socket {
             throw Failure(call: "listen", errno: e)
         }
         return fd
+    }
+
+    /// Steers every new connection of `fd`'s `SO_REUSEPORT` group to the socket that joined it at
+    /// `index` (0: the first); when the group has no such socket the kernel keeps hashing across all.
+    /// The program stays on the group until `detachReusePortProgram`. Returns false when the kernel
+    /// refused (no group: a Unix socket; an old kernel).
+    @discardableResult
+    package static func steerReusePortGroup(_ fd: Int32, toIndex index: UInt32) -> Bool {
+        attest_reuseport_steer(fd, index) == 0
+    }
+
+    /// Removes a steering program a previous process left on `fd`'s `SO_REUSEPORT` group (the kernel
+    /// hashes new connections across the group again).
+    package static func detachReusePortProgram(_ fd: Int32) {
+        _ = attest_reuseport_detach(fd)
+    }
+
+    /// Whether something listens on the Unix socket at `address`: true when a connection is
+    /// accepted (or the backlog is full), false when nobody does (`ECONNREFUSED`: a stale socket file
+    /// left by a process that died).
+    /// - Throws: when it cannot tell (e.g. `EACCES`).
+    package static func isListening(unix address: SocketAddress) throws -> Bool {
+        let fd = try makeStream(family: address.family)
+        defer { close(fd) }
+        while true {
+            let rc = address.withSockAddr { Glibc.connect(fd, $0, $1) }
+            if rc == 0 { return true }
+            let e = errno
+            switch e {
+            case EINTR: continue
+            case EAGAIN, EINPROGRESS: return true
+            case ECONNREFUSED: return false
+            default: throw Failure(call: "connect \(address.description)", errno: e)
+            }
+        }
     }
 
     /// The local address a descriptor is bound to.

@@ -4,6 +4,7 @@ import Foundation
 import Gateway
 import GatewayConfig
 import GatewayRules
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,6 +15,10 @@ let usage = """
            attest-gateway --version
 
     Signals: SIGTERM / SIGINT drain in-flight requests (timeouts.drain), then exit 0; a second one exits at once.
+             SIGHUP reloads the configuration file and the TLS certificates (an invalid file keeps the
+             running configuration; see the config_reloaded / config_reload_failed line).
+             SIGUSR1 flushes the access log (logs go to standard output and error: nothing to reopen).
+             SIGUSR2 and SIGPIPE are ignored.
     Logs: one JSON line per request on standard output; start-up, lifecycle and start-up failure lines
     on standard error, each a JSON object with `ts`, `type` and `level`.
 
@@ -24,20 +29,28 @@ func fail(_ message: String, code: Int32 = 2) -> Never {
     exit(code)
 }
 
-/// Least severe lifecycle event written (`log.level`); set once the configuration is loaded.
-nonisolated(unsafe) var minimumLevel = LogConfiguration.Level.info  // written once before any concurrent use
+/// Least severe lifecycle event written (`log.level`, as an index into `LogConfiguration.Level.allCases`);
+/// set when the configuration is loaded and by each reload, read from any thread.
+let minimumLevelIndex = Atomic<Int>(LogConfiguration.Level.allCases.firstIndex(of: .info)!)
+
+func setMinimumLevel(_ level: LogConfiguration.Level) {
+    minimumLevelIndex.store(LogConfiguration.Level.allCases.firstIndex(of: level)!, ordering: .relaxed)
+}
 
 /// One JSON line on standard error (lifecycle events, not access lines), when `level` is at least
 /// `log.level`: `ts` (UTC, milliseconds), `type`, `level`, then `fields`; values are escaped by the
-/// one JSON writer (control characters included).
-func event(_ name: String, level: LogConfiguration.Level = .info, _ fields: [(String, String)] = []) {
-    guard level >= minimumLevel else { return }
+/// one JSON writer (control characters included). `more` adds structured members (arrays, numbers)
+/// after `fields`.
+func event(_ name: String, level: LogConfiguration.Level = .info, _ fields: [(String, String)] = [],
+           more: ((inout JSONWriter) -> Void)? = nil) {
+    guard level >= LogConfiguration.Level.allCases[minimumLevelIndex.load(ordering: .relaxed)] else { return }
     var json = JSONWriter(capacity: 256)
     json.beginObject()
     json.field("ts", LogTimestamp.now())
     json.field("type", name)
     json.field("level", level.rawValue)
     for (key, value) in fields { json.field(key, value) }
+    more?(&json)
     json.endObject()
     FileHandle.standardError.write(Data(json.bytes + [0x0A]))
 }
@@ -104,7 +117,7 @@ do {
 } catch {
     startFailed("\(path) does not load; nothing started", config: path, issues: error.issues + error.warnings)
 }
-minimumLevel = loaded.configuration.log.level
+setMinimumLevel(loaded.configuration.log.level)
 for warning in loaded.warnings { event("config_warning", level: .warning, [("detail", warning.description)]) }
 
 let runtime: GatewayRuntime
@@ -129,29 +142,60 @@ runtime.storeWarnings { warnings in
     for warning in warnings { event("store_warning", level: .warning, [("detail", warning)]) }
 }
 
-// Signals: drain on the first SIGTERM/SIGINT, exit at once on the second.
-signal(SIGTERM, SIG_IGN)
-signal(SIGINT, SIG_IGN)
-signal(SIGPIPE, SIG_IGN)
-// The handlers run on the main queue: in top-level code they are main-actor isolated, and Swift 6
-// checks that at run time (a handler on another queue traps with SIGILL on the first signal).
+// Signals (DESIGN.md section 10): no signal an operator commonly sends ends the process except
+// SIGTERM / SIGINT, which drain. Every handler runs on the main queue: in top-level code they are
+// main-actor isolated, and Swift 6 checks that at run time (a handler on another queue traps with
+// SIGILL on the first signal). The dispositions are set to "ignore" first, so that a signal
+// arriving before its source is ready cannot kill the process.
+for sig in [SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE] { signal(sig, SIG_IGN) }
 nonisolated(unsafe) var draining = false  // only touched on the main queue
 var sources: [DispatchSourceSignal] = []
+
+// SIGTERM / SIGINT: drain on the first, exit at once on the second.
 for sig in [SIGTERM, SIGINT] {
     let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
     source.setEventHandler {
         if draining {
-            event("stopped", [("reason", "second signal")])
+            event("stopped", [("reason", "second signal")], more: { $0.field("requests_cut", runtime.requestsCutByDrain) })
             exit(1)
         }
         draining = true
         event("draining", [("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT")])
         runtime.shutdown {
-            event("stopped", [("reason", "drained")])
+            // Requests still in progress when timeouts.drain ran out were cut by the gateway (their
+            // access lines say "cut": "drain_deadline").
+            let cut = runtime.requestsCutByDrain
+            event("stopped", [("reason", cut == 0 ? "drained" : "drain deadline")], more: { $0.field("requests_cut", cut) })
             exit(0)
         }
     }
     source.resume()
     sources.append(source)
 }
+
+// SIGHUP: reload the configuration and the TLS certificates (a bad file keeps the running one).
+let hangUp = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
+hangUp.setEventHandler {
+    guard !draining else {
+        event("config_reload_skipped", level: .warning, [("reason", "draining")])
+        return
+    }
+    let report = runtime.reload()
+    if report.succeeded { setMinimumLevel(runtime.loaded.configuration.log.level) }
+    event(report.eventName, level: report.succeeded ? (report.restartRequired.isEmpty ? .info : .warning) : .error,
+          more: { report.write(into: &$0) })
+}
+hangUp.resume()
+sources.append(hangUp)
+
+// SIGUSR1: the logrotate signal. Access lines go to standard output and lifecycle lines to standard
+// error (never to files the gateway opens), so there is nothing to reopen: flush, and say so.
+let user1 = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .main)
+user1.setEventHandler {
+    runtime.flushLogs()
+    event("log_reopen", [("detail", "logs go to standard output and standard error; nothing to reopen (rotate them where they are collected)")])
+}
+user1.resume()
+sources.append(user1)
+// SIGUSR2 and SIGPIPE stay ignored (SIG_IGN above).
 dispatchMain()

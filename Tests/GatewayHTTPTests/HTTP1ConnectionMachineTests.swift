@@ -412,14 +412,29 @@ final class HTTP1ConnectionMachineTests: XCTestCase {
         XCTAssertFalse(d.records.first?.aborted ?? true)
     }
 
-    func testForceCloseReportsTheRequestInProgressAsAborted() {
+    /// A fresh connection (nothing sent yet) is not closed by a drain: its client is on its way
+    /// (a handover), so its first request is served, with `Connection: close`.
+    func testDrainLetsAConnectionWithoutARequestYetSendItsFirst() {
+        let d = Driver()
+        d.drain()
+        XCTAssertFalse(d.closed, "not closed before its first request")
+        d.receive("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+        XCTAssertEqual(d.responses().map(\.status), [200])
+        XCTAssertEqual(d.responses().first?.header("Connection"), "close")
+        XCTAssertTrue(d.closed)
+    }
+
+    /// Cut by the drain deadline: reported aborted with `drainDeadline` and 503 (the gateway cut it),
+    /// not 499 (a client that went away).
+    func testForceCloseReportsTheRequestInProgressAsCutByTheServer() {
         let d = Driver()
         d.respond = { _ in nil }
         d.receive("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
         d.perform(d.machine.forceClose(now: d.now))
         XCTAssertTrue(d.closed)
         XCTAssertEqual(d.records.first?.aborted, true)
-        XCTAssertEqual(d.records.first?.status, 499)
+        XCTAssertEqual(d.records.first?.status, 503)
+        XCTAssertEqual(d.records.first?.error, .drainDeadline)
         d.answer(.response(HTTPResponse(status: 200)))
         XCTAssertTrue(d.wire.isEmpty, "an answer after the close is dropped")
     }

@@ -63,10 +63,7 @@ final class RouteMatchedOnceTests: XCTestCase {
         runtime = try GatewayRuntime(loaded: GatewayConfiguration.parse(yaml: yaml, baseDirectory: "/tmp"), loopCount: 1)
         let h = try XCTUnwrap(runtime.handler)
         let counter = self.counter
-        handler = GatewayHandler(routeTable: h.routeTable, routes: h.routes, endpoints: h.endpoints, enforcer: h.enforcer,
-                                 family: h.family, forwarding: h.forwarding,
-                                 endpointsPrefix: String(decoding: h.endpointsPrefix, as: UTF8.self),
-                                 accessLog: nil, metrics: h.metrics,
+        handler = GatewayHandler(tables: h.tables, accessLog: nil, metrics: h.metrics,
                                  classifyObserver: { _ in counter.value.add(1, ordering: .relaxed) })
     }
 

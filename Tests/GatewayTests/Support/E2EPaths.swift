@@ -25,6 +25,11 @@ enum E2EPaths {
         SharedFixtures.packageRoot.appendingPathComponent("Tests/GatewayTests/Fixtures/race.py").path
     }
 
+    /// Tests/GatewayTests/Fixtures/load_client.py (continuous requests; a TLS connection held open).
+    static var loadClientScript: String {
+        SharedFixtures.packageRoot.appendingPathComponent("Tests/GatewayTests/Fixtures/load_client.py").path
+    }
+
     /// ../shared/tools/ref_device.py, or XCTSkip when ../shared is absent.
     static func refDevice() throws -> String {
         guard let tools = SharedFixtures.toolsDirectory else { throw XCTSkip(SharedFixtures.absentMessage) }

@@ -1,0 +1,106 @@
+import AppAttest
+import AttestCrypto
+import GatewayConfig
+import GatewayHTTP
+import GatewayIO
+import GatewayStore
+
+/// One generation of everything a request's handling reads that a reload (SIGHUP) may replace
+/// (DESIGN.md section 10): the route table and compiled routes with their upstream pools, the
+/// endpoints and the enforcer (apps, trust anchors, challenge settings), the header family, the
+/// forwarding rules (`trusted_proxies`), the endpoints' rate limit and the access-log switch.
+///
+/// Immutable. `GatewayHandler` takes the current generation once per request, at its head, and keeps
+/// it in the request's context until the access line is written: a request in flight during a reload
+/// finishes on the tables it started with, the next one uses the new ones. What these tables do not
+/// hold (listeners, store, server limits and timeouts) needs a restart (`RestartOnlySettings`).
+final class GatewayTables: Sendable {
+    /// 1 for the tables built at start, then one more per successful reload.
+    let generation: UInt64
+    let routeTable: RouteTable
+    let routes: [CompiledRoute]
+    let endpoints: GatewayEndpoints
+    let enforcer: AssertionEnforcer
+    let family: HeaderFamily
+    /// `X-Forwarded-*`, `Forwarded`, `X-Real-IP` on forwarded requests (`trusted_proxies`).
+    let forwarding: ForwardingHeaders
+    /// `endpoints.prefix` as bytes.
+    let endpointsPrefix: [UInt8]
+    /// Per-client limit of the endpoints (`endpoints.rate_limit`), if configured.
+    let endpointLimiter: ClientRateLimiter?
+    /// `log.access`.
+    let logAccess: Bool
+    /// The upstream pools by upstream name.
+    let pools: [String: UpstreamPoolLease]
+    /// The rate limit the limiter was made for (a reload with the same one keeps its buckets).
+    private let rateLimit: EndpointsConfiguration.RateLimit?
+
+    /// Builds the tables of `loaded`, reusing from `previous` what did not change: the upstream pools
+    /// of upstreams configured the same (their idle connections stay warm) and the endpoints' rate
+    /// limiter when its settings are the same (clients keep their buckets). Everything else is built
+    /// anew, trust roots read again from their files.
+    /// - Throws: `GatewayStartupError` naming the key: an extra root unreadable or without a PEM
+    ///   certificate, an upstream that cannot be resolved, an upstream CA bundle that cannot be used.
+    /// `metrics` observes the exchanges of the upstream pools made here (nil: not observed).
+    init(loaded: LoadedConfiguration, generation: UInt64, store: any AttestStore, keys: KeyCache, clock: GatewayClock,
+         group: EventLoopGroup, metrics: GatewayMetrics?, previous: GatewayTables?) throws {
+        let config = loaded.configuration
+
+        // Trust: Apple's pinned roots plus, for test devices only, the configured extra roots.
+        var extraRoots: [X509Certificate] = []
+        for path in config.trust.extraRoots {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw GatewayStartupError("trust.extra_roots: cannot read \(path)")
+            }
+            do {
+                extraRoots += try X509Certificate.parseAll(pem: text)
+            } catch {
+                throw GatewayStartupError("trust.extra_roots: \(path) holds no usable PEM certificate (\(error))")
+            }
+        }
+        let anchors = extraRoots.isEmpty ? TrustAnchors.apple : try TrustAnchors.apple.adding(appAttestRoots: extraRoots)
+
+        let appEntries = Dictionary(config.apps.map { ($0.appID.description, AppEntry($0)) }, uniquingKeysWith: { a, _ in a })
+        let verifier = AttestationVerifier(trust: anchors, apps: config.apps.map { AppEntry($0).policy })
+        let family = HeaderFamily(config.headers)
+        let issuer = ChallengeIssuer(store: store, byteCount: config.endpoints.challengeBytes,
+                                     ttlMillis: GatewayRuntime.millis(config.endpoints.challengeTTL), clock: clock)
+
+        var pools: [String: UpstreamPoolLease] = [:]
+        for upstream in config.upstreams {
+            if let kept = previous?.pools[upstream.name], kept.canServe(upstream) {
+                pools[upstream.name] = kept
+            } else {
+                pools[upstream.name] = UpstreamPoolLease(configuration: upstream,
+                                                         pool: try GatewayRuntime.makePool(upstream, group: group, metrics: metrics))
+            }
+        }
+        var routes: [CompiledRoute] = []
+        for route in config.routes {
+            guard let lease = pools[route.upstream] else {
+                throw GatewayStartupError("route \(route.name): unknown upstream \(route.upstream)")
+            }
+            routes.append(CompiledRoute(config: route, upstream: lease.pool))
+        }
+
+        self.generation = generation
+        routeTable = loaded.routeTable
+        self.routes = routes
+        self.pools = pools
+        self.family = family
+        endpoints = GatewayEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
+                                     verifier: verifier, errorHeader: config.headers.error)
+        enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock, family: family)
+        forwarding = ForwardingHeaders(trusted: config.trustedProxies)
+        endpointsPrefix = Array(config.endpoints.prefix.utf8)
+        rateLimit = config.endpoints.rateLimit
+        if let previous, let limiter = previous.endpointLimiter, previous.rateLimit == config.endpoints.rateLimit {
+            endpointLimiter = limiter
+        } else {
+            endpointLimiter = config.endpoints.rateLimit.map {
+                ClientRateLimiter(requestsPerSecond: $0.requestsPerSecond, burst: $0.burst, clock: clock)
+            }
+        }
+        logAccess = config.log.access
+    }
+}
