@@ -175,7 +175,26 @@ final class GatewayHandler: HTTPHandler {
             }
             var permitted = prepared
             decision.report.apply(to: &permitted.headers, names: names)
+            if decision.report.verdict == .valid, let keyId = decision.report.keyId {
+                permitted.upstreamFailureAnswer = upstreamFailureAnswer(keyId: keyId)
+            }
             responder.forward(permitted, context: context)
+        }
+    }
+
+    /// How a 502 / 504 is answered once the request's challenge was consumed (verdict `valid`): the
+    /// evidence can never pass again, so `refresh_challenge` with a fresh challenge for the key (as the
+    /// 401 challenge refusals carry; without one when the store cannot issue it), never `retry`.
+    private func upstreamFailureAnswer(keyId: KeyID) -> HTTPForward.UpstreamFailureAnswer {
+        let issuer = enforcer.issuer
+        let errorHeader = family.configuration.error
+        return { error, respond in
+            let refusal = Refusal.upstreamAfterConsumption(error)
+            issuer.issue(keyId: keyId, purpose: .assert) { issued in
+                var answer = refusal
+                if case .success(let fresh) = issued { answer.freshChallenge = (fresh.bytes, fresh.expiresAt) }
+                respond(answer.response(errorHeader: errorHeader))
+            }
         }
     }
 

@@ -284,6 +284,17 @@ final class HTTP1ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
                     let ex = UpstreamExchange(pool: upstream.pool, method: upstream.method, request: upstream.bytes, sink: self)
                     exchange = ex
                     ex.start()  // may fail at once: `upstreamFailed` runs its own actions
+                case .answerUpstreamFailure:
+                    guard let (error, answer) = machine.takeUpstreamFailure() else { break }
+                    let responder = HTTPResponder(sink: self, sequence: machine.sequence)
+                    inHandlerCall = true
+                    answer(error) { responder.respond($0) }
+                    inHandlerCall = false
+                    if let (answer, context, sequence) = synchronousAnswer {
+                        synchronousAnswer = nil
+                        known = EventLoop.now()
+                        next = answered(answer, context: context, sequence: sequence, now: clock())
+                    }
                 case .report:
                     if let record = machine.takeAccessRecord() {
                         let decided = requestContext

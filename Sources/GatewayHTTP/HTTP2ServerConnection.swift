@@ -379,6 +379,7 @@ final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
         stream.phase = .forwarding
         stream.upstreamName = pool.settings.name
         stream.responseHeadFilter = forward.responseHeadFilter
+        stream.upstreamFailureAnswer = forward.upstreamFailureAnswer
         let exchange = UpstreamExchange(pool: pool, method: forward.method, request: request, sink: stream)
         stream.exchange = exchange
         exchange.start()
@@ -459,6 +460,18 @@ final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
             // The head is out: resetting the stream is the only honest signal of the truncation.
             stream.error = error
             session?.resetStream(stream.id, error: .internalError)
+        } else if let answer = stream.upstreamFailureAnswer {
+            // The forward answers its failures itself, like a handler (through `apply`).
+            stream.phase = .handling
+            stream.error = error
+            let responder = HTTPResponder(sink: self, sequence: UInt64(UInt32(bitPattern: stream.id)))
+            inHandlerCall = true
+            answer(error) { responder.respond($0) }
+            inHandlerCall = false
+            while !synchronousAnswers.isEmpty {
+                let (answer, context, sequence) = synchronousAnswers.removeFirst()
+                apply(answer, context: context, sequence: sequence)
+            }
         } else {
             sendResponse(stream, context.handler.errorResponse(for: error, head: stream.head), error: error)
         }

@@ -38,6 +38,7 @@ final class HTTP2Stream<Handler: HTTPHandler>: UpstreamResponseSink {  // confin
     var exchange: UpstreamExchange?
     var upstreamName: String?
     var responseHeadFilter: (@Sendable (inout HTTPResponseHead) -> Void)?
+    var upstreamFailureAnswer: HTTPForward.UpstreamFailureAnswer?
     /// The error the server answered by itself, or the reason the stream failed.
     var error: HTTPError?
     /// Reset as malformed (RST_STREAM PROTOCOL_ERROR sent).

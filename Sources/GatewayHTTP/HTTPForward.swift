@@ -39,6 +39,15 @@ public struct HTTPForward: Sendable {
     public var body: [UInt8]
     /// Optional edit of the upstream response head before it is relayed (runs on the event loop; keep it short).
     public var responseHeadFilter: (@Sendable (inout HTTPResponseHead) -> Void)?
+    /// Answers an upstream failure (502 / 504) that happens before the response head, instead of the
+    /// handler's `errorResponse(for:head:)`: called on the event loop with the error and a completion
+    /// that takes the response (from any thread, at any later time, exactly once; never calling it
+    /// answers 500 `handler_did_not_respond`). The access record keeps the upstream error. nil: the
+    /// error renderer answers.
+    public var upstreamFailureAnswer: UpstreamFailureAnswer?
+
+    /// See `upstreamFailureAnswer`.
+    public typealias UpstreamFailureAnswer = @Sendable (HTTPError, @escaping @Sendable (HTTPResponse) -> Void) -> Void
 
     /// Forwards `request` as received (same method, target, headers, body) to `upstream`; edit the
     /// fields after. The fields named by the request's `Connection` options are removed now.
@@ -59,5 +68,6 @@ public struct HTTPForward: Sendable {
         self.headers = headers
         self.body = body
         responseHeadFilter = nil
+        upstreamFailureAnswer = nil
     }
 }
