@@ -207,7 +207,8 @@ final class GatewayHandler: HTTPHandler {
     private func endpointHead(_ head: HTTPRequestHead, connection: HTTPConnectionInfo, _ destination: Destination,
                               route: String) -> HTTPHeadDecision<GatewayRequestContext> {
         guard head.method == .post else { return refuse(.methodNotAllowed, destination, route: route) }
-        if let limiter = endpointLimiter, let retryAfter = limiter.acquire(connection.remoteHost) {
+        if let limiter = endpointLimiter,
+           let retryAfter = limiter.acquire(forwarding.clientAddress(headers: head.headers, connection: connection)) {
             return refuse(.rateLimited(retryAfter: retryAfter), destination, route: route)
         }
         return .accept(bodyLimit: GatewayHandler.endpointBodyLimit, context: GatewayRequestContext(destination: destination))
