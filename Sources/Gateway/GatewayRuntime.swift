@@ -104,16 +104,28 @@ public final class GatewayRuntime: Sendable {
         var poolsByName: [String: UpstreamPool] = [:]
         var pools: [UpstreamPool] = []
         for upstream in config.upstreams {
-            let address: SocketEndpoint
-            switch upstream.endpoint {
-            case .http(let host, let port), .https(let host, let port): address = .tcp(host: host, port: port)
-            case .unix(let path): address = .unix(path: path)
+            let explicitName = upstream.tls?.serverNameIsExplicit ?? true
+            let endpoints = upstream.endpoints.map { endpoint -> GatewayHTTP.UpstreamConfiguration.Endpoint in
+                switch endpoint {
+                case .http(let host, let port): return .init(.tcp(host: host, port: port))
+                case .https(let host, let port): return .init(.tcp(host: host, port: port), serverName: explicitName ? nil : host)
+                case .unix(let path): return .init(.unix(path: path))
+                }
             }
             var settings = GatewayHTTP.UpstreamConfiguration(
-                name: upstream.name, address: address,
+                name: upstream.name, endpoints: endpoints,
+                balance: upstream.balance == .leastRequest ? .leastRequest : .roundRobin,
+                ejection: UpstreamEjection(consecutiveErrors: upstream.ejection.consecutiveErrors,
+                                           baseTime: GatewayRuntime.seconds(upstream.ejection.baseTime),
+                                           maxTime: GatewayRuntime.seconds(upstream.ejection.maxTime)),
+                dnsRefresh: GatewayRuntime.seconds(upstream.dnsRefresh),
+                healthCheck: upstream.healthCheck.map {
+                    UpstreamHealthCheck(path: $0.path, interval: GatewayRuntime.seconds($0.interval), timeout: GatewayRuntime.seconds($0.timeout),
+                                        healthyThreshold: $0.healthyThreshold, unhealthyThreshold: $0.unhealthyThreshold)
+                },
                 connectTimeout: GatewayRuntime.seconds(upstream.connectTimeout),
                 responseTimeout: GatewayRuntime.seconds(upstream.responseTimeout),
-                maxIdlePerLoop: max(1, upstream.maxIdleConnections / max(1, group.loops.count)))
+                maxIdlePerLoop: max(1, upstream.maxIdleConnections / max(1, group.loops.count * endpoints.count)))
             if let tls = upstream.tls {
                 do {
                     let context = try TLSClientContext(settings: TLSClientSettings(verify: tls.verify, caPath: tls.ca))
@@ -122,7 +134,16 @@ public final class GatewayRuntime: Sendable {
                     throw GatewayStartupError("upstreams.\(upstream.name).tls: \(error)")
                 }
             }
-            let pool = try UpstreamPool(settings, group: group)
+            let pool: UpstreamPool
+            do {
+                pool = try UpstreamPool(settings, group: group, events: events)
+            } catch {
+                throw GatewayStartupError("upstreams.\(upstream.name): \(error)")
+            }
+            for problem in pool.problems {
+                events?("upstream_unresolved", [("upstream", upstream.name), ("detail", problem),
+                                                ("effect", "retrying in the background; requests answer 503 upstream_unresolved while no endpoint resolves")])
+            }
             poolsByName[upstream.name] = pool
             pools.append(pool)
         }
@@ -238,6 +259,17 @@ public final class GatewayRuntime: Sendable {
                 completion(["store: Redis is not reachable yet (\(error)); protected routes answer 503 store_unavailable until it is"])
             }
         }
+    }
+
+    /// The state of each endpoint of upstream `name` (addresses, ejection, health, load), nil for an
+    /// unknown name.
+    public func upstreamEndpoints(_ name: String) -> [UpstreamPool.EndpointStatus]? {
+        pools.first { $0.configuration.name == name }?.endpointStatus
+    }
+
+    /// The counters of upstream `name` (connections, retries, ejections), nil for an unknown name.
+    public func upstreamStatistics(_ name: String) -> UpstreamPool.Statistics? {
+        pools.first { $0.configuration.name == name }?.statistics
     }
 
     /// Writes buffered access-log lines now.

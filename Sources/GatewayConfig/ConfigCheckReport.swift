@@ -67,7 +67,7 @@ public struct ConfigCheckReport: Sendable {
             out += "trust      TEST ROOTS: \(c.trust.extraRoots.joined(separator: ", "))\n"
         }
         out += "endpoints  \(c.endpoints.challengePath), \(c.endpoints.attestPath) (served before routes; challenge ttl \(DurationSyntax.format(c.endpoints.challengeTTL)), \(c.endpoints.challengeBytes) bytes)\n"
-        out += "upstreams  \(c.upstreams.map { "\($0.name) = \($0.endpoint)" + Self.summary($0.tls) }.joined(separator: ", "))\n"
+        out += "upstreams  \(c.upstreams.map { "\($0.name) = \(Self.endpoints($0))" + Self.summary($0.tls) }.joined(separator: ", "))\n"
         out += "routes (first match wins):\n"
         let shadowed = Set(loaded.routeTable.shadowedRoutes().map(\.route))
         for (i, r) in c.routes.enumerated() {
@@ -86,6 +86,13 @@ public struct ConfigCheckReport: Sendable {
             out += line + "\n"
         }
         standardOutput = out
+    }
+
+    /// `URL`, or `[URL, URL] round_robin` (plus `, health GET /path`) for several endpoints.
+    private static func endpoints(_ u: UpstreamConfiguration) -> String {
+        var text = u.endpoints.count == 1 ? "\(u.endpoint)" : "[\(u.endpoints.map(\.description).joined(separator: ", "))] \(u.balance.rawValue)"
+        if let h = u.healthCheck { text += ", health GET \(h.path) every \(DurationSyntax.format(h.interval))" }
+        return text
     }
 
     /// ` (ca FILE, name NAME)` / ` (system CAs, NO VERIFICATION)` for an https upstream, else empty.

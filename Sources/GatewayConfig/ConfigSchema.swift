@@ -18,6 +18,8 @@ enum ConfigSchema {
         case injected = "headers.injected"
         case upstream = "upstreams.NAME"
         case upstreamTLS = "upstreams.NAME.tls"
+        case upstreamEjection = "upstreams.NAME.ejection"
+        case upstreamHealthCheck = "upstreams.NAME.health_check"
         case route = "routes[]"
         case limits = "limits"
         case http2 = "http2"
@@ -40,8 +42,10 @@ enum ConfigSchema {
         case .headers: return ["prefix", "evidence", "injected", "error"]
         case .evidence: return ["key_id", "challenge", "assertion", "client_data"]
         case .injected: return ["verdict", "reason", "key_id", "counter", "environment", "risk_metric", "validation_category", "bundle_version"]
-        case .upstream: return ["url", "connect_timeout", "response_timeout", "max_idle_connections", "tls"]
+        case .upstream: return ["url", "endpoints", "balance", "ejection", "dns_refresh", "health_check", "connect_timeout", "response_timeout", "max_idle_connections", "tls"]
         case .upstreamTLS: return ["ca", "server_name", "verify"]
+        case .upstreamEjection: return ["consecutive_errors", "base_time", "max_time"]
+        case .upstreamHealthCheck: return ["path", "interval", "timeout", "healthy_threshold", "unhealthy_threshold"]
         case .route: return ["name", "path_prefix", "path", "methods", "upstream", "mode", "max_body", "on_store_error", "counter_window", "environment", "bind_headers", "apps"]
         case .limits: return ["max_header_bytes", "max_headers", "max_connections"]
         case .http2: return ["max_concurrent_streams", "initial_window_size", "max_header_list_size"]

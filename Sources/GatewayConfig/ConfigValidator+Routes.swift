@@ -276,11 +276,13 @@ extension ConfigValidator {
         if let listen = v.listen {
             for upstream in marks.validUpstreams {
                 let mark = marks.upstreams[upstream.name]
-                for (i, listener) in listen.enumerated() where Self.reaches(upstream.endpoint, listener) {
-                    error(.root.key("upstreams").key(upstream.name), "\(upstream.endpoint) is the gateway's own listener listen[\(i)] (\(listener)): requests would loop", mark)
-                }
-                if case .some(.some(let admin)) = v.admin, Self.reaches(upstream.endpoint, admin) {
-                    error(.root.key("upstreams").key(upstream.name), "\(upstream.endpoint) is the gateway's admin listener", mark)
+                for endpoint in upstream.endpoints {
+                    for (i, listener) in listen.enumerated() where Self.reaches(endpoint, listener) {
+                        error(.root.key("upstreams").key(upstream.name), "\(endpoint) is the gateway's own listener listen[\(i)] (\(listener)): requests would loop", mark)
+                    }
+                    if case .some(.some(let admin)) = v.admin, Self.reaches(endpoint, admin) {
+                        error(.root.key("upstreams").key(upstream.name), "\(endpoint) is the gateway's admin listener", mark)
+                    }
                 }
             }
         }

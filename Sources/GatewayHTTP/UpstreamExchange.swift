@@ -17,41 +17,64 @@ protocol UpstreamResponseSink: AnyObject {
     func upstreamFailed(_ error: HTTPError)
 }
 
-/// Drives one exchange on the loop: picks a connection, sends the request, relays events, retries once
-/// on a stale pooled connection (rule documented on `UpstreamPool`).
+/// Drives one exchange on the loop: picks an endpoint and a connection, sends the request, relays
+/// events, retries a failed connect on another endpoint and once on a stale pooled connection (rules
+/// documented on `UpstreamPool`). Counts itself in its endpoint's exchanges in progress while it
+/// holds a connection there.
 final class UpstreamExchange {  // confined to the loop of `pool`
     let pool: UpstreamLoopPool
     let method: HTTPMethod
     let request: [UInt8]
+    /// Connect timeout of this exchange's connections, nanoseconds (the route's or the upstream's).
+    let connectTimeout: UInt64
+    /// Response timeout of this exchange, nanoseconds (the route's or the upstream's).
+    let responseTimeout: UInt64
     private weak var sink: (any UpstreamResponseSink)?
     private var connection: UpstreamConnection?
+    /// The endpoint counted as busy with this exchange.
+    private var busy: UpstreamEndpointState?
+    /// Endpoints tried so far.
+    private var tried: [Int] = []
     private var attempts = 0
     private(set) var isFinished = false
 
-    init(pool: UpstreamLoopPool, method: HTTPMethod, request: [UInt8], sink: any UpstreamResponseSink) {
+    /// An exchange; `connectTimeout` and `responseTimeout` (seconds) override the upstream's.
+    init(pool: UpstreamLoopPool, method: HTTPMethod, request: [UInt8], sink: any UpstreamResponseSink,
+         connectTimeout: Double? = nil, responseTimeout: Double? = nil) {
         self.pool = pool
         self.method = method
         self.request = request
         self.sink = sink
+        self.connectTimeout = connectTimeout.map(UpstreamLoopPool.nanoseconds) ?? pool.settings.connectTimeout
+        self.responseTimeout = responseTimeout.map(UpstreamLoopPool.nanoseconds) ?? pool.settings.responseTimeout
     }
 
     func start() { attempt(allowIdle: true) }
 
     private func attempt(allowIdle: Bool) {
         attempts += 1
-        switch pool.acquire(allowIdle: allowIdle) {
+        switch pool.acquire(allowIdle: allowIdle, tried: &tried, connectTimeout: connectTimeout) {
         case .failure(let e):
             finish()
             sink?.upstreamFailed(e)
         case .success(let c):
             connection = c
+            setBusy(c.endpoint)
             c.begin(self)
         }
+    }
+
+    private func setBusy(_ endpoint: UpstreamEndpointState?) {
+        if busy === endpoint { return }
+        busy?.active.subtract(1, ordering: .relaxed)
+        endpoint?.active.add(1, ordering: .relaxed)
+        busy = endpoint
     }
 
     private func finish() {
         isFinished = true
         connection = nil
+        setBusy(nil)
     }
 
     // MARK: from the connection
@@ -77,11 +100,17 @@ final class UpstreamExchange {  // confined to the loop of `pool`
         sink?.upstreamEnd()
     }
 
-    func failed(_ error: HTTPError, retryable: Bool) {
+    func failed(_ error: HTTPError, retryable: Bool, connectFailed: Bool) {
         guard !isFinished else { return }
         connection = nil
+        if connectFailed && tried.count < pool.endpoints.count {
+            pool.counters.connectRetries.add(1, ordering: .relaxed)
+            attempt(allowIdle: true)  // another endpoint: nothing was sent
+            return
+        }
         if retryable && attempts == 1 {
             pool.counters.retries.add(1, ordering: .relaxed)
+            tried.removeAll()
             attempt(allowIdle: false)
             return
         }

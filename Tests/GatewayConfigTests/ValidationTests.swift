@@ -247,7 +247,7 @@ final class ValidationTests: XCTestCase {
         XCTAssertEqual(lines("upstreams:\n  app: {url: http://b:1, connect_timeout: 0, max_idle_connections: 5000, pool: 3}"), [
             "upstreams.app.connect_timeout: must be from 1ms to 1m, got 0 (line 6, column 43)",
             "upstreams.app.max_idle_connections: must be from 0 to 4096, got 5000 (line 6, column 68)",
-            "upstreams.app.pool: unknown key (known keys: url, connect_timeout, response_timeout, max_idle_connections, tls) (line 6, column 74)",
+            "upstreams.app.pool: unknown key (known keys: url, endpoints, balance, ejection, dns_refresh, health_check, connect_timeout, response_timeout, max_idle_connections, tls) (line 6, column 74)",
         ])
         XCTAssertEqual(lines("upstreams:\n  my.app: http://b:1"), [
             "upstreams.my.app: upstream names use letters, digits, _ and - (at most 64), got \"my.app\" (line 6, column 3)",
