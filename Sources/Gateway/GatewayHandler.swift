@@ -154,6 +154,8 @@ final class GatewayHandler: HTTPHandler {
             family.strip(&received)
             var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
                                       headers: received, body: request.body)
+            forward.connectTimeout = route.connectTimeout
+            forward.responseTimeout = route.responseTimeout
             addForwardingHeaders(&forward, request: request)
             responder.forward(forward, context: GatewayRequestContext(destination: destination,
                                                                       log: RequestLogContext(route: route.config.name)))
@@ -162,6 +164,8 @@ final class GatewayHandler: HTTPHandler {
         let evidence = family.stripAndExtract(&received)
         var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
                                   headers: received, body: request.body)
+        forward.connectTimeout = route.connectTimeout
+        forward.responseTimeout = route.responseTimeout
         addForwardingHeaders(&forward, request: request)
         let prepared = forward
         let names = family.configuration.injected

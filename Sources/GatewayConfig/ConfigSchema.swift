@@ -46,7 +46,7 @@ enum ConfigSchema {
         case .upstreamTLS: return ["ca", "server_name", "verify"]
         case .upstreamEjection: return ["consecutive_errors", "base_time", "max_time"]
         case .upstreamHealthCheck: return ["path", "interval", "timeout", "healthy_threshold", "unhealthy_threshold"]
-        case .route: return ["name", "path_prefix", "path", "methods", "upstream", "mode", "max_body", "on_store_error", "counter_window", "environment", "bind_headers", "apps"]
+        case .route: return ["name", "path_prefix", "path", "methods", "upstream", "mode", "max_body", "on_store_error", "counter_window", "environment", "bind_headers", "apps", "connect_timeout", "response_timeout"]
         case .limits: return ["max_header_bytes", "max_headers", "max_connections"]
         case .http2: return ["max_concurrent_streams", "initial_window_size", "max_header_list_size"]
         case .timeouts: return ["header", "body", "idle", "drain", "tls_handshake"]

@@ -294,6 +294,9 @@ struct HTTP1ConnectionMachine {
         let method: HTTPMethod
         /// The serialized request: head and body.
         let bytes: [UInt8]
+        /// The forward's connect and response timeouts in seconds (nil: the upstream's).
+        var connectTimeout: Double? = nil
+        var responseTimeout: Double? = nil
     }
 
     /// The request in progress and what its response did so far.
@@ -929,7 +932,8 @@ struct HTTP1ConnectionMachine {
         current.responseHeadFilter = forward.responseHeadFilter
         current.upstreamFailureAnswer = forward.upstreamFailureAnswer
         current.upstreamActive = true
-        upstreamRequest = UpstreamRequest(pool: pool, method: forward.method, bytes: request)
+        upstreamRequest = UpstreamRequest(pool: pool, method: forward.method, bytes: request,
+                                          connectTimeout: forward.connectTimeout, responseTimeout: forward.responseTimeout)
         actions.append(.startForward)
     }
 

@@ -281,7 +281,8 @@ final class HTTP1ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
                     next = machine.flushed(result, written: written, now: clock())
                 case .startForward:
                     guard let upstream = machine.takeUpstreamRequest() else { break }
-                    let ex = UpstreamExchange(pool: upstream.pool, method: upstream.method, request: upstream.bytes, sink: self)
+                    let ex = UpstreamExchange(pool: upstream.pool, method: upstream.method, request: upstream.bytes, sink: self,
+                                              connectTimeout: upstream.connectTimeout, responseTimeout: upstream.responseTimeout)
                     exchange = ex
                     ex.start()  // may fail at once: `upstreamFailed` runs its own actions
                 case .answerUpstreamFailure:

@@ -380,7 +380,8 @@ final class HTTP2ServerConnection<Handler: HTTPHandler>: DownstreamConnection, H
         stream.upstreamName = pool.settings.name
         stream.responseHeadFilter = forward.responseHeadFilter
         stream.upstreamFailureAnswer = forward.upstreamFailureAnswer
-        let exchange = UpstreamExchange(pool: pool, method: forward.method, request: request, sink: stream)
+        let exchange = UpstreamExchange(pool: pool, method: forward.method, request: request, sink: stream,
+                                        connectTimeout: forward.connectTimeout, responseTimeout: forward.responseTimeout)
         stream.exchange = exchange
         exchange.start()
     }

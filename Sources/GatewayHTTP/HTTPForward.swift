@@ -46,6 +46,13 @@ public struct HTTPForward: Sendable {
     /// error renderer answers.
     public var upstreamFailureAnswer: UpstreamFailureAnswer?
 
+    /// Connect timeout in seconds for this request's upstream connections (nil: the upstream's
+    /// `UpstreamConfiguration.connectTimeout`); a pooled connection is reused whatever it took.
+    public var connectTimeout: Double?
+    /// Response timeout in seconds for this request (nil: the upstream's
+    /// `UpstreamConfiguration.responseTimeout`): 504 `upstream_timeout` past it.
+    public var responseTimeout: Double?
+
     /// See `upstreamFailureAnswer`.
     public typealias UpstreamFailureAnswer = @Sendable (HTTPError, @escaping @Sendable (HTTPResponse) -> Void) -> Void
 
@@ -69,5 +76,7 @@ public struct HTTPForward: Sendable {
         self.body = body
         responseHeadFilter = nil
         upstreamFailureAnswer = nil
+        connectTimeout = nil
+        responseTimeout = nil
     }
 }

@@ -70,4 +70,27 @@ final class UpstreamEndpointsConfigTests: XCTestCase {
         XCTAssertEqual(errorLines(config("  app: {endpoints: [http://a:1, http://127.0.0.1:8080]}")),
                        ["upstreams.app: http://127.0.0.1:8080 is the gateway's own listener listen[0] (127.0.0.1:8080): requests would loop (line 6, column 8)"])
     }
+
+    func testRouteTimeoutsOverrideTheUpstreams() throws {
+        let yaml = ConfigTestHelpers.minimal(routes: """
+        routes:
+          - path_prefix: /slow
+            upstream: app
+            connect_timeout: 250ms
+            response_timeout: 2m
+          - path_prefix: /
+            upstream: app
+        """)
+        let routes = try XCTUnwrap(loadOK(yaml)).configuration.routes
+        XCTAssertEqual(routes.map(\.connectTimeout), [.milliseconds(250), nil])
+        XCTAssertEqual(routes.map(\.responseTimeout), [.seconds(120), nil])
+        XCTAssertEqual(errorLines(ConfigTestHelpers.minimal(routes: """
+        routes:
+          - path_prefix: /
+            upstream: app
+            connect_timeout: 2m
+            response_timeout: 0
+        """)), ["routes[0].connect_timeout: must be from 1ms to 1m, got 2m (line 10, column 22)",
+                   "routes[0].response_timeout: must be from 1ms to 1h, got 0 (line 11, column 23)"])
+    }
 }

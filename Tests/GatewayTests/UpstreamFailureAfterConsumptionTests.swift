@@ -11,6 +11,8 @@ final class UpstreamFailureAfterConsumptionTests: E2ETestCase {
 
     func testBadGatewayAfterConsumptionAnswersRefreshChallengeWithAFreshChallenge() throws { try scenarioRefreshAfterConsumption() }
     func testBadGatewayWithoutConsumptionKeepsRetry() throws { try scenarioRetryWithoutConsumption() }
+    func testRouteResponseTimeoutAfterConsumptionAnswersRefreshChallenge() throws { try scenarioTimeoutAfterConsumption() }
+    func testRouteResponseTimeoutOverridesTheUpstreams() throws { try scenarioRouteResponseTimeout() }
 }
 
 /// The same over HTTP/2 (h2c): the stream waits for the asynchronous answer.
@@ -21,9 +23,32 @@ final class UpstreamFailureAfterConsumptionOverHTTP2Tests: E2ETestCase {
 
     func testBadGatewayAfterConsumptionAnswersRefreshChallengeWithAFreshChallenge() throws { try scenarioRefreshAfterConsumption() }
     func testBadGatewayWithoutConsumptionKeepsRetry() throws { try scenarioRetryWithoutConsumption() }
+    func testRouteResponseTimeoutAfterConsumptionAnswersRefreshChallenge() throws { try scenarioTimeoutAfterConsumption() }
+    func testRouteResponseTimeoutOverridesTheUpstreams() throws { try scenarioRouteResponseTimeout() }
 }
 
 extension E2ETestCase {
+    /// A route `response_timeout` (300ms) shorter than the upstream's answer (2s) on an enforced
+    /// route: 504 `upstream_timeout` with `refresh_challenge` and a fresh challenge.
+    func scenarioTimeoutAfterConsumption() throws {
+        let device = try env.attestedDevice(.sim)
+        let signed = try env.signedRequest(device, method: "GET", target: "/v1/enforced-slow/x?delay=2000", counter: 1)
+        let reply = try env.send(signed)
+        assertRefusal(reply, status: 504, code: "upstream_timeout", action: "refresh_challenge")
+        let fresh = try XCTUnwrap(reply.json["challenge"] as? String, "\(reply)")
+        let retried = try env.signedRequest(device, method: "GET", target: "/v1/enforced-slow/x", counter: 2, challenge: fresh)
+        XCTAssertEqual(try env.send(retried).status, 200, "the fresh challenge works, and a quick answer is in time")
+    }
+
+    /// The route's `response_timeout` applies to its requests only: the same slow answer is a 504
+    /// on the route with 300ms and a 200 on a route that keeps the upstream's 30s.
+    func scenarioRouteResponseTimeout() throws {
+        let slow = try env.send("GET", "/v1/open-slow/x?delay=1000")
+        assertRefusal(slow, status: 504, code: "upstream_timeout", action: "retry")
+        XCTAssertEqual(try env.send("GET", "/v1/open/x?delay=1000").status, 200)
+        XCTAssertEqual(try env.send("GET", "/v1/open-slow/x?delay=10").status, 200)
+    }
+
     /// Valid evidence, dead upstream: 502 refresh_challenge with a fresh challenge that the key can
     /// use at once; the spent challenge is refused as used.
     func scenarioRefreshAfterConsumption() throws {
