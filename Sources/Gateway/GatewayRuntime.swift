@@ -54,7 +54,9 @@ public final class GatewayRuntime: Sendable {
         for (index, listener) in config.listen.enumerated() {
             let endpoint = GatewayRuntime.listenAddress(listener.address)
             guard let tls = listener.tls else {
-                listeners.append(HTTPListenerConfiguration(endpoint))
+                var plain = HTTPListenerConfiguration(endpoint)
+                plain.proxyProtocol = listener.proxyProtocol
+                listeners.append(plain)
                 continue
             }
             let settings = TLSServerSettings(
@@ -62,7 +64,9 @@ public final class GatewayRuntime: Sendable {
                 minVersion: tls.minVersion,
                 alpn: GatewayRuntime.alpn)
             do {
-                listeners.append(HTTPListenerConfiguration(endpoint, tls: try TLSServerContext(settings: settings)))
+                var secure = HTTPListenerConfiguration(endpoint, tls: try TLSServerContext(settings: settings))
+                secure.proxyProtocol = listener.proxyProtocol
+                listeners.append(secure)
             } catch {
                 throw GatewayStartupError("listen[\(index)].tls: \(error)")
             }

@@ -31,7 +31,7 @@ enum ConfigSchema {
     static func keys(_ section: Section) -> [String] {
         switch section {
         case .root: return ["listen", "admin", "tls", "trusted_proxies", "store", "apps", "trust", "endpoints", "headers", "upstreams", "routes", "limits", "http2", "timeouts", "log"]
-        case .listener: return ["address", "tls"]
+        case .listener: return ["address", "tls", "proxy_protocol"]
         case .listenerTLS: return ["certificates", "min_version"]
         case .certificate: return ["chain", "key"]
         case .store: return ["url", "command_timeout", "connect_timeout"]
