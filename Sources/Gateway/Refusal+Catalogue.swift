@@ -165,6 +165,7 @@ extension Refusal {
         case .upstreamUnavailable, .upstreamReset, .upstreamBadResponse: return "the upstream could not be reached or failed"
         case .upstreamConnectTimeout, .upstreamTimeout: return "the upstream did not answer in time"
         case .upstreamTLSFailed: return "the TLS handshake with the upstream failed"
+        case .upstreamUnresolved: return "no endpoint of the upstream resolves (DNS) yet; the gateway keeps trying"
         case .shuttingDown: return "the gateway is shutting down"
         default:
             if error.code.hasPrefix("target_") {

@@ -23,14 +23,31 @@ public struct ConfigCheckReport: Sendable {
     ///   built with `TLSFileReference.issue(_:_:)` so that they carry the entry's key path and position.
     ///   An error among them makes the report fail (exit 1) like a configuration error; warnings are
     ///   printed with the others. Default: no file checks.
-    public static func check(path: String, checkFiles: (TLSFileReference) -> [ConfigIssue] = { _ in [] }) -> ConfigCheckReport {
+    /// - Parameter resolveHost: called once per DNS name among the upstreams' endpoints when the file
+    ///   loads; returns nil when the name resolves now, else why not. A name that does not resolve is
+    ///   a **warning** (as the running gateway treats it: it starts, answers `503 upstream_unresolved`
+    ///   for that upstream while no endpoint resolves, and keeps resolving in the background), never
+    ///   an error. Default: names are not resolved.
+    public static func check(path: String, checkFiles: (TLSFileReference) -> [ConfigIssue] = { _ in [] },
+                             resolveHost: ((String) -> String?)? = nil) -> ConfigCheckReport {
         let loaded: LoadedConfiguration
         do {
             loaded = try GatewayConfiguration.load(path: path)
         } catch {
             return ConfigCheckReport(error: error, source: path)
         }
-        let fileIssues = loaded.tlsFiles.flatMap(checkFiles)
+        var fileIssues = loaded.tlsFiles.flatMap(checkFiles)
+        if let resolveHost {
+            for upstream in loaded.configuration.upstreams {
+                for host in upstream.hostNames {
+                    guard let problem = resolveHost(host) else { continue }
+                    fileIssues.append(ConfigIssue(
+                        severity: .warning, path: "upstreams.\(upstream.name)",
+                        message: "\(host) does not resolve now (\(problem)); the gateway starts anyway, keeps resolving it in the background and, while no endpoint of this upstream has an address, answers 503 upstream_unresolved",
+                        mark: nil))
+                }
+            }
+        }
         let errors = fileIssues.filter { $0.severity == .error }
         let warnings = loaded.warnings + fileIssues.filter { $0.severity == .warning }
         guard errors.isEmpty else {
