@@ -38,9 +38,15 @@ final class UpstreamExchange {  // confined to the loop of `pool`
     private var attempts = 0
     private(set) var isFinished = false
 
-    /// An exchange; `connectTimeout` and `responseTimeout` (seconds) override the upstream's.
+    /// The one endpoint this exchange may use (health checks), nil: any, by the balancing policy.
+    let pinned: Int?
+
+    /// An exchange; `connectTimeout` and `responseTimeout` (seconds) override the upstream's;
+    /// `endpoint` pins it to one endpoint on a fresh connection, without retries elsewhere and
+    /// without counting in the endpoint's load (health checks).
     init(pool: UpstreamLoopPool, method: HTTPMethod, request: [UInt8], sink: any UpstreamResponseSink,
-         connectTimeout: Double? = nil, responseTimeout: Double? = nil) {
+         connectTimeout: Double? = nil, responseTimeout: Double? = nil, endpoint: Int? = nil) {
+        pinned = endpoint
         self.pool = pool
         self.method = method
         self.request = request
@@ -53,13 +59,15 @@ final class UpstreamExchange {  // confined to the loop of `pool`
 
     private func attempt(allowIdle: Bool) {
         attempts += 1
-        switch pool.acquire(allowIdle: allowIdle, tried: &tried, connectTimeout: connectTimeout) {
+        let result = pinned.map { pool.acquire(endpoint: $0, connectTimeout: connectTimeout) }
+            ?? pool.acquire(allowIdle: allowIdle, tried: &tried, connectTimeout: connectTimeout)
+        switch result {
         case .failure(let e):
             finish()
             sink?.upstreamFailed(e)
         case .success(let c):
             connection = c
-            setBusy(c.endpoint)
+            if pinned == nil { setBusy(c.endpoint) }
             c.begin(self)
         }
     }
@@ -103,12 +111,12 @@ final class UpstreamExchange {  // confined to the loop of `pool`
     func failed(_ error: HTTPError, retryable: Bool, connectFailed: Bool) {
         guard !isFinished else { return }
         connection = nil
-        if connectFailed && tried.count < pool.endpoints.count {
+        if connectFailed && pinned == nil && tried.count < pool.endpoints.count {
             pool.counters.connectRetries.add(1, ordering: .relaxed)
             attempt(allowIdle: true)  // another endpoint: nothing was sent
             return
         }
-        if retryable && attempts == 1 {
+        if retryable && attempts == 1 && pinned == nil {
             pool.counters.retries.add(1, ordering: .relaxed)
             tried.removeAll()
             attempt(allowIdle: false)

@@ -99,6 +99,17 @@ final class UpstreamLoopPool: @unchecked Sendable {  // mutable state confined t
         return .failure(failure)
     }
 
+    /// A fresh connection to endpoint `index` whatever its state (health checks); a connect that
+    /// fails at once counts against it.
+    func acquire(endpoint index: Int, connectTimeout: UInt64) -> Result<UpstreamConnection, HTTPError> {
+        if isShutDown { return .failure(.upstreamUnavailable) }
+        let endpoint = shared.endpoints[index]
+        guard let address = endpoint.nextAddress() else { return .failure(.upstreamUnresolved) }
+        let result = UpstreamConnection.open(pool: self, endpoint: endpoint, address: address, connectTimeout: connectTimeout)
+        if case .failure = result { connectFailed(endpoint) }
+        return result
+    }
+
     /// Records a failed connect on `endpoint` (ejects it at the threshold, with an event).
     func connectFailed(_ endpoint: UpstreamEndpointState) {
         guard let seconds = endpoint.connectFailed(now: EventLoop.now(), policy: settings.ejection) else { return }

@@ -40,6 +40,8 @@ public final class UpstreamPool: Sendable {
     let endpoints: [UpstreamEndpointState]
     let events: (@Sendable (String, [(String, String)]) -> Void)?
     let resolver: UpstreamResolver?
+    /// Active health checks (on one loop), nil without.
+    let healthChecker: UpstreamHealthChecker?
 
     /// Errors creating a pool.
     public enum Failure: Error, CustomStringConvertible {
@@ -118,6 +120,15 @@ public final class UpstreamPool: Sendable {
         resolver = names.isEmpty ? nil
             : UpstreamResolver(upstream: configuration.name, endpoints: names, refresh: configuration.dnsRefresh, events: events)
         resolver?.start()
+        if let check = configuration.healthCheck, !loopPools.isEmpty {
+            // One loop checks every endpoint of this upstream; upstreams spread over the loops.
+            let home = loopPools[Int(UInt(bitPattern: configuration.name.hashValue) % UInt(loopPools.count))]
+            let checker = UpstreamHealthChecker(pool: home, check: check, host: settings.hostHeader)
+            healthChecker = checker
+            home.loop.execute { checker.start() }
+        } else {
+            healthChecker = nil
+        }
     }
 
     /// What went wrong at creation without preventing it (DNS names that did not resolve), one
@@ -128,6 +139,7 @@ public final class UpstreamPool: Sendable {
     /// stops re-resolving and health checks. Exchanges in progress finish. Returns at once.
     public func shutdown() {
         resolver?.stop()
+        if let checker = healthChecker, let home = checker.home { home.execute { checker.stop() } }
         for pool in loopPools { pool.loop.execute { pool.shutdown() } }
     }
 
