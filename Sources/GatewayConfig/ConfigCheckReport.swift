@@ -99,6 +99,8 @@ public struct ConfigCheckReport: Sendable {
             } else {
                 line += ", max_body \(ByteSize.format(r.maxBody))"
             }
+            if let t = r.connectTimeout { line += ", connect_timeout \(DurationSyntax.format(t))" }
+            if let t = r.responseTimeout { line += ", response_timeout \(DurationSyntax.format(t))" }
             if shadowed.contains(i) { line += "  (NEVER MATCHES)" }
             out += line + "\n"
         }
