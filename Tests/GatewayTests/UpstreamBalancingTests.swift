@@ -1,5 +1,6 @@
 import Foundation
 @testable import Gateway
+import GatewayConfig
 import GatewayTestSupport
 import XCTest
 
@@ -117,5 +118,43 @@ final class UpstreamBalancingTests: XCTestCase {
         let reply = try get(gw)
         XCTAssertEqual(reply.status, 502, "\(reply)")
         XCTAssertEqual(reply.errorCode, "upstream_unavailable")
+    }
+
+    /// A name that does not resolve (`.invalid` never does, RFC 6761) does not stop the start: the
+    /// gateway reports it, answers 503 upstream_unresolved for that upstream, and other upstreams
+    /// work. (UpstreamDNSTests follow a name appearing and moving, in a namespace of their own.)
+    func testUnresolvableNameAtStartAnswers503AndTheGatewayRuns() throws {
+        let up = try UpstreamProcess()
+        upstreams = [up]
+        let yaml = """
+        listen: 127.0.0.1:0
+        store: memory
+        apps:
+          - app_id: ABCDE12345.com.example.app
+        upstreams:
+          ghost: {endpoints: [http://ghost.gateway-test.invalid:8080]}
+          app: http://127.0.0.1:\(up.port)
+        routes:
+          - path_prefix: /ghost
+            upstream: ghost
+            mode: off
+          - path_prefix: /
+            upstream: app
+            mode: off
+        log:
+          access: false
+        """
+        let recorder = EventRecorder()
+        let runtime = try GatewayRuntime(loaded: GatewayConfiguration.parse(yaml: yaml, baseDirectory: "/tmp"), loopCount: 2,
+                                         events: { name, _ in recorder.record(name) })
+        defer { let done = DispatchSemaphore(value: 0); runtime.shutdown { done.signal() }; _ = done.wait(timeout: .now() + 10) }
+        let port = try XCTUnwrap(try runtime.start().data.first?.port)
+        XCTAssertTrue(recorder.all.contains("upstream_unresolved"), "\(recorder.all)")
+        let ghost = try Curl.request(port: port, method: "GET", target: "/ghost/x")
+        XCTAssertEqual(ghost.status, 503, "\(ghost)")
+        XCTAssertEqual(ghost.errorCode, "upstream_unresolved")
+        XCTAssertEqual(ghost.header("Retry-After"), "1")
+        XCTAssertEqual(try Curl.request(port: port, method: "GET", target: "/x").status, 200, "the other upstream works")
+        XCTAssertEqual(runtime.upstreamEndpoints("ghost")?.map(\.addresses), [[]])
     }
 }
