@@ -59,6 +59,7 @@ final class UpstreamLoopPool: @unchecked Sendable {  // mutable state confined t
             guard e.isAvailable(now: now) else { continue }
             switch settings.balance {
             case .roundRobin:
+                cursor = i &+ 1  // the next pick starts after this one: skipped endpoints give no one a double share
                 return i
             case .leastRequest:
                 let load = e.active.load(ordering: .relaxed)
