@@ -157,4 +157,86 @@ final class UpstreamBalancingTests: XCTestCase {
         XCTAssertEqual(try Curl.request(port: port, method: "GET", target: "/x").status, 200, "the other upstream works")
         XCTAssertEqual(runtime.upstreamEndpoints("ghost")?.map(\.addresses), [[]])
     }
+
+    /// A listener whose accept queue is full: connects to it neither complete nor fail (the SYN is
+    /// dropped), so only a connect timeout ends them.
+    final class BlackholeListener {
+        let port: UInt16
+        private var fds: [Int32] = []
+
+        init() throws {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            fds.append(fd)
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) == 0 && listen(fd, 0) == 0 && getsockname(fd, $0, &len) == 0 }
+            }
+            guard bound else { throw ChildProcessError.notReady("blackhole listener: errno \(errno)") }
+            port = UInt16(bigEndian: addr.sin_port)
+            fds.append(try LoopbackSocket.connect(port: port))  // fills the accept queue (backlog 0)
+        }
+
+        deinit { for fd in fds { close(fd) } }
+    }
+
+    /// A route's connect_timeout applies (the upstream's is a minute): 504 upstream_connect_timeout.
+    func testRouteConnectTimeoutApplies() throws {
+        let hole = try BlackholeListener()
+        let yaml = """
+        listen: 127.0.0.1:0
+        store: memory
+        apps:
+          - app_id: ABCDE12345.com.example.app
+        upstreams:
+          hole: {url: http://127.0.0.1:\(hole.port), connect_timeout: 1m}
+        routes:
+          - path_prefix: /
+            upstream: hole
+            mode: off
+            connect_timeout: 200ms
+        log:
+          access: false
+        """
+        let runtime = try GatewayRuntime(loaded: GatewayConfiguration.parse(yaml: yaml, baseDirectory: "/tmp"), loopCount: 1)
+        defer { let done = DispatchSemaphore(value: 0); runtime.shutdown { done.signal() }; _ = done.wait(timeout: .now() + 10) }
+        let port = try XCTUnwrap(try runtime.start().data.first?.port)
+        let reply = try Curl.request(port: port, method: "GET", target: "/x")
+        XCTAssertEqual(reply.status, 504, "\(reply)")
+        XCTAssertEqual(reply.errorCode, "upstream_connect_timeout")
+    }
+
+    /// An endpoint whose connects time out: each request is retried on the live endpoint and
+    /// succeeds; the silent endpoint is ejected after its errors.
+    func testConnectTimeoutsCountAsErrorsAndRequestsSucceedElsewhere() throws {
+        let hole = try BlackholeListener()
+        upstreams = [try UpstreamProcess()]
+        let yaml = """
+        listen: 127.0.0.1:0
+        admin: 127.0.0.1:0
+        store: memory
+        apps:
+          - app_id: ABCDE12345.com.example.app
+        upstreams:
+          app:
+            endpoints: [http://127.0.0.1:\(hole.port), http://127.0.0.1:\(upstreams[0].port)]
+            connect_timeout: 200ms
+            ejection: {consecutive_errors: 2, base_time: 1m}
+        routes:
+          - path_prefix: /
+            upstream: app
+            mode: off
+        log:
+          access: false
+        """
+        let dir = try E2EPaths.temporaryDirectory("balance")
+        work = dir
+        let gw = try GatewayUnderTest(yaml: yaml, baseDirectory: dir.path, clock: .system)
+        gateway = gw
+        for i in 0..<6 { XCTAssertEqual(try get(gw, "/t/\(i)").status, 200, "request \(i)") }
+        XCTAssertEqual(gw.runtime.upstreamEndpoints("app")?.map(\.ejected), [true, false])
+        XCTAssertEqual(try upstreams[0].requestCount(), 6)
+    }
 }
