@@ -157,6 +157,16 @@ final class ProxyProtocolTests: XCTestCase {
         XCTAssertEqual(try post(from: "203.0.113.2"), 201, "another client behind the same balancer")
     }
 
+    /// curl's own PROXY v1 header (`--haproxy-protocol`), then HTTP/2 with prior knowledge: the h2c
+    /// preface after the header is recognised.
+    func testCurlsHeaderThenHTTP2WithPriorKnowledge() throws {
+        guard ChildProcess.isAvailable("curl") else { throw XCTSkip("curl is not installed (scripts/setup --tests)") }
+        let result = try ChildProcess.run("curl", ["-s", "--max-time", "10", "--haproxy-protocol", "--http2-prior-knowledge",
+                                                   "-o", "/dev/null", "-w", "%{http_code} %{http_version}",
+                                                   "http://127.0.0.1:\(plainPort)/h2"])
+        XCTAssertEqual(result.output, "200 2", result.output)
+    }
+
     /// On a TLS listener the header comes before the TLS handshake (Python writes it, then wraps
     /// the socket in TLS verifying the listener against the test CA).
     func testHeaderBeforeTLS() throws {
