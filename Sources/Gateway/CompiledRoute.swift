@@ -16,6 +16,9 @@ struct CompiledRoute: Sendable {
     let environment: AppAttestEnvironment?
     /// Bound header names as configured (their spelling is what the client signs), as bytes.
     let boundNames: [(name: String, bytes: [UInt8])]
+    /// The route's `connect_timeout` and `response_timeout` in seconds (nil: the upstream's).
+    let connectTimeout: Double?
+    let responseTimeout: Double?
 
     init(config: RouteConfiguration, upstream: UpstreamPool) {
         self.config = config
@@ -23,5 +26,7 @@ struct CompiledRoute: Sendable {
         allowedApps = config.apps.map { Set($0.map { $0.description }) }
         environment = config.environment
         boundNames = config.bindHeaders.map { ($0, Array($0.utf8)) }
+        connectTimeout = config.connectTimeout.map(GatewayRuntime.seconds)
+        responseTimeout = config.responseTimeout.map(GatewayRuntime.seconds)
     }
 }

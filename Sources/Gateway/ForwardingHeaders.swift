@@ -22,6 +22,47 @@ struct ForwardingHeaders: Sendable {
     /// Peers whose forwarding fields are believed.
     let trusted: TrustedProxies
 
+    /// The client's address as the gateway derives it (what `endpoints.rate_limit` keys on and what
+    /// the access log may show): the TCP peer (after any PROXY protocol header, see
+    /// `HTTPConnectionInfo.remoteHost`) unless that peer is a trusted proxy; then the **rightmost
+    /// untrusted hop** of `X-Forwarded-For` (every copy, in order, read from the right: each entry a
+    /// trusted proxy appended is skipped; the first address no trusted network holds is the client).
+    /// When every hop is trusted, the leftmost one. An entry that is not an IP address (`unknown`,
+    /// garbage) ends the walk: the hop to its right, the last one a trusted proxy vouched for, is
+    /// taken. Entries may carry a port (`192.0.2.1:443`, `[2001:db8::1]:443`), which is dropped.
+    /// Addresses come back in canonical text (`2001:db8::1`, IPv4-mapped IPv6 as IPv4).
+    func clientAddress(headers: HTTPHeaders, connection: HTTPConnectionInfo) -> String {
+        let peer = connection.remoteHost
+        guard trusted.contains(host: peer) else { return peer }
+        var client = peer
+        for value in headers.values("X-Forwarded-For").reversed() {
+            for item in value.split(separator: ",").reversed() {
+                guard let address = ForwardingHeaders.hopAddress(item) else { return client }
+                client = address.description
+                if !trusted.contains(address) { return client }
+            }
+        }
+        return client
+    }
+
+    /// One `X-Forwarded-For` entry as an address: `addr`, `v4:port`, `[v6]` or `[v6]:port`, with
+    /// optional spaces around; nil for anything else.
+    static func hopAddress(_ item: Substring) -> IPAddress? {
+        var text = item.drop(while: { $0 == " " || $0 == "\t" })
+        while let last = text.last, last == " " || last == "\t" { text = text.dropLast() }
+        func isPort(_ p: Substring) -> Bool { !p.isEmpty && p.count <= 5 && p.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            let rest = text[text.index(after: close)...]
+            guard rest.isEmpty || (rest.first == ":" && isPort(rest.dropFirst())) else { return nil }
+            text = text[text.index(after: text.startIndex)..<close]
+        } else if let colon = text.firstIndex(of: ":"), text.lastIndex(of: ":") == colon {
+            guard isPort(text[text.index(after: colon)...]) else { return nil }
+            text = text[..<colon]
+        }
+        return IPAddress(String(text))
+    }
+
     /// Sets the family on `headers` (the fields to forward) for a request that arrived on `connection`.
     func apply(to headers: inout HTTPHeaders, connection: HTTPConnectionInfo) {
         let peer = connection.remoteHost

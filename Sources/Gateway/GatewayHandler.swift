@@ -164,6 +164,8 @@ final class GatewayHandler: HTTPHandler {
             family.strip(&received)
             var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
                                       headers: received, body: request.body)
+            forward.connectTimeout = route.connectTimeout
+            forward.responseTimeout = route.responseTimeout
             addForwardingHeaders(&forward, request: request, tables: tables, identity: decided.identity)
             responder.forward(forward, context: decided.logging(RequestLogContext(route: route.config.name)))
             return
@@ -171,6 +173,8 @@ final class GatewayHandler: HTTPHandler {
         let evidence = family.stripAndExtract(&received)
         var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
                                   headers: received, body: request.body)
+        forward.connectTimeout = route.connectTimeout
+        forward.responseTimeout = route.responseTimeout
         addForwardingHeaders(&forward, request: request, tables: tables, identity: decided.identity)
         let prepared = forward
         let names = family.configuration.injected
@@ -183,7 +187,29 @@ final class GatewayHandler: HTTPHandler {
             }
             var permitted = prepared
             decision.report.apply(to: &permitted.headers, names: names)
+            if decision.report.verdict == .valid, let keyId = decision.report.keyId {
+                permitted.upstreamFailureAnswer = upstreamFailureAnswer(keyId: keyId, tables: tables, identity: context.identity)
+            }
             responder.forward(permitted, context: context)
+        }
+    }
+
+    /// How a 502 / 504 is answered once the request's challenge was consumed (verdict `valid`): the
+    /// evidence can never pass again, so `refresh_challenge` with a fresh challenge for the key (as the
+    /// 401 challenge refusals carry; without one when the store cannot issue it), never `retry`. The
+    /// request id is echoed as on every answer.
+    private func upstreamFailureAnswer(keyId: KeyID, tables: GatewayTables,
+                                       identity: RequestIdentity?) -> HTTPForward.UpstreamFailureAnswer {
+        let issuer = tables.enforcer.issuer
+        let errorHeader = tables.family.configuration.error
+        return { error, respond in
+            let refusal = Refusal.upstreamAfterConsumption(error)
+            issuer.issue(keyId: keyId, purpose: .assert) { issued in
+                var answer = refusal
+                if case .success(let fresh) = issued { answer.freshChallenge = (fresh.bytes, fresh.expiresAt) }
+                let response = answer.response(errorHeader: errorHeader)
+                respond(identity?.echo(on: response) ?? response)
+            }
         }
     }
 
@@ -203,7 +229,8 @@ final class GatewayHandler: HTTPHandler {
                               _ tables: GatewayTables, _ identity: RequestIdentity,
                               route: String) -> HTTPHeadDecision<GatewayRequestContext> {
         guard head.method == .post else { return refuse(.methodNotAllowed, destination, tables, identity, route: route) }
-        if let limiter = tables.endpointLimiter, let retryAfter = limiter.acquire(connection.remoteHost) {
+        if let limiter = tables.endpointLimiter,
+           let retryAfter = limiter.acquire(tables.forwarding.clientAddress(headers: head.headers, connection: connection)) {
             return refuse(.rateLimited(retryAfter: retryAfter), destination, tables, identity, route: route)
         }
         return .accept(bodyLimit: GatewayHandler.endpointBodyLimit,

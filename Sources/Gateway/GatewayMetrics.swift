@@ -244,7 +244,8 @@ final class GatewayMetrics: Sendable {
     }
 
     /// Label `kind` of an upstream failure: `connect_refused` (refused, no such socket, unreachable),
-    /// `connect_timeout`, `timeout` (response), `reset`, `bad_response`, `tls`.
+    /// `connect_timeout`, `timeout` (response), `reset`, `bad_response`, `tls`, `unresolved` (no
+    /// endpoint of the upstream has an address yet).
     static func upstreamErrorKind(_ error: HTTPError) -> String {
         switch error {
         case .upstreamUnavailable: return "connect_refused"
@@ -253,6 +254,7 @@ final class GatewayMetrics: Sendable {
         case .upstreamReset: return "reset"
         case .upstreamBadResponse: return "bad_response"
         case .upstreamTLSFailed: return "tls"
+        case .upstreamUnresolved: return "unresolved"
         default: return error.code
         }
     }

@@ -66,7 +66,8 @@ extension GatewayRuntime {
         var built: GatewayTables?
         do {
             built = try GatewayTables(loaded: next, generation: running.generation + 1, store: measuredStore, keys: keys,
-                                      clock: clock, group: group, metrics: metrics, previous: running)
+                                      clock: clock, group: group, metrics: metrics, events: upstreamEvents,
+                                      previous: running)
         } catch let error as GatewayStartupError {
             errors.append(ConfigIssue(severity: .error, path: error.path, message: error.message, mark: nil))
         } catch {

@@ -26,6 +26,8 @@ public final class GatewayRuntime: Sendable {
     public let store: any AttestStore
     /// `store` as requests use it: commands, errors and latency counted (`MeasuredStore`).
     let measuredStore: any AttestStore
+    /// Where the upstream pools' lifecycle lines go (the `events` of `init`).
+    let upstreamEvents: (@Sendable (String, [(String, String)]) -> Void)?
     let group: EventLoopGroup
     let server: HTTPServer
     private let adminServer: HTTPServer?
@@ -79,13 +81,17 @@ public final class GatewayRuntime: Sendable {
         for (index, listener) in config.listen.enumerated() {
             let endpoint = GatewayRuntime.listenAddress(listener.address)
             guard let tls = listener.tls else {
-                listeners.append(HTTPListenerConfiguration(endpoint))
+                var plain = HTTPListenerConfiguration(endpoint)
+                plain.proxyProtocol = listener.proxyProtocol
+                listeners.append(plain)
                 continue
             }
             do {
                 let context = try TLSServerContext(settings: GatewayRuntime.tlsSettings(tls))
                 tlsContexts[index] = context
-                listeners.append(HTTPListenerConfiguration(endpoint, tls: context))
+                var secure = HTTPListenerConfiguration(endpoint, tls: context)
+                secure.proxyProtocol = listener.proxyProtocol
+                listeners.append(secure)
             } catch {
                 throw GatewayStartupError("listen[\(index)].tls: \(error)")
             }
@@ -125,10 +131,11 @@ public final class GatewayRuntime: Sendable {
         for loop in group.loops { loop.queue.setSpecific(key: GatewayMetrics.loopKey, value: loop.index) }
         // What requests use of the store: measured (commands, errors, latency).
         measuredStore = MeasuredStore(store, metrics: metrics)
+        upstreamEvents = events
         reloads = ConfigReloadStatistics(startedAt: clock.now())
         // Routes, upstream pools, apps, trust, endpoints, header family: the tables a reload replaces.
         tables = CurrentTables(try GatewayTables(loaded: loaded, generation: 1, store: measuredStore, keys: keys, clock: clock,
-                                                 group: group, metrics: metrics, previous: nil),
+                                                 group: group, metrics: metrics, events: events, previous: nil),
                                loops: group.loops)
 
         // Always there (`log.access` may be turned on by a reload); it writes only what it is given.
@@ -163,17 +170,31 @@ public final class GatewayRuntime: Sendable {
     /// The pool of one configured upstream on `group`.
     /// - Throws: `GatewayStartupError` naming the upstream (CA bundle unusable, address unresolvable).
     static func makePool(_ upstream: GatewayConfig.UpstreamConfiguration, group: EventLoopGroup,
-                         metrics: GatewayMetrics?) throws -> UpstreamPool {
-        let address: SocketEndpoint
-        switch upstream.endpoint {
-        case .http(let host, let port), .https(let host, let port): address = .tcp(host: host, port: port)
-        case .unix(let path): address = .unix(path: path)
+                         metrics: GatewayMetrics?,
+                         events: (@Sendable (String, [(String, String)]) -> Void)?) throws -> UpstreamPool {
+        let explicitName = upstream.tls?.serverNameIsExplicit ?? true
+        let endpoints = upstream.endpoints.map { endpoint -> GatewayHTTP.UpstreamConfiguration.Endpoint in
+            switch endpoint {
+            case .http(let host, let port): return .init(.tcp(host: host, port: port))
+            case .https(let host, let port): return .init(.tcp(host: host, port: port), serverName: explicitName ? nil : host)
+            case .unix(let path): return .init(.unix(path: path))
+            }
         }
         var settings = GatewayHTTP.UpstreamConfiguration(
-            name: upstream.name, address: address,
+            name: upstream.name, endpoints: endpoints,
+            balance: upstream.balance == .leastRequest ? .leastRequest : .roundRobin,
+            ejection: UpstreamEjection(consecutiveErrors: upstream.ejection.consecutiveErrors,
+                                       baseTime: GatewayRuntime.seconds(upstream.ejection.baseTime),
+                                       maxTime: GatewayRuntime.seconds(upstream.ejection.maxTime)),
+            dnsRefresh: GatewayRuntime.seconds(upstream.dnsRefresh),
+            healthCheck: upstream.healthCheck.map {
+                UpstreamHealthCheck(path: $0.path, interval: GatewayRuntime.seconds($0.interval),
+                                    timeout: GatewayRuntime.seconds($0.timeout),
+                                    healthyThreshold: $0.healthyThreshold, unhealthyThreshold: $0.unhealthyThreshold)
+            },
             connectTimeout: GatewayRuntime.seconds(upstream.connectTimeout),
             responseTimeout: GatewayRuntime.seconds(upstream.responseTimeout),
-            maxIdlePerLoop: max(1, upstream.maxIdleConnections / max(1, group.loops.count)))
+            maxIdlePerLoop: max(1, upstream.maxIdleConnections / max(1, group.loops.count * endpoints.count)))
         if let metrics { settings.observer = { metrics.record($0) } }
         if let tls = upstream.tls {
             do {
@@ -183,11 +204,17 @@ public final class GatewayRuntime: Sendable {
                 throw GatewayStartupError("upstreams.\(upstream.name).tls: \(error)")
             }
         }
+        let pool: UpstreamPool
         do {
-            return try UpstreamPool(settings, group: group)
+            pool = try UpstreamPool(settings, group: group, events: events)
         } catch {
             throw GatewayStartupError("upstreams.\(upstream.name): \(error)")
         }
+        for problem in pool.problems {
+            events?("upstream_unresolved", [("upstream", upstream.name), ("detail", problem),
+                                            ("effect", "retrying in the background; requests answer 503 upstream_unresolved while no endpoint resolves")])
+        }
+        return pool
     }
 
     /// The TLS server settings of a listener's `tls` mapping.
@@ -265,6 +292,17 @@ public final class GatewayRuntime: Sendable {
                 completion(["store: Redis is not reachable yet (\(error)); protected routes answer 503 store_unavailable until it is"])
             }
         }
+    }
+
+    /// The state of each endpoint of upstream `name` (addresses, ejection, health, load), nil for an
+    /// unknown name.
+    public func upstreamEndpoints(_ name: String) -> [UpstreamPool.EndpointStatus]? {
+        tables.latestTables.pools[name]?.pool.endpointStatus
+    }
+
+    /// The counters of upstream `name` (connections, retries, ejections), nil for an unknown name.
+    public func upstreamStatistics(_ name: String) -> UpstreamPool.Statistics? {
+        tables.latestTables.pools[name]?.pool.statistics
     }
 
     /// Writes buffered access-log lines now.

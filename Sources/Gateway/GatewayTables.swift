@@ -41,9 +41,11 @@ final class GatewayTables: Sendable {
     /// anew, trust roots read again from their files.
     /// - Throws: `GatewayStartupError` naming the key: an extra root unreadable or without a PEM
     ///   certificate, an upstream that cannot be resolved, an upstream CA bundle that cannot be used.
-    /// `metrics` observes the exchanges of the upstream pools made here (nil: not observed).
+    /// `metrics` observes the exchanges of the upstream pools made here (nil: not observed); `events`
+    /// gets their lifecycle lines (endpoints ejected, names resolved or not).
     init(loaded: LoadedConfiguration, generation: UInt64, store: any AttestStore, keys: KeyCache, clock: GatewayClock,
-         group: EventLoopGroup, metrics: GatewayMetrics?, previous: GatewayTables?) throws {
+         group: EventLoopGroup, metrics: GatewayMetrics?, events: (@Sendable (String, [(String, String)]) -> Void)?,
+         previous: GatewayTables?) throws {
         let config = loaded.configuration
 
         // Trust: Apple's pinned roots plus, for test devices only, the configured extra roots.
@@ -72,7 +74,8 @@ final class GatewayTables: Sendable {
                 pools[upstream.name] = kept
             } else {
                 pools[upstream.name] = UpstreamPoolLease(configuration: upstream,
-                                                         pool: try GatewayRuntime.makePool(upstream, group: group, metrics: metrics))
+                                                         pool: try GatewayRuntime.makePool(upstream, group: group, metrics: metrics,
+                                                                                   events: events))
             }
         }
         var routes: [CompiledRoute] = []

@@ -141,6 +141,17 @@ extension Refusal {
                        retryAfter: retryAfter)
     }
 
+    /// 502 / 504 on a request whose assertion was accepted and whose challenge was therefore consumed
+    /// (`enforce` and `monitor` routes, verdict `valid`): the same evidence can never pass again, so
+    /// the action is `refresh_challenge` (with a fresh challenge when one could be issued), not `retry`.
+    static func upstreamAfterConsumption(_ error: HTTPError) -> Refusal {
+        var refusal = http(error)
+        refusal.action = .refreshChallenge
+        refusal.retryAfter = nil
+        refusal.detail += "; the request's challenge was used: sign the retry with the fresh one"
+        return refusal
+    }
+
     private static func describe(_ error: HTTPError) -> String {
         switch error {
         case .bodyTooLarge: return "the request body is larger than this route accepts"
@@ -154,6 +165,7 @@ extension Refusal {
         case .upstreamUnavailable, .upstreamReset, .upstreamBadResponse: return "the upstream could not be reached or failed"
         case .upstreamConnectTimeout, .upstreamTimeout: return "the upstream did not answer in time"
         case .upstreamTLSFailed: return "the TLS handshake with the upstream failed"
+        case .upstreamUnresolved: return "no endpoint of the upstream resolves (DNS) yet; the gateway keeps trying"
         case .shuttingDown: return "the gateway is shutting down"
         default:
             if error.code.hasPrefix("target_") {

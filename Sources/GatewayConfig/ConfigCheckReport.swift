@@ -24,20 +24,27 @@ public struct ConfigCheckReport: Sendable {
     ///   built with `TLSFileReference.issue(_:_:)` so that they carry the entry's key path and position.
     ///   An error among them makes the report fail (exit 1) like a configuration error; warnings are
     ///   printed with the others. Default: no file checks.
+    /// - Parameter resolveHost: called once per DNS name among the upstreams' endpoints when the file
+    ///   loads; returns nil when the name resolves now, else why not. A name that does not resolve is
+    ///   a **warning** (as the running gateway treats it: it starts, answers `503 upstream_unresolved`
+    ///   for that upstream while no endpoint resolves, and keeps resolving in the background), never
+    ///   an error. Default: names are not resolved.
     /// - Parameter environment: where `${NAME}` values come from (the process environment by default).
     public static func check(path: String, checkFiles: (TLSFileReference) -> [ConfigIssue] = { _ in [] },
+                             resolveHost: ((String) -> String?)? = nil,
                              environment: [String: String] = ProcessInfo.processInfo.environment) -> ConfigCheckReport {
-        switch validate(path: path, checkFiles: checkFiles, environment: environment) {
+        switch validate(path: path, checkFiles: checkFiles, resolveHost: resolveHost, environment: environment) {
         case .success(let loaded): return ConfigCheckReport(loaded: loaded)
         case .failure(let error): return ConfigCheckReport(error: error, source: path)
         }
     }
 
-    /// The check behind `check(path:checkFiles:environment:)`, for callers that want the configuration
-    /// rather than the text (the gateway's reload on SIGHUP runs exactly this): the loaded
-    /// configuration with the files' warnings merged into its warnings, or every error (configuration
-    /// and files) with its key path.
+    /// The check behind `check(path:checkFiles:resolveHost:environment:)`, for callers that want the
+    /// configuration rather than the text (the gateway's reload on SIGHUP runs exactly this): the
+    /// loaded configuration with the files' warnings merged into its warnings, or every error
+    /// (configuration and files) with its key path.
     public static func validate(path: String, checkFiles: (TLSFileReference) -> [ConfigIssue] = { _ in [] },
+                                resolveHost: ((String) -> String?)? = nil,
                                 environment: [String: String] = ProcessInfo.processInfo.environment)
         -> Result<LoadedConfiguration, ConfigError> {
         let loaded: LoadedConfiguration
@@ -46,7 +53,18 @@ public struct ConfigCheckReport: Sendable {
         } catch {
             return .failure(error)
         }
-        let fileIssues = loaded.tlsFiles.flatMap(checkFiles)
+        var fileIssues = loaded.tlsFiles.flatMap(checkFiles)
+        if let resolveHost {
+            for upstream in loaded.configuration.upstreams {
+                for host in upstream.hostNames {
+                    guard let problem = resolveHost(host) else { continue }
+                    fileIssues.append(ConfigIssue(
+                        severity: .warning, path: "upstreams.\(upstream.name)",
+                        message: "\(host) does not resolve now (\(problem)); the gateway starts anyway, keeps resolving it in the background and, while no endpoint of this upstream has an address, answers 503 upstream_unresolved",
+                        mark: nil))
+                }
+            }
+        }
         let errors = fileIssues.filter { $0.severity == .error }
         let warnings = loaded.warnings + fileIssues.filter { $0.severity == .warning }
         guard errors.isEmpty else {
@@ -83,7 +101,7 @@ public struct ConfigCheckReport: Sendable {
             out += "trust      TEST ROOTS: \(c.trust.extraRoots.joined(separator: ", "))\n"
         }
         out += "endpoints  \(c.endpoints.challengePath), \(c.endpoints.attestPath) (served before routes; challenge ttl \(DurationSyntax.format(c.endpoints.challengeTTL)), \(c.endpoints.challengeBytes) bytes)\n"
-        out += "upstreams  \(c.upstreams.map { "\($0.name) = \($0.endpoint)" + Self.summary($0.tls) }.joined(separator: ", "))\n"
+        out += "upstreams  \(c.upstreams.map { "\($0.name) = \(Self.endpoints($0))" + Self.summary($0.tls) }.joined(separator: ", "))\n"
         out += "routes (first match wins):\n"
         let shadowed = Set(loaded.routeTable.shadowedRoutes().map(\.route))
         for (i, r) in c.routes.enumerated() {
@@ -98,10 +116,19 @@ public struct ConfigCheckReport: Sendable {
             } else {
                 line += ", max_body \(ByteSize.format(r.maxBody))"
             }
+            if let t = r.connectTimeout { line += ", connect_timeout \(DurationSyntax.format(t))" }
+            if let t = r.responseTimeout { line += ", response_timeout \(DurationSyntax.format(t))" }
             if shadowed.contains(i) { line += "  (NEVER MATCHES)" }
             out += line + "\n"
         }
         standardOutput = ConfigRedaction.apply(loaded.redactions, to: out)
+    }
+
+    /// `URL`, or `[URL, URL] round_robin` (plus `, health GET /path`) for several endpoints.
+    private static func endpoints(_ u: UpstreamConfiguration) -> String {
+        var text = u.endpoints.count == 1 ? "\(u.endpoint)" : "[\(u.endpoints.map(\.description).joined(separator: ", "))] \(u.balance.rawValue)"
+        if let h = u.healthCheck { text += ", health GET \(h.path) every \(DurationSyntax.format(h.interval))" }
+        return text
     }
 
     /// ` (ca FILE, name NAME)` / ` (system CAs, NO VERIFICATION)` for an https upstream, else empty.

@@ -19,6 +19,8 @@ enum ConfigSchema {
         case injected = "headers.injected"
         case upstream = "upstreams.NAME"
         case upstreamTLS = "upstreams.NAME.tls"
+        case upstreamEjection = "upstreams.NAME.ejection"
+        case upstreamHealthCheck = "upstreams.NAME.health_check"
         case route = "routes[]"
         case limits = "limits"
         case http2 = "http2"
@@ -30,7 +32,7 @@ enum ConfigSchema {
     static func keys(_ section: Section) -> [String] {
         switch section {
         case .root: return ["listen", "admin", "tls", "trusted_proxies", "store", "apps", "trust", "endpoints", "headers", "upstreams", "routes", "limits", "http2", "timeouts", "log"]
-        case .listener: return ["address", "tls"]
+        case .listener: return ["address", "tls", "proxy_protocol"]
         case .listenerTLS: return ["certificates", "min_version"]
         case .certificate: return ["chain", "key"]
         case .admin: return ["address", "ready_requires_store"]
@@ -42,9 +44,11 @@ enum ConfigSchema {
         case .headers: return ["prefix", "evidence", "injected", "error"]
         case .evidence: return ["key_id", "challenge", "assertion", "client_data"]
         case .injected: return ["verdict", "reason", "key_id", "counter", "environment", "risk_metric", "validation_category", "bundle_version"]
-        case .upstream: return ["url", "connect_timeout", "response_timeout", "max_idle_connections", "tls"]
+        case .upstream: return ["url", "endpoints", "balance", "ejection", "dns_refresh", "health_check", "connect_timeout", "response_timeout", "max_idle_connections", "tls"]
         case .upstreamTLS: return ["ca", "server_name", "verify"]
-        case .route: return ["name", "path_prefix", "path", "methods", "upstream", "mode", "max_body", "on_store_error", "counter_window", "environment", "bind_headers", "apps"]
+        case .upstreamEjection: return ["consecutive_errors", "base_time", "max_time"]
+        case .upstreamHealthCheck: return ["path", "interval", "timeout", "healthy_threshold", "unhealthy_threshold"]
+        case .route: return ["name", "path_prefix", "path", "methods", "upstream", "mode", "max_body", "on_store_error", "counter_window", "environment", "bind_headers", "apps", "connect_timeout", "response_timeout"]
         case .limits: return ["max_header_bytes", "max_headers", "max_connections"]
         case .http2: return ["max_concurrent_streams", "initial_window_size", "max_header_list_size"]
         case .timeouts: return ["header", "body", "idle", "drain", "tls_handshake"]

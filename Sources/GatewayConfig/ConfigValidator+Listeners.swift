@@ -57,8 +57,9 @@ extension ConfigValidator {
         if let tlsNode = f.node("tls") {
             tls = listenerTLS(tlsNode, path.key("tls")).map { .some($0) }
         }
-        guard let address, let tls else { return nil }
-        return ListenerConfiguration(address: address, tls: tls)
+        let proxy = optional(f, "proxy_protocol", default: false) { boolean($0, $1) }
+        guard let address, let tls, let proxy else { return nil }
+        return ListenerConfiguration(address: address, tls: tls, proxyProtocol: proxy)
     }
 
     func address(_ node: YAMLNode, _ path: ConfigPath, expected: String = "an address like 127.0.0.1:8080") -> SocketAddress? {

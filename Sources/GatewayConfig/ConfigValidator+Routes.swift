@@ -196,10 +196,12 @@ extension ConfigValidator {
             } else { ok = false }
         }
 
-        guard ok, let match, let upstream, let mode, let maxBody, let onStoreError, let window else { return nil }
+        let connect: Duration?? = f.node("connect_timeout").map { duration($0, p.key("connect_timeout"), .milliseconds(1) ... .seconds(60)).map { .some($0) } } ?? .some(nil)
+        let response: Duration?? = f.node("response_timeout").map { duration($0, p.key("response_timeout"), .milliseconds(1) ... .seconds(3600)).map { .some($0) } } ?? .some(nil)
+        guard ok, let match, let upstream, let mode, let maxBody, let onStoreError, let window, let connect, let response else { return nil }
         return RouteConfiguration(name: name, match: match, methods: methods, upstream: upstream, mode: mode, maxBody: maxBody,
                                   onStoreError: onStoreError, counterWindow: window, environment: environment,
-                                  bindHeaders: bind, apps: apps)
+                                  bindHeaders: bind, apps: apps, connectTimeout: connect, responseTimeout: response)
     }
 
     // MARK: cross-section checks
@@ -276,11 +278,13 @@ extension ConfigValidator {
         if let listen = v.listen {
             for upstream in marks.validUpstreams {
                 let mark = marks.upstreams[upstream.name]
-                for (i, listener) in listen.enumerated() where Self.reaches(upstream.endpoint, listener) {
-                    error(.root.key("upstreams").key(upstream.name), "\(upstream.endpoint) is the gateway's own listener listen[\(i)] (\(listener)): requests would loop", mark)
-                }
-                if case .some(.some(let admin)) = v.admin, Self.reaches(upstream.endpoint, admin) {
-                    error(.root.key("upstreams").key(upstream.name), "\(upstream.endpoint) is the gateway's admin listener", mark)
+                for endpoint in upstream.endpoints {
+                    for (i, listener) in listen.enumerated() where Self.reaches(endpoint, listener) {
+                        error(.root.key("upstreams").key(upstream.name), "\(endpoint) is the gateway's own listener listen[\(i)] (\(listener)): requests would loop", mark)
+                    }
+                    if case .some(.some(let admin)) = v.admin, Self.reaches(endpoint, admin) {
+                        error(.root.key("upstreams").key(upstream.name), "\(endpoint) is the gateway's admin listener", mark)
+                    }
                 }
             }
         }

@@ -436,15 +436,34 @@ extension ConfigValidator {
             var upstream: UpstreamConfiguration?
             if case .mapping = entry.value.kind {
                 guard let f = fields(entry.value, p, .upstream) else { ok = false; continue }
-                var endpoint: UpstreamEndpoint?
-                if let urlNode = f.node("url") { endpoint = upstreamEndpoint(urlNode, p.key("url")) } else { missing(f, "url", " (http://host:port, https://host:port or unix:/path)") }
+                let endpoints = upstreamEndpoints(f)
                 let connect = optional(f, "connect_timeout", default: UpstreamConfiguration.defaultConnectTimeout) { duration($0, $1, connectRange) }
                 let response = optional(f, "response_timeout", default: UpstreamConfiguration.defaultResponseTimeout) { duration($0, $1, responseRange) }
                 let idle = optional(f, "max_idle_connections", default: UpstreamConfiguration.defaultMaxIdleConnections) { integer($0, $1, 0...4096) }
-                let tls = upstreamTLS(f, endpoint: endpoint)
-                if let endpoint, let connect, let response, let idle, let tls {
-                    upstream = UpstreamConfiguration(name: name, endpoint: endpoint, connectTimeout: connect, responseTimeout: response,
-                                                     maxIdleConnections: idle, tls: tls)
+                let balance = optional(f, "balance", default: UpstreamConfiguration.Balance.roundRobin) { choice($0, $1, UpstreamConfiguration.Balance.self) }
+                let ejection = optional(f, "ejection", default: UpstreamConfiguration.Ejection()) { self.upstreamEjection($0, $1) }
+                let dnsRefresh = optional(f, "dns_refresh", default: UpstreamConfiguration.defaultDNSRefresh) { node, path -> Duration? in
+                    guard let d = duration(node, path, .zero ... .seconds(3600)) else { return nil }
+                    if d != .zero && d < .seconds(1) {
+                        error(path, "expected 0 (resolve only while unresolved) or 1s to 1h, got \(DurationSyntax.format(d))", node.mark)
+                        return nil
+                    }
+                    return d
+                }
+                let health: UpstreamConfiguration.HealthCheck?? = f.node("health_check").map { self.upstreamHealthCheck($0, p.key("health_check")).map { .some($0) } } ?? .some(nil)
+                let tls = upstreamTLS(f, endpoint: endpoints?.first)
+                if let endpoints, let connect, let response, let idle, let tls, let balance, let ejection, let dnsRefresh, let health {
+                    upstream = UpstreamConfiguration(name: name, endpoint: endpoints[0], connectTimeout: connect, responseTimeout: response,
+                                                     maxIdleConnections: idle, tls: tls, endpoints: endpoints, balance: balance,
+                                                     ejection: ejection, dnsRefresh: dnsRefresh, healthCheck: health)
+                    if endpoints.count == 1 {
+                        for key in ["balance", "ejection"] where f.has(key) {
+                            warn(p.key(key), "has no effect with a single endpoint", f.mark(key))
+                        }
+                    }
+                    if dnsRefresh != UpstreamConfiguration.defaultDNSRefresh, upstream?.hostNames.isEmpty == true {
+                        warn(p.key("dns_refresh"), "has no effect: no endpoint is a DNS name", f.mark("dns_refresh"))
+                    }
                 }
             } else if entry.value.isNull {
                 error(p, "expected a URL (http://host:port, https://host:port or unix:/path) or a mapping {url, ...}, got null", entry.value.mark)
@@ -457,6 +476,93 @@ extension ConfigValidator {
             marks.upstreams[name] = entry.value.mark
         }
         return ok ? result : nil
+    }
+
+    /// `url` or `endpoints` (exactly one): 1..64 URLs of one scheme, none twice.
+    private func upstreamEndpoints(_ f: Fields) -> [UpstreamEndpoint]? {
+        let p = f.path
+        switch (f.node("url"), f.node("endpoints")) {
+        case (nil, nil):
+            missing(f, "url", " (http://host:port, https://host:port or unix:/path; or endpoints: [URL, ...])")
+            return nil
+        case (.some, .some):
+            error(p.key("endpoints"), "write either url or endpoints, not both (endpoints: [URL, ...] lists every endpoint)", f.mark("endpoints"))
+            return nil
+        case (let url?, nil):
+            return upstreamEndpoint(url, p.key("url")).map { [$0] }
+        case (nil, let node?):
+            let path = p.key("endpoints")
+            guard let items = list(node, path, of: "upstream URLs") else { return nil }
+            guard (1...64).contains(items.count) else {
+                error(path, "expected 1 to 64 endpoints, got \(items.count)", node.mark)
+                return nil
+            }
+            var result: [UpstreamEndpoint] = []
+            var ok = true
+            for (i, item) in items.enumerated() {
+                guard let e = upstreamEndpoint(item, path.index(i)) else { ok = false; continue }
+                if result.contains(e) {
+                    error(path.index(i), "\(e) is listed twice", item.mark)
+                    ok = false
+                    continue
+                }
+                if let first = result.first, Self.scheme(first) != Self.scheme(e) {
+                    error(path.index(i), "every endpoint of an upstream uses one scheme: \(e) is not \(Self.scheme(first))", item.mark)
+                    ok = false
+                    continue
+                }
+                result.append(e)
+            }
+            return ok ? result : nil
+        }
+    }
+
+    private static func scheme(_ e: UpstreamEndpoint) -> String {
+        switch e {
+        case .http: return "http://"
+        case .https: return "https://"
+        case .unix: return "unix:"
+        }
+    }
+
+    /// `ejection: {consecutive_errors, base_time, max_time}`.
+    private func upstreamEjection(_ node: YAMLNode, _ path: ConfigPath) -> UpstreamConfiguration.Ejection? {
+        guard let f = fields(node, path, .upstreamEjection, what: "a mapping {consecutive_errors, base_time, max_time}") else { return nil }
+        let d = UpstreamConfiguration.Ejection()
+        let errors = optional(f, "consecutive_errors", default: d.consecutiveErrors) { integer($0, $1, 0...1000) }
+        let base = optional(f, "base_time", default: d.baseTime) { duration($0, $1, .milliseconds(100) ... .seconds(3600)) }
+        let maxTime = optional(f, "max_time", default: d.maxTime) { duration($0, $1, .milliseconds(100) ... .seconds(86400)) }
+        guard let errors, let base, let maxTime else { return nil }
+        guard maxTime >= base else {
+            error(path.key("max_time"), "must be at least base_time (\(DurationSyntax.format(base)))", f.has("max_time") ? f.mark("max_time") : node.mark)
+            return nil
+        }
+        return UpstreamConfiguration.Ejection(consecutiveErrors: errors, baseTime: base, maxTime: maxTime)
+    }
+
+    /// `health_check: {path, interval, timeout, healthy_threshold, unhealthy_threshold}`.
+    private func upstreamHealthCheck(_ node: YAMLNode, _ path: ConfigPath) -> UpstreamConfiguration.HealthCheck? {
+        guard let f = fields(node, path, .upstreamHealthCheck, what: "a mapping {path, interval, timeout, healthy_threshold, unhealthy_threshold}") else { return nil }
+        let d = UpstreamConfiguration.HealthCheck()
+        let checkPath = optional(f, "path", default: d.path) { node, p -> String? in
+            guard let text = string(node, p, expected: "an absolute path like /healthz") else { return nil }
+            if let problem = PathSyntax.problem(text) {
+                error(p, problem, node.mark)
+                return nil
+            }
+            return text
+        }
+        let interval = optional(f, "interval", default: d.interval) { duration($0, $1, .milliseconds(100) ... .seconds(3600)) }
+        let timeout = optional(f, "timeout", default: d.timeout) { duration($0, $1, .milliseconds(10) ... .seconds(60)) }
+        let healthy = optional(f, "healthy_threshold", default: d.healthyThreshold) { integer($0, $1, 1...100) }
+        let unhealthy = optional(f, "unhealthy_threshold", default: d.unhealthyThreshold) { integer($0, $1, 1...100) }
+        guard let checkPath, let interval, let timeout, let healthy, let unhealthy else { return nil }
+        if timeout > interval {
+            error(path.key("timeout"), "must not exceed interval (\(DurationSyntax.format(interval)))", f.has("timeout") ? f.mark("timeout") : node.mark)
+            return nil
+        }
+        return UpstreamConfiguration.HealthCheck(path: checkPath, interval: interval, timeout: timeout,
+                                                 healthyThreshold: healthy, unhealthyThreshold: unhealthy)
     }
 
     private func upstreamEndpoint(_ node: YAMLNode, _ path: ConfigPath) -> UpstreamEndpoint? {

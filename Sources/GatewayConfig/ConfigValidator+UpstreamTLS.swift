@@ -37,7 +37,7 @@ extension ConfigValidator {
         if let ca {
             tlsFiles.append(TLSFileReference(path: path.key("ca").description, mark: t.mark("ca"), files: .certificateAuthorities(ca)))
         }
-        return UpstreamTLSConfiguration(ca: ca, serverName: serverName, verify: verify)
+        return UpstreamTLSConfiguration(ca: ca, serverName: serverName, verify: verify, serverNameIsExplicit: t.has("server_name"))
     }
 
     /// `server_name`: one DNS name (lower-cased) or an IP literal (canonical, IPv6 without brackets).

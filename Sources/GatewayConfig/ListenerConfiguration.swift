@@ -8,11 +8,15 @@ public struct ListenerConfiguration: Sendable, Hashable, CustomStringConvertible
     public var address: SocketAddress
     /// TLS settings (`tls`); nil for a plain listener.
     public var tls: TLSListenerConfiguration?
+    /// Whether every connection starts with a PROXY protocol header, v1 or v2 (`proxy_protocol`,
+    /// default false), whose source address is then the client's.
+    public var proxyProtocol: Bool
 
     /// Creates a listener: plain when `tls` is nil.
-    public init(address: SocketAddress, tls: TLSListenerConfiguration? = nil) {
+    public init(address: SocketAddress, tls: TLSListenerConfiguration? = nil, proxyProtocol: Bool = false) {
         self.address = address
         self.tls = tls
+        self.proxyProtocol = proxyProtocol
     }
 
     /// A plain listener on `address`.
@@ -25,7 +29,8 @@ public struct ListenerConfiguration: Sendable, Hashable, CustomStringConvertible
 
     /// `127.0.0.1:8080`, or `0.0.0.0:8443 (TLS 1.2+, 2 certificates)`.
     public var description: String {
-        guard let tls else { return address.description }
-        return "\(address) (\(tls.minVersion)+, \(ConfigText.plural(tls.certificates.count, "certificate")))"
+        let proxy = proxyProtocol ? " (PROXY protocol)" : ""
+        guard let tls else { return address.description + proxy }
+        return "\(address) (\(tls.minVersion)+, \(ConfigText.plural(tls.certificates.count, "certificate")))" + proxy
     }
 }

@@ -72,6 +72,10 @@ public struct RouteConfiguration: Sendable, Hashable {
     public var bindHeaders: [String]
     /// App IDs allowed on this route (nil: every configured app).
     public var apps: [AppID]?
+    /// Overrides the upstream's `connect_timeout` for this route's requests (`connect_timeout`, 1ms..1m).
+    public var connectTimeout: Duration?
+    /// Overrides the upstream's `response_timeout` for this route's requests (`response_timeout`, 1ms..1h).
+    public var responseTimeout: Duration?
 
     /// Default `max_body` (1MiB).
     public static let defaultMaxBody = 1 << 20
@@ -83,7 +87,10 @@ public struct RouteConfiguration: Sendable, Hashable {
     /// Creates a route; everything but the match and upstream defaults as documented.
     public init(name: String, match: PathMatch, methods: [String] = [], upstream: String, mode: Mode = .enforce,
                 maxBody: Int = defaultMaxBody, onStoreError: StoreErrorPolicy = .failClosed, counterWindow: Int = 0,
-                environment: AppAttestEnvironment? = nil, bindHeaders: [String] = [], apps: [AppID]? = nil) {
+                environment: AppAttestEnvironment? = nil, bindHeaders: [String] = [], apps: [AppID]? = nil,
+                connectTimeout: Duration? = nil, responseTimeout: Duration? = nil) {
+        self.connectTimeout = connectTimeout
+        self.responseTimeout = responseTimeout
         self.name = name
         self.match = match
         self.methods = methods

@@ -19,12 +19,16 @@ public struct UpstreamTLSConfiguration: Sendable, Hashable {
     /// `false` accepts any certificate: the configuration loads with a warning at
     /// `upstreams.NAME.tls.verify`, which check-config prints and the gateway logs at start.
     public var verify: Bool
+    /// Whether `server_name` was written; when not, an upstream with several `https://` endpoints
+    /// sends each endpoint's own host (and `serverName` is the first endpoint's).
+    public var serverNameIsExplicit: Bool
 
     /// Creates the settings; `ca` defaults to the system store and `verify` to true.
-    public init(ca: String? = nil, serverName: String, verify: Bool = true) {
+    public init(ca: String? = nil, serverName: String, verify: Bool = true, serverNameIsExplicit: Bool = false) {
         self.ca = ca
         self.serverName = serverName
         self.verify = verify
+        self.serverNameIsExplicit = serverNameIsExplicit
     }
 
     /// Whether `serverName` is an IP literal (no SNI; the certificate is matched on its IP address).

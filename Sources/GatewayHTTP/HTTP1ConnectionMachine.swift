@@ -134,6 +134,10 @@ struct HTTP1ConnectionMachine {
         case resumeUpstream
         /// Drop the upstream exchange in progress (closes its connection).
         case cancelUpstream
+        /// The exchange failed before the response head and the forward asked to answer such failures
+        /// itself (`HTTPForward.upstreamFailureAnswer`): call it with `takeUpstreamFailure()` and a
+        /// responder for `sequence`; its answer comes as `answered` (during the call or later).
+        case answerUpstreamFailure
         /// Half-close: send FIN, keep reading (lingering close).
         case shutdownWrite
         /// Close the socket and forget the connection. Nothing follows.
@@ -142,7 +146,8 @@ struct HTTP1ConnectionMachine {
         /// Whether the machine waits for the answer to this action (it is then the list's last).
         var awaitsAnswer: Bool {
             switch self {
-            case .decideHead, .handleRequest, .renderError, .flush, .writeDirect, .startForward: return true
+            case .decideHead, .handleRequest, .renderError, .flush, .writeDirect, .startForward, .answerUpstreamFailure:
+                return true
             default: return false
             }
         }
@@ -164,6 +169,7 @@ struct HTTP1ConnectionMachine {
             case .stopReading: return "stopReading"
             case .resumeUpstream: return "resumeUpstream"
             case .cancelUpstream: return "cancelUpstream"
+            case .answerUpstreamFailure: return "answerUpstreamFailure"
             case .shutdownWrite: return "shutdownWrite"
             case .close: return "close"
             }
@@ -288,6 +294,9 @@ struct HTTP1ConnectionMachine {
         let method: HTTPMethod
         /// The serialized request: head and body.
         let bytes: [UInt8]
+        /// The forward's connect and response timeouts in seconds (nil: the upstream's).
+        var connectTimeout: Double? = nil
+        var responseTimeout: Double? = nil
     }
 
     /// The request in progress and what its response did so far.
@@ -301,6 +310,9 @@ struct HTTP1ConnectionMachine {
         var upstreamActive = false
         var responseHeadFilter: (@Sendable (inout HTTPResponseHead) -> Void)?
         var responseField: (name: String, value: String)?
+        var upstreamFailureAnswer: HTTPForward.UpstreamFailureAnswer?
+        /// The upstream failure being answered by `upstreamFailureAnswer` (kept for the access record).
+        var upstreamError: HTTPError?
         var proxiedBody = DownstreamBody.none(passLength: false)
         var responseStarted = false
         var responseStatus = 0
@@ -350,6 +362,7 @@ struct HTTP1ConnectionMachine {
     private var requestToHandle: HTTPRequest?
     private var accessRecord: HTTPAccessRecord?
     private var upstreamRequest: UpstreamRequest?
+    private var upstreamFailure: (HTTPError, HTTPForward.UpstreamFailureAnswer)?
     /// The error a `renderError` asks to render.
     private(set) var errorToRender: HTTPError?
 
@@ -394,6 +407,12 @@ struct HTTP1ConnectionMachine {
     mutating func takeUpstreamRequest() -> UpstreamRequest? {
         defer { upstreamRequest = nil }
         return upstreamRequest
+    }
+
+    /// The failure and the forward's answerer an `answerUpstreamFailure` hands over (once).
+    mutating func takeUpstreamFailure() -> (HTTPError, HTTPForward.UpstreamFailureAnswer)? {
+        defer { upstreamFailure = nil }
+        return upstreamFailure
     }
 
     /// Writes `output` with `write` (the socket's write: bytes taken, 0 when it would block) for a
@@ -662,6 +681,11 @@ struct HTTP1ConnectionMachine {
         if current.responseStarted {
             afterFlush = .abort  // what was relayed so far (the head at least), then close
             actions.append(.flush)
+        } else if let answer = current.upstreamFailureAnswer {
+            phase = .handling  // the forward's answerer responds like a handler, through `answered`
+            current.upstreamError = error
+            upstreamFailure = (error, answer)
+            actions.append(.answerUpstreamFailure)
         } else {
             renderError(error, &actions)
         }
@@ -866,7 +890,7 @@ struct HTTP1ConnectionMachine {
         let c = current
         accessRecord = HTTPAccessRecord(
             connection: connection, method: c.head?.method, target: c.head?.target,
-            status: c.responseStarted || c.responseStatus != 0 ? c.responseStatus : 499, error: error,
+            status: c.responseStarted || c.responseStatus != 0 ? c.responseStatus : 499, error: error ?? c.upstreamError,
             requestBodyBytes: c.head == nil ? 0 : max(c.requestBodyBytes, c.body.count),
             responseBodyBytes: c.responseBodyBytes, latencyNanoseconds: now &- c.start, upstream: c.upstreamName,
             aborted: aborted)
@@ -919,8 +943,10 @@ struct HTTP1ConnectionMachine {
         current.upstreamName = pool.settings.name
         current.responseHeadFilter = forward.responseHeadFilter
         current.responseField = forward.responseField
+        current.upstreamFailureAnswer = forward.upstreamFailureAnswer
         current.upstreamActive = true
-        upstreamRequest = UpstreamRequest(pool: pool, method: forward.method, bytes: request)
+        upstreamRequest = UpstreamRequest(pool: pool, method: forward.method, bytes: request,
+                                          connectTimeout: forward.connectTimeout, responseTimeout: forward.responseTimeout)
         actions.append(.startForward)
     }
 
@@ -996,6 +1022,7 @@ struct HTTP1ConnectionMachine {
         errorToRender = nil
         requestToHandle = nil
         upstreamRequest = nil
+        upstreamFailure = nil
         cancelUpstream(&actions)
         actions.append(.close)
     }

@@ -291,9 +291,21 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                     next = machine.flushed(result, written: written, now: clock())
                 case .startForward:
                     guard let upstream = machine.takeUpstreamRequest() else { break }
-                    let ex = UpstreamExchange(pool: upstream.pool, method: upstream.method, request: upstream.bytes, sink: self)
+                    let ex = UpstreamExchange(pool: upstream.pool, method: upstream.method, request: upstream.bytes, sink: self,
+                                              connectTimeout: upstream.connectTimeout, responseTimeout: upstream.responseTimeout)
                     exchange = ex
                     ex.start()  // may fail at once: `upstreamFailed` runs its own actions
+                case .answerUpstreamFailure:
+                    guard let (error, answer) = machine.takeUpstreamFailure() else { break }
+                    let channel = HTTPAnswerChannel(sink: self, sequence: machine.sequence)
+                    inHandlerCall = true
+                    answer(error) { _ = channel.answer(.response($0), context: nil) }
+                    inHandlerCall = false
+                    if let (answer, context, sequence) = synchronousAnswer {
+                        synchronousAnswer = nil
+                        known = EventLoop.now()
+                        next = answered(answer, context: context, sequence: sequence, now: clock())
+                    }
                 case .report:
                     if let record = machine.takeAccessRecord() {
                         let decided = requestContext

@@ -386,7 +386,9 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         stream.upstreamName = pool.settings.name
         stream.responseHeadFilter = forward.responseHeadFilter
         stream.responseField = forward.responseField
-        let exchange = UpstreamExchange(pool: pool, method: forward.method, request: request, sink: stream)
+        stream.upstreamFailureAnswer = forward.upstreamFailureAnswer
+        let exchange = UpstreamExchange(pool: pool, method: forward.method, request: request, sink: stream,
+                                        connectTimeout: forward.connectTimeout, responseTimeout: forward.responseTimeout)
         stream.exchange = exchange
         exchange.start()
     }
@@ -467,6 +469,18 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             // The head is out: resetting the stream is the only honest signal of the truncation.
             stream.error = error
             session?.resetStream(stream.id, error: .internalError)
+        } else if let answer = stream.upstreamFailureAnswer {
+            // The forward answers its failures itself, like a handler (through `apply`).
+            stream.phase = .handling
+            stream.error = error
+            let channel = HTTPAnswerChannel(sink: self, sequence: UInt64(UInt32(bitPattern: stream.id)))
+            inHandlerCall = true
+            answer(error) { _ = channel.answer(.response($0), context: nil) }
+            inHandlerCall = false
+            while !synchronousAnswers.isEmpty {
+                let (answer, context, sequence) = synchronousAnswers.removeFirst()
+                apply(answer, context: context, sequence: sequence)
+            }
         } else {
             sendResponse(stream, context.handler.errorResponse(error, stream.head, stream.context), error: error)
         }

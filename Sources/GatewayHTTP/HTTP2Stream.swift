@@ -40,6 +40,7 @@ final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's
     var responseHeadFilter: (@Sendable (inout HTTPResponseHead) -> Void)?
     /// `HTTPForward.responseField` of the forward.
     var responseField: (name: String, value: String)?
+    var upstreamFailureAnswer: HTTPForward.UpstreamFailureAnswer?
     /// The error the server answered by itself, or the reason the stream failed.
     var error: HTTPError?
     /// Reset as malformed (RST_STREAM PROTOCOL_ERROR sent).

@@ -106,6 +106,9 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
     /// The TLS handshake with an `https://` upstream failed (certificate not trusted or not for the
     /// upstream's name, no common protocol version or cipher, the upstream closed during it).
     case upstreamTLSFailed = "upstream_tls_failed"
+    /// No endpoint of the upstream has an address: its DNS names do not resolve (yet); the gateway
+    /// keeps resolving them in the background (503, with `Retry-After`).
+    case upstreamUnresolved = "upstream_unresolved"
     /// Connecting to the upstream took longer than the connect timeout.
     case upstreamConnectTimeout = "upstream_connect_timeout"
     /// The upstream response head did not arrive in time, or its body stalled longer than the response timeout.
@@ -124,7 +127,7 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
         case .expectationFailed: return 417
         case .headerTimeout, .bodyTimeout: return 408
         case .handlerDidNotRespond: return 500
-        case .shuttingDown, .drainDeadline: return 503
+        case .shuttingDown, .drainDeadline, .upstreamUnresolved: return 503
         case .upstreamUnavailable, .upstreamReset, .upstreamBadResponse, .upstreamTLSFailed: return 502
         case .upstreamConnectTimeout, .upstreamTimeout: return 504
         default: return 400
@@ -132,7 +135,7 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
     }
 
     /// Whether this is an upstream failure (502 / 504) rather than a problem with the request.
-    public var isUpstreamFailure: Bool { status == 502 || status == 504 }
+    public var isUpstreamFailure: Bool { status == 502 || status == 504 || self == .upstreamUnresolved }
 }
 
 extension HTTPError {

@@ -44,6 +44,23 @@ public struct HTTPForward: Sendable {
     /// field value is left out. Cheaper than a filter closure: nothing is allocated for it.
     public var responseField: (name: String, value: String)?
 
+    /// Answers an upstream failure (502 / 504) that happens before the response head, instead of the
+    /// handler's `errorResponse(for:head:)`: called on the event loop with the error and a completion
+    /// that takes the response (from any thread, at any later time, exactly once; never calling it
+    /// answers 500 `handler_did_not_respond`). The access record keeps the upstream error. nil: the
+    /// error renderer answers.
+    public var upstreamFailureAnswer: UpstreamFailureAnswer?
+
+    /// Connect timeout in seconds for this request's upstream connections (nil: the upstream's
+    /// `UpstreamConfiguration.connectTimeout`); a pooled connection is reused whatever it took.
+    public var connectTimeout: Double?
+    /// Response timeout in seconds for this request (nil: the upstream's
+    /// `UpstreamConfiguration.responseTimeout`): 504 `upstream_timeout` past it.
+    public var responseTimeout: Double?
+
+    /// See `upstreamFailureAnswer`.
+    public typealias UpstreamFailureAnswer = @Sendable (HTTPError, @escaping @Sendable (HTTPResponse) -> Void) -> Void
+
     /// Forwards `request` as received (same method, target, headers, body) to `upstream`; edit the
     /// fields after. The fields named by the request's `Connection` options are removed now.
     public init(_ request: HTTPRequest, to upstream: UpstreamPool) {
@@ -64,5 +81,8 @@ public struct HTTPForward: Sendable {
         self.body = body
         responseHeadFilter = nil
         responseField = nil
+        upstreamFailureAnswer = nil
+        connectTimeout = nil
+        responseTimeout = nil
     }
 }

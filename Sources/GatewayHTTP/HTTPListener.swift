@@ -16,6 +16,8 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
     let unixPath: String?
     /// The TLS context of a TLS listener (nil: plain).
     let tls: TLSServerContext?
+    /// Connections start with a PROXY protocol header.
+    let proxyProtocol: Bool
     private let localDescription: String
     private var source: DispatchSourceRead?
     /// Accepts everything queued now (set by `start`, typed for the server's handler).
@@ -32,9 +34,11 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
     /// replaced only when nothing answers on it (a stale file), never when another process listens.
     /// - Throws: `Socket.Failure` when the address cannot be bound, a Unix path exists and is not a
     ///   socket, or another process listens on it (`EADDRINUSE`).
-    init(_ requested: SocketEndpoint, tls: TLSServerContext?, backlog: Int, unixPermissions: UInt16?) throws {
+    init(_ requested: SocketEndpoint, tls: TLSServerContext?, backlog: Int, unixPermissions: UInt16?,
+         proxyProtocol: Bool = false) throws {
         self.requested = requested
         self.tls = tls
+        self.proxyProtocol = proxyProtocol
         let address: SocketAddress
         switch requested {
         case .tcp(let host, let port):
@@ -117,7 +121,13 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
                 let id = context.makeConnectionID()
                 let remote = isUnix ? "unix:" : peer.description
                 let local = localDescription
-                if let tls {
+                if proxyProtocol {
+                    let tls = self.tls
+                    loop.execute {
+                        ProxyProtocolConnection(fd: connectionFD, tls: tls, loop: loop, context: context, id: id,
+                                                remoteAddress: remote, localAddress: local).start()
+                    }
+                } else if let tls {
                     loop.execute {
                         TLSHandshakeConnection(fd: connectionFD, tls: tls, loop: loop, context: context, id: id,
                                                remoteAddress: remote, localAddress: local).start()

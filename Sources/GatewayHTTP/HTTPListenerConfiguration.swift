@@ -11,6 +11,10 @@ public struct HTTPListenerConfiguration: Sendable {
     /// The context can swap its certificates at run time (`TLSServerContext.reload`): new
     /// handshakes use the new ones, established connections keep theirs.
     package var tls: TLSServerContext?
+    /// Whether every connection starts with a PROXY protocol header (v1 or v2) whose source address
+    /// becomes the connection's remote address (`ProxyProtocolConnection`). Only for listeners that
+    /// nothing but the load balancer can reach: the header is believed from every peer.
+    public var proxyProtocol = false
 
     /// A plain listener on `endpoint`.
     public init(_ endpoint: SocketEndpoint) {

@@ -67,7 +67,8 @@ public final class HTTPServer: Sendable {
             }
             for listener in configuration.listeners {
                 bound.append(try HTTPListener(listener.endpoint, tls: listener.tls, backlog: configuration.backlog,
-                                              unixPermissions: configuration.unixSocketPermissions))
+                                              unixPermissions: configuration.unixSocketPermissions,
+                                              proxyProtocol: listener.proxyProtocol))
             }
         } catch {
             for l in bound { l.close() }

@@ -28,18 +28,26 @@ final class TLSHandshakeConnection: DownstreamConnection {  // confined to `loop
 
     /// Takes over the accepted, non-blocking socket `fd` and puts a server TLS session over it (when
     /// OpenSSL cannot create one, the connection fails at `start()`).
-    init(fd: Int32, tls: TLSServerContext, loop: EventLoop, context: HTTPServerContext, id: UInt64,
+    convenience init(fd: Int32, tls: TLSServerContext, loop: EventLoop, context: HTTPServerContext, id: UInt64,
+                     remoteAddress: String, localAddress: String) {
+        self.init(stream: ByteStream(fd: fd, loop: loop), tls: tls, loop: loop, context: context, id: id,
+                  remoteAddress: remoteAddress, localAddress: localAddress)
+    }
+
+    /// Takes over `stream` (a socket no byte of the handshake was read from yet, e.g. after a PROXY
+    /// protocol header) and puts a server TLS session over it.
+    init(stream: ByteStream, tls: TLSServerContext, loop: EventLoop, context: HTTPServerContext, id: UInt64,
          remoteAddress: String, localAddress: String) {
         self.context = context
         self.loop = loop
         self.id = id
         self.remoteAddress = remoteAddress
         self.localAddress = localAddress
-        stream = ByteStream(fd: fd, loop: loop)
+        self.stream = stream
         let timeout = context.tlsHandshakeTimeout
         deadline = timeout == 0 ? UInt64.max : EventLoop.now() &+ timeout
         do {
-            stream.attachTLS(try TLSConnection(server: tls, fd: fd))
+            stream.attachTLS(try TLSConnection(server: tls, fd: stream.channel.fd))
         } catch {
             setupFailure = "\(error)"
         }

@@ -15,6 +15,8 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
     private enum Deadline { case none, connect, response, idle }
 
     private let pool: UpstreamLoopPool
+    /// The endpoint it is connected (or connecting) to.
+    let endpoint: UpstreamEndpointState
     /// The connection's bytes (plain, or TLS for `https://` upstreams) and its readiness interest.
     private let stream: ByteStream
     private var channel: SocketChannel { stream.channel }
@@ -31,8 +33,9 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
     private var deadline: UInt64 = 0
     private var deadlineKind = Deadline.none
 
-    private init(pool: UpstreamLoopPool, fd: Int32, connected: Bool) {
+    private init(pool: UpstreamLoopPool, endpoint: UpstreamEndpointState, fd: Int32, connected: Bool) {
         self.pool = pool
+        self.endpoint = endpoint
         state = connected ? .active : .connecting
         parser = HTTP1ResponseParser(limits: pool.settings.limits)
         stream = ByteStream(fd: fd, loop: pool.loop)
@@ -41,9 +44,10 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         pool.loop.register(self)
     }
 
-    /// Opens a connection (connect in progress or done).
-    static func open(pool: UpstreamLoopPool) -> Result<UpstreamConnection, HTTPError> {
-        let address = pool.settings.address
+    /// Opens a connection to `address` of `endpoint` (connect in progress or done), bounded by
+    /// `connectTimeout` nanoseconds (TLS handshake included).
+    static func open(pool: UpstreamLoopPool, endpoint: UpstreamEndpointState, address: SocketAddress,
+                     connectTimeout: UInt64) -> Result<UpstreamConnection, HTTPError> {
         let fd: Int32
         do { fd = try Socket.makeStream(family: address.family) } catch { return .failure(.upstreamUnavailable) }
         switch Socket.connect(fd, to: address) {
@@ -52,14 +56,15 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
             return .failure(.upstreamUnavailable)
         case .success(let connected):
             if !address.isUnix { Socket.setNoDelay(fd) }
-            let c = UpstreamConnection(pool: pool, fd: fd, connected: connected)
-            if connected && pool.settings.tls != nil {
-                c.setDeadline(.connect, pool.settings.connectTimeout)
+            let c = UpstreamConnection(pool: pool, endpoint: endpoint, fd: fd, connected: connected)
+            if connected { endpoint.connected() }
+            if connected && pool.settings.tlsContext != nil {
+                c.setDeadline(.connect, connectTimeout)
                 c.startTLS()
             } else if connected {
                 c.channel.startReading()
             } else {
-                c.setDeadline(.connect, pool.settings.connectTimeout)
+                c.setDeadline(.connect, connectTimeout)
                 c.channel.armWrite()
             }
             return .success(c)
@@ -84,10 +89,13 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         request = exchange.request
         if state == .idle { state = .active }
         if state == .active {
-            setDeadline(.response, pool.settings.responseTimeout)
+            setDeadline(.response, responseTimeout)
             flush()
         }
     }
+
+    /// The response timeout of the current exchange (the route's, else the upstream's), nanoseconds.
+    private var responseTimeout: UInt64 { exchange?.responseTimeout ?? pool.settings.responseTimeout }
 
     func becameIdle() {
         state = .idle
@@ -99,7 +107,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         guard paused, state == .active else { return }
         paused = false
         stream.resumeReading()
-        setDeadline(.response, pool.settings.responseTimeout)
+        setDeadline(.response, responseTimeout)
     }
 
     /// The downstream gave up: close without telling the exchange.
@@ -131,7 +139,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
             case .success(let n):
                 requestBytesWritten += n
                 // Sending a large body is progress too: the response timeout counts from the last progress.
-                if deadlineKind == .response { setDeadline(.response, pool.settings.responseTimeout) }
+                if deadlineKind == .response { setDeadline(.response, responseTimeout) }
             case .failure:
                 fail(.upstreamReset)
                 return
@@ -150,14 +158,15 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
                 fail(.upstreamUnavailable)
                 return
             }
-            if pool.settings.tls != nil {
+            endpoint.connected()
+            if pool.settings.tlsContext != nil {
                 startTLS()
                 return
             }
             state = .active
             channel.disarmWrite()
             channel.startReading()
-            setDeadline(.response, pool.settings.responseTimeout)
+            setDeadline(.response, responseTimeout)
             flush()
         case .handshaking:
             advanceHandshake()
@@ -170,10 +179,10 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
 
     /// TCP is up: the TLS client handshake comes next (bounded by the connect timeout).
     private func startTLS() {
-        guard let tls = pool.settings.tls else { return }
+        guard let context = pool.settings.tlsContext else { return }
         state = .handshaking
         do {
-            stream.attachTLS(try TLSConnection(client: tls.context, fd: channel.fd, serverName: tls.serverName))
+            stream.attachTLS(try TLSConnection(client: context, fd: channel.fd, serverName: endpoint.serverName ?? ""))
         } catch {
             fail(.upstreamTLSFailed)
             return
@@ -189,7 +198,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
             state = .active
             channel.startReading()
             if exchange != nil {
-                setDeadline(.response, pool.settings.responseTimeout)
+                setDeadline(.response, responseTimeout)
                 flush()
             } else {
                 deadlineKind = .none
@@ -210,7 +219,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
             let buffer = pool.loop.readBuffer
             switch stream.read(into: buffer) {
             case .bytes(let n):
-                if deadlineKind == .response { setDeadline(.response, pool.settings.responseTimeout) }
+                if deadlineKind == .response { setDeadline(.response, responseTimeout) }
                 process(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n))
                 exchange?.receivedReadDone()
             case .endOfFile:
@@ -289,10 +298,12 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         exchange = nil
         let reused = exchangesServed > 0
         let nothingSent = requestBytesWritten == 0
+        let connecting = state == .connecting || state == .handshaking
         let retryable = error == .upstreamReset && reused && !parser.receivedAnyByte
             && (nothingSent || (ex?.method.isIdempotent ?? false))
         close()
-        ex?.failed(error, retryable: retryable)
+        if connecting { pool.connectFailed(endpoint) }
+        ex?.failed(error, retryable: retryable, connectFailed: connecting)
     }
 
     func tick(now: UInt64) {

@@ -17,14 +17,24 @@ protocol UpstreamResponseSink: AnyObject {
     func upstreamFailed(_ error: HTTPError)
 }
 
-/// Drives one exchange on the loop: picks a connection, sends the request, relays events, retries once
-/// on a stale pooled connection (rule documented on `UpstreamPool`).
+/// Drives one exchange on the loop: picks an endpoint and a connection, sends the request, relays
+/// events, retries a failed connect on another endpoint and once on a stale pooled connection (rules
+/// documented on `UpstreamPool`). Counts itself in its endpoint's exchanges in progress while it
+/// holds a connection there.
 final class UpstreamExchange {  // confined to the loop of `pool`
     let pool: UpstreamLoopPool
     let method: HTTPMethod
     let request: [UInt8]
+    /// Connect timeout of this exchange's connections, nanoseconds (the route's or the upstream's).
+    let connectTimeout: UInt64
+    /// Response timeout of this exchange, nanoseconds (the route's or the upstream's).
+    let responseTimeout: UInt64
     private weak var sink: (any UpstreamResponseSink)?
     private var connection: UpstreamConnection?
+    /// The endpoint counted as busy with this exchange.
+    private var busy: UpstreamEndpointState?
+    /// Endpoints tried so far.
+    private var tried: [Int] = []
     private var attempts = 0
     private(set) var isFinished = false
     /// Monotonic start (only read when the pool has an observer).
@@ -33,32 +43,55 @@ final class UpstreamExchange {  // confined to the loop of `pool`
     private var headNanoseconds: UInt64 = 0
     private var status = 0
 
-    init(pool: UpstreamLoopPool, method: HTTPMethod, request: [UInt8], sink: any UpstreamResponseSink) {
+    /// The one endpoint this exchange may use (health checks), nil: any, by the balancing policy.
+    let pinned: Int?
+
+    /// An exchange; `connectTimeout` and `responseTimeout` (seconds) override the upstream's;
+    /// `endpoint` pins it to one endpoint on a fresh connection, without retries elsewhere and
+    /// without counting in the endpoint's load (health checks).
+    init(pool: UpstreamLoopPool, method: HTTPMethod, request: [UInt8], sink: any UpstreamResponseSink,
+         connectTimeout: Double? = nil, responseTimeout: Double? = nil, endpoint: Int? = nil) {
+        pinned = endpoint
         self.pool = pool
         self.method = method
         self.request = request
         self.sink = sink
-        started = pool.settings.observer == nil ? 0 : EventLoop.now()
+        // Health checks (pinned) are not upstream requests: they report to no observer.
+        started = (endpoint != nil || pool.settings.observer == nil) ? 0 : EventLoop.now()
+        self.connectTimeout = connectTimeout.map(UpstreamLoopPool.nanoseconds) ?? pool.settings.connectTimeout
+        self.responseTimeout = responseTimeout.map(UpstreamLoopPool.nanoseconds) ?? pool.settings.responseTimeout
     }
 
     func start() { attempt(allowIdle: true) }
 
     private func attempt(allowIdle: Bool) {
         attempts += 1
-        switch pool.acquire(allowIdle: allowIdle) {
+        let result = pinned.map { pool.acquire(endpoint: $0, connectTimeout: connectTimeout) }
+            ?? pool.acquire(allowIdle: allowIdle, tried: &tried, connectTimeout: connectTimeout)
+        switch result {
         case .failure(let e):
             finish(.failed(e))
             sink?.upstreamFailed(e)
         case .success(let c):
             connection = c
+            if pinned == nil { setBusy(c.endpoint) }
             c.begin(self)
         }
     }
 
+    private func setBusy(_ endpoint: UpstreamEndpointState?) {
+        if busy === endpoint { return }
+        busy?.active.subtract(1, ordering: .relaxed)
+        endpoint?.active.add(1, ordering: .relaxed)
+        busy = endpoint
+    }
+
+    /// Ends the exchange and reports it to the pool's observer (not for health checks).
     private func finish(_ outcome: UpstreamExchangeReport.Outcome) {
         isFinished = true
         connection = nil
-        guard let observer = pool.settings.observer else { return }
+        setBusy(nil)
+        guard pinned == nil, let observer = pool.settings.observer else { return }
         observer(UpstreamExchangeReport(
             upstream: pool.settings.name, loopIndex: pool.loop.index, outcome: outcome, status: status,
             nanoseconds: headNanoseconds != 0 ? headNanoseconds : max(1, EventLoop.now() &- started), retried: attempts > 1))
@@ -91,11 +124,17 @@ final class UpstreamExchange {  // confined to the loop of `pool`
         sink?.upstreamEnd()
     }
 
-    func failed(_ error: HTTPError, retryable: Bool) {
+    func failed(_ error: HTTPError, retryable: Bool, connectFailed: Bool) {
         guard !isFinished else { return }
         connection = nil
-        if retryable && attempts == 1 {
+        if connectFailed && pinned == nil && tried.count < pool.endpoints.count {
+            pool.counters.connectRetries.add(1, ordering: .relaxed)
+            attempt(allowIdle: true)  // another endpoint: nothing was sent
+            return
+        }
+        if retryable && attempts == 1 && pinned == nil {
             pool.counters.retries.add(1, ordering: .relaxed)
+            tried.removeAll()
             attempt(allowIdle: false)
             return
         }

@@ -50,7 +50,11 @@ public final class EventLoopGroup: Sendable {
 
     /// Stops the loops' timers (call when the group is no longer used; connections must be closed first).
     public func shutdown() {
-        for loop in loops { loop.queue.sync { loop.stopTimer() } }
+        // Called from one of the loops when the last connection's close completes a shutdown:
+        // that loop stops its timer directly (a sync onto its own queue would trap).
+        for loop in loops {
+            if loop.inEventLoop { loop.stopTimer() } else { loop.queue.sync { loop.stopTimer() } }
+        }
     }
 }
 

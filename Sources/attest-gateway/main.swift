@@ -96,7 +96,8 @@ case "--help", "-h", "help":
     exit(0)
 case "check-config":
     guard arguments.count == 2 else { fail(usage) }
-    let report = ConfigCheckReport.check(path: arguments[1], checkFiles: { TLSFileChecker.check($0) })
+    let report = ConfigCheckReport.check(path: arguments[1], checkFiles: { TLSFileChecker.check($0) },
+                                         resolveHost: { UpstreamHostChecker.problem(resolving: $0) })
     print(report.standardOutput, terminator: "")
     FileHandle.standardError.write(Data(report.standardError.utf8))
     exit(report.exitCode)

@@ -140,7 +140,8 @@ final class ExampleConfigTests: XCTestCase {
         XCTAssertEqual(c.admin, .ip(host: "127.0.0.1", port: 9901))
         XCTAssertEqual(c.upstreams, [UpstreamConfiguration(name: "api", endpoint: .https(host: "10.0.2.15", port: 8443),
                                                            connectTimeout: .seconds(1), responseTimeout: .seconds(15),
-                                                           tls: UpstreamTLSConfiguration(ca: folder + "internal-ca.pem", serverName: "api.internal"))])
+                                                           tls: UpstreamTLSConfiguration(ca: folder + "internal-ca.pem", serverName: "api.internal",
+                                                                                         serverNameIsExplicit: true))])
         XCTAssertEqual(c.routes.map(\.name), ["purchases", "default"])
         XCTAssertEqual(c.http2, HTTP2Configuration(maxConcurrentStreams: 128, initialWindowSize: 256 << 10, maxHeaderListSize: 16 << 10))
         XCTAssertEqual(c.timeouts.tlsHandshake, .seconds(5))

@@ -33,7 +33,8 @@ final class UpstreamTLSConfigTests: XCTestCase {
         """), base: "/srv/gw"))
         let upstream = try XCTUnwrap(loaded.configuration.upstream(named: "app"))
         XCTAssertEqual(upstream.endpoint, .https(host: "10.0.2.15", port: 8443))
-        XCTAssertEqual(upstream.tls, UpstreamTLSConfiguration(ca: "/srv/gw/tls/internal-ca.pem", serverName: "api.internal", verify: true))
+        XCTAssertEqual(upstream.tls, UpstreamTLSConfiguration(ca: "/srv/gw/tls/internal-ca.pem", serverName: "api.internal", verify: true,
+                                                              serverNameIsExplicit: true))
         XCTAssertEqual(upstream.tls?.serverNameIsIPAddress, false)
         XCTAssertEqual(loaded.tlsFiles, [TLSFileReference(path: "upstreams.app.tls.ca", mark: SourceMark(line: 9, column: 11),
                                                           files: .certificateAuthorities("/srv/gw/tls/internal-ca.pem"))])

@@ -51,7 +51,7 @@ final class ValidationTests: XCTestCase {
             "routes[0].pathPrefix: unknown key; did you mean path_prefix? (line 8, column 5)",
             "routes[0].max-body: unknown key; did you mean max_body? (line 10, column 5)",
             "routes[0].listen: unknown key here; listen is a key of top level (line 11, column 5)",
-            "routes[0].colour: unknown key (known keys: name, path_prefix, path, methods, upstream, mode, max_body, on_store_error, counter_window, environment, bind_headers, apps) (line 12, column 5)",
+            "routes[0].colour: unknown key (known keys: name, path_prefix, path, methods, upstream, mode, max_body, on_store_error, counter_window, environment, bind_headers, apps, connect_timeout, response_timeout) (line 12, column 5)",
             // No "upstreams: required key is missing" or "path_prefix missing": one mistake, one message.
         ])
     }
@@ -247,7 +247,7 @@ final class ValidationTests: XCTestCase {
         XCTAssertEqual(lines("upstreams:\n  app: {url: http://b:1, connect_timeout: 0, max_idle_connections: 5000, pool: 3}"), [
             "upstreams.app.connect_timeout: must be from 1ms to 1m, got 0 (line 6, column 43)",
             "upstreams.app.max_idle_connections: must be from 0 to 4096, got 5000 (line 6, column 68)",
-            "upstreams.app.pool: unknown key (known keys: url, connect_timeout, response_timeout, max_idle_connections, tls) (line 6, column 74)",
+            "upstreams.app.pool: unknown key (known keys: url, endpoints, balance, ejection, dns_refresh, health_check, connect_timeout, response_timeout, max_idle_connections, tls) (line 6, column 74)",
         ])
         XCTAssertEqual(lines("upstreams:\n  my.app: http://b:1"), [
             "upstreams.my.app: upstream names use letters, digits, _ and - (at most 64), got \"my.app\" (line 6, column 3)",

@@ -536,6 +536,42 @@ final class HTTP1ConnectionMachineTests: XCTestCase {
         XCTAssertEqual(d.responses().map(\.status), [502, 200])
     }
 
+    /// A forward with its own failure answer: the machine waits for it like for a handler answer
+    /// (later, here), sends it, keeps the upstream error in the access record and the connection.
+    func testUpstreamFailureIsAnsweredByTheForwardsOwnAnswerWhenItHasOne() {
+        let d = Driver(loopGroupID: Self.group.id)
+        d.respond = { request in
+            var forward = HTTPForward(request, to: Self.pool)
+            forward.upstreamFailureAnswer = { _, _ in }
+            return .forward(forward)
+        }
+        d.receive("GET /p HTTP/1.1\r\nHost: h\r\n\r\n")
+        d.upstreamFailed(.upstreamTimeout)
+        XCTAssertEqual(d.upstreamFailuresAnswered, [.upstreamTimeout])
+        XCTAssertEqual(d.responses().count, 0, "nothing is written before the answer")
+        XCTAssertEqual(d.machine.phase, .handling)
+        d.answer(.response(HTTPResponse(status: 504, body: Array("mine".utf8))))
+        XCTAssertEqual(d.responses().map(\.status), [504])
+        XCTAssertEqual(d.responses().first?.body, Array("mine".utf8))
+        XCTAssertEqual(d.records.first?.error, .upstreamTimeout)
+        XCTAssertFalse(d.closed)
+    }
+
+    /// After the head, the forward's answer is never asked: the truncation closes the connection.
+    func testUpstreamFailureAfterTheHeadIgnoresTheForwardsOwnAnswer() {
+        let d = Driver(loopGroupID: Self.group.id)
+        d.respond = { request in
+            var forward = HTTPForward(request, to: Self.pool)
+            forward.upstreamFailureAnswer = { _, _ in }
+            return .forward(forward)
+        }
+        d.receive("GET /p HTTP/1.1\r\nHost: h\r\n\r\n")
+        d.upstreamHead(head(200, .contentLength(10)))
+        d.upstreamFailed(.upstreamReset)
+        XCTAssertEqual(d.upstreamFailuresAnswered, [])
+        XCTAssertTrue(d.closed)
+    }
+
     func testUpstreamFailureAfterTheHeadWritesWhatCameThenCloses() {
         let d = forwarding()
         d.upstreamHead(head(200, .contentLength(10)))

@@ -42,6 +42,8 @@ final class HTTP1MachineDriver<Context: Sendable> {
     /// The context kept for the request in progress (as `HTTP1ServerConnection.requestContext`).
     private(set) var requestContext: Context?
     private(set) var upstreamRequests: [Machine.UpstreamRequest] = []
+    /// The upstream failures handed to a forward's `upstreamFailureAnswer` (answer with `answer(_:)`).
+    private(set) var upstreamFailuresAnswered: [HTTPError] = []
 
     // The socket's and the exchange's state as the actions left them.
     private(set) var readingPaused = false
@@ -188,6 +190,8 @@ final class HTTP1MachineDriver<Context: Sendable> {
                     next = machine.flushed(result, written: written, now: now)
                 case .startForward:
                     upstreamRequests.append(machine.takeUpstreamRequest()!)
+                case .answerUpstreamFailure:
+                    upstreamFailuresAnswered.append(machine.takeUpstreamFailure()!.0)
                 case .report:
                     records.append(machine.takeAccessRecord()!)
                     contexts.append(requestContext)

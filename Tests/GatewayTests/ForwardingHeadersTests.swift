@@ -68,4 +68,35 @@ final class ForwardingHeadersTests: XCTestCase {
                        "two claims: neither is believed")
         XCTAssertEqual(try applied(["10.0.0.0/8"], from: "10.0.0.1:1", [("X-Forwarded-For", "")]).values("X-Forwarded-For"), ["10.0.0.1"])
     }
+
+    // MARK: - The derived client address (rate limit, access log)
+
+    private func client(_ trusted: [String], from remote: String, _ xff: [String]) throws -> String {
+        let headers = try HTTPHeaders(xff.map { ("X-Forwarded-For", $0) })
+        let forwarding = ForwardingHeaders(trusted: TrustedProxies(try trusted.map { try XCTUnwrap(CIDR($0)) }))
+        return forwarding.clientAddress(headers: headers, connection: connection(remote))
+    }
+
+    func testClientAddressIsThePeerUnlessThePeerIsATrustedProxy() throws {
+        XCTAssertEqual(try client([], from: "192.0.2.10:5555", ["203.0.113.9"]), "192.0.2.10", "nobody trusted: the peer")
+        XCTAssertEqual(try client(["10.0.0.0/8"], from: "192.0.2.10:5555", ["203.0.113.9"]), "192.0.2.10",
+                       "an untrusted peer's claim is ignored")
+        XCTAssertEqual(try client(["10.0.0.0/8"], from: "10.0.0.1:5555", []), "10.0.0.1", "a proxy that sent none: itself")
+    }
+
+    func testClientAddressIsTheRightmostUntrustedHop() throws {
+        let trusted = ["10.0.0.0/8", "2001:db8::/32"]
+        XCTAssertEqual(try client(trusted, from: "10.0.0.1:1", ["203.0.113.9"]), "203.0.113.9")
+        XCTAssertEqual(try client(trusted, from: "10.0.0.1:1", ["198.51.100.7, 203.0.113.9, 10.9.9.9"]), "203.0.113.9",
+                       "a spoofed leftmost entry is not the client; trusted hops on the right are skipped")
+        XCTAssertEqual(try client(trusted, from: "10.0.0.1:1", ["198.51.100.7", "203.0.113.9,10.2.2.2"]), "203.0.113.9",
+                       "every copy, in order")
+        XCTAssertEqual(try client(trusted, from: "10.0.0.1:1", ["10.3.3.3, 10.2.2.2"]), "10.3.3.3", "all trusted: the leftmost")
+        XCTAssertEqual(try client(trusted, from: "10.0.0.1:1", ["[2001:db9::1]:443, 2001:db8::5"]), "2001:db9::1", "ports and brackets")
+        XCTAssertEqual(try client(trusted, from: "10.0.0.1:1", ["203.0.113.9:8443"]), "203.0.113.9")
+        XCTAssertEqual(try client(trusted, from: "10.0.0.1:1", ["::ffff:203.0.113.9"]), "203.0.113.9", "canonical text")
+        XCTAssertEqual(try client(trusted, from: "10.0.0.1:1", ["203.0.113.9, unknown, 10.2.2.2"]), "10.2.2.2",
+                       "garbage ends the walk at the last vouched hop")
+        XCTAssertEqual(try client(trusted, from: "10.0.0.1:1", ["203.0.113.9, 10.2.2.2:x"]), "10.0.0.1")
+    }
 }

@@ -80,4 +80,53 @@ final class RateLimitTests: XCTestCase {
         XCTAssertTrue(refused.contains("App-Attest-Error: rate_limited"), refused)
         XCTAssertTrue(refused.contains("\"action\":\"retry\""), refused)
     }
+
+    /// Behind a trusted balancer every client has its own bucket (keyed on the derived client
+    /// address, the rightmost untrusted X-Forwarded-For hop); a client not behind a trusted proxy
+    /// cannot pick a fresh bucket by sending X-Forwarded-For.
+    func testBucketsAreKeyedOnTheDerivedClientAddress() throws {
+        guard ChildProcess.isAvailable("curl") else { throw XCTSkip("curl is not installed (scripts/setup --tests)") }
+        func gateway(trusted: String) throws -> (GatewayRuntime, UInt16) {
+            let yaml = """
+            listen: 127.0.0.1:0
+            trusted_proxies: [\(trusted)]
+            store: memory
+            apps:
+              - app_id: ABCDE12345.com.example.app
+                environment: development
+            endpoints:
+              rate_limit: {requests_per_second: 1, burst: 1}
+            upstreams:
+              app: http://127.0.0.1:9
+            routes:
+              - path_prefix: /
+                upstream: app
+                mode: off
+            log:
+              access: false
+            """
+            let frozen = Clock()
+            let runtime = try GatewayRuntime(loaded: GatewayConfiguration.parse(yaml: yaml, baseDirectory: "/tmp"),
+                                             clock: GatewayClock { frozen.now }, loopCount: 1)
+            return (runtime, try XCTUnwrap(try runtime.start().data.first?.port))
+        }
+        let body = "{\"keyId\":\"\(Base64.encode([UInt8](repeating: 9, count: 32)))\",\"purpose\":\"attest\"}"
+        func post(_ port: UInt16, _ xff: String) throws -> String {
+            try ChildProcess.run("curl", ["-s", "-i", "-X", "POST", "-H", "X-Forwarded-For: \(xff)", "--data-binary", body,
+                                          "http://127.0.0.1:\(port)/app-attest/v1/challenge"]).output
+        }
+        let (behind, port) = try gateway(trusted: "127.0.0.1")
+        defer { let done = DispatchSemaphore(value: 0); behind.shutdown { done.signal() }; _ = done.wait(timeout: .now() + 10) }
+        XCTAssertTrue(try post(port, "203.0.113.1").hasPrefix("HTTP/1.1 201"))
+        XCTAssertTrue(try post(port, "203.0.113.1").hasPrefix("HTTP/1.1 429"), "same client, same bucket")
+        XCTAssertTrue(try post(port, "203.0.113.2").hasPrefix("HTTP/1.1 201"), "another client behind the balancer")
+        XCTAssertTrue(try post(port, "198.51.100.9, 203.0.113.2").hasPrefix("HTTP/1.1 429"),
+                      "a spoofed leftmost entry does not buy a new bucket")
+
+        let (direct, directPort) = try gateway(trusted: "10.0.0.0/8")
+        defer { let done = DispatchSemaphore(value: 0); direct.shutdown { done.signal() }; _ = done.wait(timeout: .now() + 10) }
+        XCTAssertTrue(try post(directPort, "203.0.113.1").hasPrefix("HTTP/1.1 201"))
+        XCTAssertTrue(try post(directPort, "203.0.113.2").hasPrefix("HTTP/1.1 429"),
+                      "an untrusted peer's X-Forwarded-For is ignored: one bucket per TCP peer")
+    }
 }

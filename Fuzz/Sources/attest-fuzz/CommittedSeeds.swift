@@ -92,6 +92,8 @@ enum CommittedSeeds {
         case "base64":
             return ["", "AA==", "AAE", "-_8", "+/8=", "YWJjZA", "YWJjZA==", String(repeating: "A", count: 43) + "=",
                     "zgSY9YSD-7TaDXssY6WlOPVS1K3Lmk-pFhlcSWE-ZV0"].enumerated().map { ("b64-\($0.offset)", Array($0.element.utf8)) }
+        case "proxy-header":
+            return ProxyHeaderHarness.seeds
         case "target":
             let targets: [(UInt8, String)] = [(0, "/"), (0, "/api/v1/payments?id=1&x=%2F"), (0, "/a%20b/c"), (1, "/a;v=1/b"), (0, "/a/"),
                                               (0, "/%C3%A9t%C3%A9"), (0, "/a/./b"), (0, "//a"), (0, "/%41"), (0, "/a%2Fb"), (0, "*"), (0, "http://h/")]

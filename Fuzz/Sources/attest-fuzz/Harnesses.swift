@@ -24,6 +24,7 @@ enum Harnesses {
         ConfigHarness.harness,
         RESPHarness.harness,
         H2SessionHarness.harness,
+        ProxyHeaderHarness.harness,
     ]
 
     static func named(_ name: String) -> Harness? { all.first { $0.name == name } }

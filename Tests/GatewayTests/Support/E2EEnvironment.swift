@@ -11,7 +11,9 @@ import XCTest
 /// Routes of the standard configuration (`E2EEnvironment.yaml`):
 /// `/v1/protected` enforce (max_body 64KiB), `/v1/windowed` enforce with counter_window 8,
 /// `/v1/monitored` monitor, `/v1/failopen` enforce fail_open, `/v1/open` off (max_body 1KiB),
-/// `/v1/down` off to an upstream nobody listens on. No catch-all: anything else is 404.
+/// `/v1/down` off to an upstream nobody listens on, `/v1/enforced-down` enforce to that upstream,
+/// `/v1/enforced-slow` (enforce) and `/v1/open-slow` (off) with a route `response_timeout` of 300ms.
+/// No catch-all: anything else is 404.
 /// `trusted_proxies: [127.0.0.2/32]`: clients connecting from 127.0.0.2 act as a trusted proxy,
 /// from 127.0.0.1 (the default) as any client.
 final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable after init; parts lock themselves
@@ -111,6 +113,18 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
             path_prefix: /v1/down
             upstream: down
             mode: off
+          - name: enforced-down
+            path_prefix: /v1/enforced-down
+            upstream: down
+          - name: enforced-slow
+            path_prefix: /v1/enforced-slow
+            upstream: app
+            response_timeout: 300ms
+          - name: open-slow
+            path_prefix: /v1/open-slow
+            upstream: app
+            mode: off
+            response_timeout: 300ms
         timeouts:
           header: 1s
           drain: 5s
