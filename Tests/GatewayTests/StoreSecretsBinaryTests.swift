@@ -88,7 +88,9 @@ final class StoreSecretsBinaryTests: XCTestCase {
         let process = try ChildProcess(try E2EPaths.gatewayBinary(),
                                        ["--config", try configFile("password: \"${ATTEST_TEST_UNSET_VARIABLE}\"")])
         XCTAssertEqual(process.wait(), 1)
-        XCTAssertTrue(process.output.contains("store.password: the environment variable ATTEST_TEST_UNSET_VARIABLE is not set"),
+        // One start_failed JSON line naming the key path and the variable.
+        XCTAssertTrue(process.output.contains(#""type":"start_failed""#), process.output)
+        XCTAssertTrue(process.output.contains(#""path":"store.password","message":"the environment variable ATTEST_TEST_UNSET_VARIABLE is not set"#),
                       process.output)
     }
 }
