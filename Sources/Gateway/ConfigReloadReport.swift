@@ -40,20 +40,7 @@ public struct ConfigReloadReport: Sendable {
         json.beginArray("restart_required")
         for path in restartRequired { json.value(path) }
         json.endArray()
-        if !succeeded { ConfigReloadReport.write(errors, named: "errors", into: &json) }
-        ConfigReloadReport.write(warnings, named: "warnings", into: &json)
-    }
-
-    private static func write(_ issues: [ConfigIssue], named name: String, into json: inout JSONWriter) {
-        json.beginArray(name)
-        for issue in issues {
-            json.beginObject()
-            json.field("path", issue.path)
-            json.field("message", issue.message)
-            if let line = issue.line { json.field("line", line) }
-            if let column = issue.column { json.field("column", column) }
-            json.endObject()
-        }
-        json.endArray()
+        if !succeeded { ConfigIssue.write(errors, named: "errors", into: &json) }
+        ConfigIssue.write(warnings, named: "warnings", into: &json)
     }
 }

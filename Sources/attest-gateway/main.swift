@@ -66,19 +66,7 @@ func startFailed(_ detail: String, config: String, issues: [ConfigIssue] = []) -
     json.field("level", LogConfiguration.Level.error.rawValue)
     json.field("detail", detail)
     json.field("config", config)
-    if !issues.isEmpty {
-        json.beginArray("issues")
-        for issue in issues {
-            json.beginObject()
-            json.field("severity", issue.severity.rawValue)
-            json.field("path", issue.path)
-            json.field("message", issue.message)
-            if let line = issue.line { json.field("line", line) }
-            if let column = issue.column { json.field("column", column) }
-            json.endObject()
-        }
-        json.endArray()
-    }
+    if !issues.isEmpty { ConfigIssue.write(issues, named: "issues", withSeverity: true, into: &json) }
     json.endObject()
     FileHandle.standardError.write(Data(json.bytes + [0x0A]))
     exit(1)
