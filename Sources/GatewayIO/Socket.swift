@@ -86,13 +86,19 @@ package enum Socket {
     /// refused (no group: a Unix socket; an old kernel).
     @discardableResult
     package static func steerReusePortGroup(_ fd: Int32, toIndex index: UInt32) -> Bool {
-        attest_reuseport_steer(fd, index) == 0
+        var code = sock_filter(code: UInt16(ATTEST_BPF_RET_K), jt: 0, jf: 0, k: index)
+        return withUnsafeMutablePointer(to: &code) { instruction in
+            var program = sock_fprog(len: 1, filter: instruction)
+            return setsockopt(fd, SOL_SOCKET, ATTEST_SO_ATTACH_REUSEPORT_CBPF, &program,
+                              socklen_t(MemoryLayout<sock_fprog>.size)) == 0
+        }
     }
 
     /// Removes a steering program a previous process left on `fd`'s `SO_REUSEPORT` group (the kernel
     /// hashes new connections across the group again).
     package static func detachReusePortProgram(_ fd: Int32) {
-        _ = attest_reuseport_detach(fd)
+        var unused: Int32 = 0
+        _ = setsockopt(fd, SOL_SOCKET, ATTEST_SO_DETACH_REUSEPORT_BPF, &unused, socklen_t(MemoryLayout<Int32>.size))
     }
 
     /// Whether something listens on the Unix socket at `address`: true when a connection is
