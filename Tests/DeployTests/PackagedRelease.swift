@@ -5,9 +5,9 @@ import XCTest
 /// The release tarball of `scripts/package`, unpacked once per test process.
 ///
 /// Which tarball: `ATTEST_PACKAGE_TARBALL` (scripts/test builds it once and sets it; then it must
-/// exist), else the newest `.build/package/attest-gateway-*.tar.gz`. With neither the tests skip and
-/// name the command: building the release takes minutes, so a plain `swift test` does not do it, and
-/// CI runs scripts/test, which always does.
+/// exist), else the newest `.build/package/attest-gateway-*.tar.gz`. With neither the tests fail (a
+/// failed setup, never a skip) and name the command: building the release takes minutes, so
+/// `swift test` does not do it itself; scripts/test, which CI runs, always does.
 final class PackagedRelease: @unchecked Sendable {  // immutable after init; `shared` guarded by `lock`
     /// The unpacked `attest-gateway-VERSION-linux-ARCH` folder.
     let directory: URL
@@ -38,8 +38,8 @@ final class PackagedRelease: @unchecked Sendable {  // immutable after init; `sh
     nonisolated(unsafe) private static var cached: PackagedRelease?  // guarded by `lock`
 
     /// The unpacked release.
-    /// - Throws: `XCTSkip` when no tarball was built and none was asked for; an error (a failure)
-    ///   when `ATTEST_PACKAGE_TARBALL` names a missing file.
+    /// - Throws: `DeployTools.SetupError` (the test fails) when no tarball was built, or when
+    ///   `ATTEST_PACKAGE_TARBALL` names a missing file.
     static func shared() throws -> PackagedRelease {
         lock.lock(); defer { lock.unlock() }
         if let cached { return cached }
@@ -64,7 +64,7 @@ final class PackagedRelease: @unchecked Sendable {  // immutable after init; `sh
             return da < db
         }
         guard let newest else {
-            throw XCTSkip("no release tarball in .build/package: run scripts/package (scripts/test and CI do) to check it")
+            throw DeployTools.SetupError.commandFailed("scripts/package", "no release tarball in .build/package: run scripts/package (scripts/test does, before swift test)")
         }
         return newest
     }

@@ -63,6 +63,21 @@ final class ReleasePackageTests: XCTestCase {
         XCTAssertEqual(missing.violations(toolchainRoot: "/opt/swift/usr"), ["libswiftCore.so is not found"])
     }
 
+    /// scripts/package's own check, fed the debug build (`--bin`): it refuses to package a binary
+    /// linked to the toolchain's Swift runtime, and writes no tarball.
+    func testPackageScriptRefusesTheDebugBuild() throws {
+        let debug = URL(fileURLWithPath: try BuiltProducts.executable("attest-gateway")).deletingLastPathComponent()
+        XCTAssertTrue(FileManager.default.isExecutableFile(atPath: debug.appendingPathComponent("attestctl").path))
+        let out = try DeployTools.temporaryDirectory("package-out")
+        defer { try? FileManager.default.removeItem(at: out) }
+        let result = try DeployTools.run(DeployTools.root.appendingPathComponent("scripts/package").path,
+                                         ["--bin", debug.path, "--out", out.path])
+        XCTAssertNotEqual(result.status, 0, result.output)
+        XCTAssertTrue(result.output.contains("links libswiftCore.so"), result.output)
+        XCTAssertTrue(result.output.contains("from the Swift toolchain"), result.output)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: out.path), [], "no tarball")
+    }
+
     /// The packaged binaries in a root with nothing but themselves and the Debian libraries `ldd`
     /// lists (no toolchain, no other file): check-config, then the quickstart's session: a demo
     /// upstream, the gateway (memory store, a test CA), a simulated device that attests, sends
