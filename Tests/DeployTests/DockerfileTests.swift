@@ -188,10 +188,18 @@ final class DockerfileTests: XCTestCase {
             }
         }
         let gateway = services["gateway"]!
-        let build = try XCTUnwrap(gateway["build"] as? [String: Any])
-        let context = folder.appendingPathComponent(try XCTUnwrap(build["context"] as? String)).standardizedFileURL
-        XCTAssertEqual(context.path, DeployTools.root.standardizedFileURL.path)
-        XCTAssertEqual(build["dockerfile"] as? String, "deploy/docker/Dockerfile")
+        // Both attest-gateway services build the image from this repository; none pulls it.
+        for name in ["gateway", "demo-upstream"] {
+            let service = services[name]!
+            let build = try XCTUnwrap(service["build"] as? [String: Any], name)
+            let context = folder.appendingPathComponent(try XCTUnwrap(build["context"] as? String)).standardizedFileURL
+            XCTAssertEqual(context.path, DeployTools.root.standardizedFileURL.path, name)
+            XCTAssertEqual(build["dockerfile"] as? String, "deploy/docker/Dockerfile", name)
+            XCTAssertEqual(service["image"] as? String, "attest-gateway:0.1.0", name)
+            XCTAssertEqual(service["pull_policy"] as? String, "build", name)
+        }
+        XCTAssertEqual(services["demo-upstream"]?["entrypoint"] as? [String],
+                       ["/usr/local/bin/attestctl", "demo-upstream", "--listen", "0.0.0.0:8081"])
         XCTAssertEqual(gateway["secrets"] as? [String], ["redis_password"])
         XCTAssertEqual(services["redis"]?["secrets"] as? [String], ["redis_password"])
         let secrets = try XCTUnwrap(compose["secrets"] as? [String: [String: Any]])

@@ -49,6 +49,23 @@ struct SystemCallFilter {
         }
     }
 
+    /// The families of the unit's `RestrictAddressFamilies=` (`AF_INET AF_INET6 AF_UNIX`).
+    static func addressFamilies(ofUnit text: String) -> Set<String> {
+        Set(text.split(separator: "\n").filter { $0.hasPrefix("RestrictAddressFamilies=") }
+            .flatMap { $0.dropFirst("RestrictAddressFamilies=".count).split(separator: " ").map(String.init) })
+    }
+
+    /// The address families of the sockets a trace opens (`socket(AF_INET, ...`).
+    static func socketFamilies(inTrace text: String) -> Set<String> {
+        var families = Set<String>()
+        for line in text.split(separator: "\n") {
+            guard let call = line.range(of: " socket(") ?? (line.hasPrefix("socket(") ? line.range(of: "socket(") : nil) else { continue }
+            let family = line[call.upperBound...].prefix { $0 != "," && $0 != ")" }
+            families.insert(String(family))
+        }
+        return families
+    }
+
     /// The system call names in `strace -f` output (`PID name(args) = result`; resumed calls, signals
     /// and exits left out).
     static func calls(inTrace text: String) -> Set<String> {
