@@ -179,6 +179,10 @@ final class KubernetesManifestTests: XCTestCase {
                 XCTAssertTrue(yaml.contains("admin: 0.0.0.0:9901"), "the probes reach the admin listener: \(name)")
                 let drain = try XCTUnwrap(ShippedConfigCheck.drainSeconds(yaml), name)
                 let grace = try XCTUnwrap(pod["terminationGracePeriodSeconds"] as? Int, name)
+                // /healthz answers 503 while draining: the liveness probe must not give up first.
+                let liveness = try XCTUnwrap(container["livenessProbe"] as? [String: Any], name)
+                let livenessSeconds = (liveness["periodSeconds"] as? Int ?? 10) * (liveness["failureThreshold"] as? Int ?? 3)
+                XCTAssertGreaterThan(livenessSeconds, drain, "\(name): liveness would restart a draining gateway")
                 XCTAssertGreaterThan(grace, sleep + drain, "\(name): grace period \(grace) s vs preStop \(sleep) s + drain \(drain) s")
                 // The Secret, where password_file points.
                 let secretVolume = try XCTUnwrap(mounts.first { $0["mountPath"] as? String == "/run/secrets/redis" }?["name"] as? String, name)
