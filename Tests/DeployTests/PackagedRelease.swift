@@ -25,7 +25,10 @@ final class PackagedRelease: @unchecked Sendable {  // immutable after init; `sh
 
     private init(tarball: URL) throws {
         self.tarball = tarball
-        let into = try DeployTools.temporaryDirectory("package")
+        // One unpacked copy on disk (about 150 MB), replaced by each test process.
+        let into = FileManager.default.temporaryDirectory.appendingPathComponent("attest-deploy-unpacked-release")
+        try? FileManager.default.removeItem(at: into)
+        try FileManager.default.createDirectory(at: into, withIntermediateDirectories: true)
         _ = try DeployTools.output(try DeployTools.system("tar"), ["-xzf", tarball.path, "-C", into.path])
         let entries = try FileManager.default.contentsOfDirectory(atPath: into.path)
         guard entries.count == 1, let name = entries.first, name.hasPrefix("attest-gateway-") else {
