@@ -48,6 +48,14 @@ enum DeployTools {
         try ChildProcess.run(executable, arguments, environment: environment, currentDirectory: currentDirectory)
     }
 
+    /// Runs a linter from `.build/deploy-tools` in a network namespace of its own (`unshare --net`: no
+    /// interface but a down loopback), so the check shows it works offline; checkov's update check is
+    /// turned off too.
+    static func offline(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+        try run(try system("unshare"), ["--net", "--", try self.tool(tool)] + arguments,
+                environment: ["CKV_SKIP_PACKAGE_UPDATE_CHECK": "true"])
+    }
+
     /// Runs a command that must succeed; returns its output.
     /// - Throws: `SetupError.commandFailed` on a non-zero exit.
     static func output(_ executable: String, _ arguments: [String]) throws -> String {

@@ -65,8 +65,7 @@ final class DockerfileTests: XCTestCase {
         """
 
     func testHadolintFindsNothing() throws {
-        let hadolint = try DeployTools.tool("hadolint")
-        let result = try DeployTools.run(hadolint, ["--no-color", Self.dockerfile.path])
+        let result = try DeployTools.offline("hadolint", ["--no-color", Self.dockerfile.path])
         XCTAssertEqual(result.status, 0, result.output)
         XCTAssertEqual(result.output.trimmingCharacters(in: .whitespacesAndNewlines), "")
         // The failing variant: a Dockerfile with the usual faults.
@@ -74,15 +73,14 @@ final class DockerfileTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let bad = dir.appendingPathComponent("Dockerfile")
         try Self.badDockerfile.write(to: bad, atomically: true, encoding: .utf8)
-        let rejected = try DeployTools.run(hadolint, ["--no-color", bad.path])
+        let rejected = try DeployTools.offline("hadolint", ["--no-color", bad.path])
         XCTAssertNotEqual(rejected.status, 0, rejected.output)
         for rule in ["DL3007", "DL3015", "DL3025"] { XCTAssertTrue(rejected.output.contains(rule), "\(rule): \(rejected.output)") }
     }
 
     /// checkov's Dockerfile checks, JSON output: the number of failed checks.
     static func checkovFailures(_ file: URL) throws -> (failed: [String], passed: Int, output: String) {
-        let result = try DeployTools.run(try DeployTools.tool("checkov"),
-                                         ["-f", file.path, "--framework", "dockerfile", "--skip-download", "--quiet", "-o", "json"])
+        let result = try DeployTools.offline("checkov", ["-f", file.path, "--framework", "dockerfile", "--skip-download", "--quiet", "-o", "json"])
         let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any], result.output)
         let results = json["results"] as? [String: Any] ?? [:]
         let failed = (results["failed_checks"] as? [[String: Any]] ?? []).compactMap { $0["check_id"] as? String }

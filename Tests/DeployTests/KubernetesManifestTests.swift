@@ -27,8 +27,7 @@ final class KubernetesManifestTests: XCTestCase {
     func testEveryManifestIsValidAgainstTheKubernetesSchemas() throws {
         let files = try Self.manifests()
         XCTAssertEqual(Set(files.map(\.lastPathComponent)), ["namespace.yaml", "redis.yaml", "demo-upstream.yaml", "gateway.yaml", "sidecar.yaml"])
-        let validate = try DeployTools.tool("kubernetes-validate")
-        let result = try DeployTools.run(validate, ["--strict"] + files.map(\.path))
+        let result = try DeployTools.offline("kubernetes-validate", ["--strict"] + files.map(\.path))
         XCTAssertEqual(result.status, 0, result.output)
         XCTAssertFalse(result.output.contains("ERROR"), result.output)
         // The failing variant: a misspelt field and a wrong type.
@@ -50,15 +49,14 @@ final class KubernetesManifestTests: XCTestCase {
                       image: x:1
                       securityContex: {runAsNonRoot: true}
             """.write(to: bad, atomically: true, encoding: .utf8)
-        let rejected = try DeployTools.run(validate, ["--strict", bad.path])
+        let rejected = try DeployTools.offline("kubernetes-validate", ["--strict", bad.path])
         XCTAssertNotEqual(rejected.status, 0, rejected.output)
         XCTAssertTrue(rejected.output.contains("securityContex"), rejected.output)
     }
 
     /// checkov over the folder, JSON output: failed check ids, skipped checks with their comments.
     static func checkov(_ folder: URL) throws -> (failed: [String], skipped: [(id: String, comment: String)], passed: Int, output: String) {
-        let result = try DeployTools.run(try DeployTools.tool("checkov"),
-                                         ["-d", folder.path, "--framework", "kubernetes", "--skip-download", "--quiet", "-o", "json"])
+        let result = try DeployTools.offline("checkov", ["-d", folder.path, "--framework", "kubernetes", "--skip-download", "--quiet", "-o", "json"])
         let json = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any], result.output)
         let results = json["results"] as? [String: Any] ?? [:]
         let failed = (results["failed_checks"] as? [[String: Any]] ?? []).map { "\($0["check_id"] ?? "?") \($0["resource"] ?? "?")" }
