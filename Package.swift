@@ -63,5 +63,8 @@ let package = Package(
                     exclude: ["Fixtures"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayRules", "GatewayTestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayConfig", "GatewayIO", "GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
+        // The deployable artefacts (DESIGN.md section 10): the release tarball run in a clean root, the
+        // systemd unit, the Dockerfile and compose file, the Kubernetes manifests.
+        .testTarget(name: "DeployTests", dependencies: ["GatewayTestSupport"]),
     ]
 )
