@@ -29,7 +29,10 @@ final class ReleasePackageTests: XCTestCase {
         let check = try DeployTools.run(release.gateway, ["check-config", release.directory.appendingPathComponent("config/gateway.yaml").path])
         XCTAssertEqual(check.status, 0, check.output)
         let version = try DeployTools.run(release.gateway, ["--version"])
-        XCTAssertTrue(release.directory.lastPathComponent.hasPrefix("attest-gateway-" + version.output.split(separator: " ").last!.trimmingCharacters(in: .whitespacesAndNewlines) + "-linux-"),
+        // `attest-gateway VERSION (REVISION)`: the tarball is named after VERSION, as scripts/package reads it.
+        let words = version.output.split(separator: " ")
+        XCTAssertGreaterThanOrEqual(words.count, 2, version.output)
+        XCTAssertTrue(release.directory.lastPathComponent.hasPrefix("attest-gateway-" + String(words.count > 1 ? words[1] : "") + "-linux-"),
                       "\(release.directory.lastPathComponent) vs \(version.output)")
     }
 
