@@ -386,8 +386,12 @@ struct HTTP1ConnectionMachine {
     /// The head of the request in progress (for `decideHead` and `renderError`).
     var requestHead: HTTPRequestHead? { current.head }
     /// Whether the upstream exchange may go on reading after an `upstreamBody` event (its actions
-    /// performed): false pauses it until `resumeUpstream` (backpressure).
-    var upstreamMayContinue: Bool { phase == .forwarding && output.count < settings.writeHighWatermark }
+    /// performed): false pauses it until `resumeUpstream` (backpressure). A `mutating get` although it
+    /// changes nothing: read in place, where a plain getter made the compiler copy the whole machine
+    /// out of the driver (to call `OutputBuffer.count` of another module on it), once per upstream read.
+    var upstreamMayContinue: Bool {
+        mutating get { phase == .forwarding && output.count < settings.writeHighWatermark }
+    }
     /// The time `tick` acts next, or nil (the write timeout aside).
     var nextDeadline: UInt64? { deadlineKind == .none ? nil : deadline }
 
