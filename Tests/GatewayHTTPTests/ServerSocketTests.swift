@@ -183,17 +183,13 @@ final class ServerSocketTests: XCTestCase {
     // MARK: listeners
 
     func testIPv6AndUnixListeners() throws {
+        guard PlatformSupport.hasIPv6Loopback else { throw XCTSkip("this machine cannot bind [::1] (no IPv6 loopback)") }
         let path = harness.tempDir.appendingPathComponent("gw.sock").path
         let group = EventLoopGroup(loopCount: 1, timerResolution: 0.02)
         defer { group.shutdown() }
         let server = HTTPServer(configuration: HTTPServerConfiguration(listeners: [.tcp(host: "::1", port: 0), .unix(path: path)]),
                                 group: group, handler: harness.handler)
-        let bound: [HTTPBoundListener]
-        do {
-            bound = try server.start()
-        } catch {
-            throw XCTSkip("no IPv6 loopback here: \(error)")
-        }
+        let bound = try server.start()  // an error here is a failure: IPv6 loopback works on this machine
         defer {
             let done = DispatchSemaphore(value: 0)
             server.shutdown(gracePeriod: 1) { done.signal() }

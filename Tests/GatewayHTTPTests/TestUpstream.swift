@@ -16,7 +16,7 @@ final class TestUpstream {
     /// Starts on a free TCP port (or on `unixPath`) and waits for it to listen; with `tls`, it
     /// serves HTTPS with that chain and key.
     init(unixPath: String? = nil, tls: (chainPath: String, keyPath: String)? = nil) throws {
-        guard ChildProcess.isAvailable("python3") else { throw XCTSkip("python3 not installed") }
+        try ChildProcess.require("python3")
         let script = TestUpstream.fixtures.appendingPathComponent("upstream.py").path
         var args = unixPath.map { [script, "--unix", $0] } ?? [script, "--port", "0"]
         if let tls { args += ["--tls-chain", tls.chainPath, "--tls-key", tls.keyPath] }
@@ -156,7 +156,7 @@ enum RawClient {
 /// curl, returning (exit status, stdout+stderr).
 enum Curl {
     static func run(_ args: [String]) throws -> (status: Int32, output: String) {
-        guard ChildProcess.isAvailable("curl") else { throw XCTSkip("curl not installed") }
+        try ChildProcess.require("curl")
         return try ChildProcess.run("curl", ["-s", "--max-time", "20"] + args)
     }
 }

@@ -96,6 +96,12 @@ public final class ChildProcess: @unchecked Sendable {  // mutable state guarded
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
+    /// Full path of `name`, a tool `scripts/setup --tests` installs.
+    /// - Throws: `ChildProcessError.notFound` when it is missing: a failed setup, so the test fails
+    ///   (never skips).
+    @discardableResult
+    public static func require(_ name: String) throws -> String { try which(name) }
+
     /// Whether `name` is in PATH.
     public static func isAvailable(_ name: String) -> Bool { (try? which(name)) != nil }
 }
@@ -109,7 +115,7 @@ public enum ChildProcessError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .notFound(let name): return "\(name) not found in PATH (install it; .ci/run does)"
+        case .notFound(let name): return "\(name) not found in PATH (scripts/setup --tests installs it; .ci/run does)"
         case .notReady(let output): return "child process not ready: \(output)"
         }
     }

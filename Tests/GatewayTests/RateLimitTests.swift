@@ -39,7 +39,7 @@ final class RateLimitTests: XCTestCase {
     }
 
     func testGatewayAnswers429OverTheLimit() throws {
-        guard ChildProcess.isAvailable("curl") else { throw XCTSkip("curl is not installed (scripts/setup --tests)") }
+        try ChildProcess.require("curl")
         let yaml = """
         listen: 127.0.0.1:0
         store: memory
