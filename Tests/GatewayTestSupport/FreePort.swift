@@ -46,3 +46,38 @@ public enum FreePort {
         return false
     }
 }
+
+/// A loopback TCP port that nothing can answer on: a socket bound to 127.0.0.1 port 0 that never
+/// listens, held open as long as this value lives. Connecting to it is refused at once, and no other
+/// process can take the port meanwhile (unlike a port picked by bind-then-close, which a child server
+/// started by another test may take a moment later).
+public final class ReservedPort: @unchecked Sendable {  // immutable after init
+    /// The port (127.0.0.1).
+    public let port: UInt16
+    private let fd: Int32
+
+    /// - Throws: `SetupFailure` when the socket cannot be made.
+    public init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw SetupFailure("socket() failed: errno \(errno)") }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = 0
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) }
+        }
+        guard bound == 0, named == 0 else {
+            close(fd)
+            throw SetupFailure("bind/getsockname on 127.0.0.1:0 failed: errno \(errno)")
+        }
+        self.fd = fd
+        port = UInt16(bigEndian: addr.sin_port)
+    }
+
+    deinit { close(fd) }
+}
