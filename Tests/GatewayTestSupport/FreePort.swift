@@ -81,3 +81,32 @@ public final class ReservedPort: @unchecked Sendable {  // immutable after init
 
     deinit { close(fd) }
 }
+
+/// Child servers that cannot bind port 0 and report the port they got (redis-server: `--port 0`
+/// turns TCP off) start on a port picked by bind-then-close. Another process may take that port in
+/// between; so the start is checked: the child must be listening *and* be the process answering
+/// there (`owns`), else it is stopped and the start retried on a new port.
+public enum FreePortServer {
+    /// Starts `launch(port)` on free ports until `owns(port, child)` holds (at most `attempts` ports).
+    /// - Returns: the port and the child.
+    /// - Throws: `SetupFailure` with the last child's output when no attempt succeeded.
+    public static func start(attempts: Int = 5, _ launch: (UInt16) throws -> ChildProcess,
+                             owns: (UInt16, ChildProcess) -> Bool) throws -> (port: UInt16, child: ChildProcess) {
+        var output = ""
+        for _ in 0..<attempts {
+            let port = FreePort.allocate()
+            let child = try launch(port)
+            if FreePort.waitUntilListening(port), child.isRunning, owns(port, child) { return (port, child) }
+            output = child.output
+            child.stop(signal: SIGKILL, grace: 1)
+        }
+        throw SetupFailure("no server of ours listening after \(attempts) ports: \(output)")
+    }
+
+    /// Whether the redis-server answering on 127.0.0.1:`port` is `child` (`INFO server` reports its
+    /// `process_id`).
+    public static func isRedis(_ child: ChildProcess, on port: UInt16) -> Bool {
+        guard let info = try? ChildProcess.run("redis-cli", ["-p", String(port), "INFO", "server"]) else { return false }
+        return info.output.split(whereSeparator: \.isNewline).contains { $0.trimmingCharacters(in: .whitespaces) == "process_id:\(child.pid)" }
+    }
+}

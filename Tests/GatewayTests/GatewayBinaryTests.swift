@@ -14,12 +14,15 @@ final class GatewayBinaryTests: XCTestCase {
         let cas: TestCAs
         let port: UInt16
         let adminPort: UInt16
+        /// The `down` upstream's port (nothing answers on it).
+        let dead: ReservedPort
 
         init(access: Bool) throws {
             cas = try TestCAs.shared()
             work = try E2EPaths.temporaryDirectory("binary")
             upstream = try UpstreamProcess()
-            let yaml = E2EEnvironment.yaml(store: "memory", upstreamPort: upstream.port, deadPort: FreePort.allocate(),
+            dead = try ReservedPort()
+            let yaml = E2EEnvironment.yaml(store: "memory", upstreamPort: upstream.port, deadPort: dead.port,
                                            roots: cas.trustedRoots, access: access)
             let config = work.appendingPathComponent("gateway.yaml")
             try yaml.write(to: config, atomically: true, encoding: .utf8)
@@ -135,7 +138,9 @@ final class GatewayBinaryTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: work) }
         let socket = work.appendingPathComponent("gw\t\"é.sock").path
         let yamlSocket = socket.replacingOccurrences(of: "\t", with: "\\t").replacingOccurrences(of: "\"", with: "\\\"")
-        let yaml = E2EEnvironment.yaml(store: "memory", upstreamPort: FreePort.allocate(), deadPort: FreePort.allocate(),
+        let dead = try ReservedPort()
+        defer { withExtendedLifetime(dead) {} }
+        let yaml = E2EEnvironment.yaml(store: "memory", upstreamPort: dead.port, deadPort: dead.port,
                                        roots: cas.trustedRoots, listen: "[127.0.0.1:0, \"unix:\(yamlSocket)\"]")
         let config = work.appendingPathComponent("gateway.yaml")
         try yaml.write(to: config, atomically: true, encoding: .utf8)

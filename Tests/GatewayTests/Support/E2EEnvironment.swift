@@ -31,8 +31,10 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
     let cas: TestCAs
     let work: URL
     let gateway: GatewayUnderTest
-    /// A loopback port nobody listens on (the `down` upstream).
-    let deadPort: UInt16
+    /// A loopback port nobody listens on (the `down` upstream): bound, never listening, held while
+    /// the environment lives.
+    let dead: ReservedPort
+    var deadPort: UInt16 { dead.port }
 
     var port: UInt16 { gateway.port }
     var adminPort: UInt16 { gateway.adminPort }
@@ -44,13 +46,13 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
         work = try E2EPaths.temporaryDirectory("env")
         redis = store == .redis ? try RedisServer() : nil
         upstream = try UpstreamProcess()
-        deadPort = FreePort.allocate()
+        dead = try ReservedPort()
         var listen = "127.0.0.1:0"
         if transport.tlsCA != nil {
             let certificate = TestPKI.shared.address
             listen = "[{address: \"127.0.0.1:0\", tls: {certificates: [{chain: \"\(certificate.chainPath)\", key: \"\(certificate.keyPath)\"}]}}]"
         }
-        let yaml = E2EEnvironment.yaml(store: redis?.url ?? "memory", upstreamPort: upstream.port, deadPort: deadPort,
+        let yaml = E2EEnvironment.yaml(store: redis?.url ?? "memory", upstreamPort: upstream.port, deadPort: dead.port,
                                        roots: cas.trustedRoots, listen: listen)
         gateway = try GatewayUnderTest(yaml: yaml, baseDirectory: work.path, clock: clock.gatewayClock)
     }
