@@ -118,6 +118,12 @@ enum RawClient {
         case sendBytes([UInt8])
         case sleep(Int)
         case shutdown
+        /// Waits until what was received holds `marker` `count` times (at most the run's timeout):
+        /// e.g. the first answer's status line before the next request, instead of a sleep.
+        case await(String, count: Int)
+
+        /// Waits for the `n`th response status line.
+        static func awaitResponses(_ n: Int) -> Step { .await("HTTP/1.1 ", count: n) }
     }
 
     struct Result {
@@ -141,6 +147,7 @@ enum RawClient {
             case .sendBytes(let b): return ["send": Data(b).base64EncodedString()]
             case .sleep(let ms): return ["sleep": ms]
             case .shutdown: return ["shutdown": true]
+            case .await(let marker, let count): return ["await": Data(marker.utf8).base64EncodedString(), "count": count]
             }
         }
         let input = try JSONSerialization.data(withJSONObject: json)
