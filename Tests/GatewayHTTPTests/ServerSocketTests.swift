@@ -193,7 +193,7 @@ final class ServerSocketTests: XCTestCase {
         defer {
             let done = DispatchSemaphore(value: 0)
             server.shutdown(gracePeriod: 1) { done.signal() }
-            _ = done.wait(timeout: .now() + 5)
+            XCTAssertEqual(done.wait(timeout: .now() + 5), .success, "the server shut down within 5 s")
         }
         let v6Port = try XCTUnwrap(bound.first?.port)
         XCTAssertTrue(bound.first?.address.hasPrefix("[::1]:") ?? false)

@@ -25,7 +25,7 @@ final class UpstreamTLSTests: XCTestCase {
         for server in servers {
             let done = DispatchSemaphore(value: 0)
             server.shutdown(gracePeriod: 1) { done.signal() }
-            _ = done.wait(timeout: .now() + 5)
+            XCTAssertEqual(done.wait(timeout: .now() + 5), .success, "the server shut down within 5 s")
         }
         for pool in pools { pool.shutdown() }
         group?.shutdown()

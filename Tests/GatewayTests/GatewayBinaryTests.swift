@@ -37,6 +37,10 @@ final class GatewayBinaryTests: XCTestCase {
                   let adminPort = admin.split(separator: ":").last.flatMap({ UInt16($0) }) else {
                 throw ChildProcessError.notReady("attest-gateway did not start: \(process.output)")
             }
+            // The process announcing these ports is the one started here.
+            guard started["pid"] as? String == String(process.pid) else {
+                throw SetupFailure("the started line names pid \(started["pid"] ?? "?"), not the child \(process.pid)")
+            }
             self.port = port
             self.adminPort = adminPort
         }

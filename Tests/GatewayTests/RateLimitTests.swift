@@ -64,7 +64,7 @@ final class RateLimitTests: XCTestCase {
         defer {
             let done = DispatchSemaphore(value: 0)
             runtime.shutdown { done.signal() }
-            _ = done.wait(timeout: .now() + 10)
+            XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "the runtime shut down within 10 s")
         }
         let port = try XCTUnwrap(listeners.data.first?.port)
         let body = "{\"keyId\":\"\(Base64.encode([UInt8](repeating: 9, count: 32)))\",\"purpose\":\"attest\"}"
