@@ -39,6 +39,7 @@ final class LifecyclePromiseTests: XCTestCase {
                                            roots: cas.trustedRoots, access: access)
             yaml = yaml.replacingOccurrences(of: "  drain: 5s\n", with: "  drain: \(drain)\n")
             XCTAssertTrue(yaml.contains("  drain: \(drain)\n"))
+
             let config = work.appendingPathComponent("gateway.yaml")
             try yaml.write(to: config, atomically: true, encoding: .utf8)
             process = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path], separateStandardError: true)
@@ -212,5 +213,41 @@ final class LifecyclePromiseTests: XCTestCase {
         Glibc.kill(safe.process.pid, SIGTERM)
         XCTAssertEqual(exitStatus(safe, within: 30, "after SIGTERM"), 0)
         XCTAssertFalse(LifecyclePromiseTests.types(safe.process.errorOutput).contains("store_warning"), safe.process.errorOutput)
+    }
+
+    /// `log.level: warning` writes only warnings (`config_warning`), not the info events (`started`,
+    /// `draining`, `stopped`); `log.access: false` writes no access line. Without a `started` line the
+    /// ports are unknown, so the gateway listens on Unix sockets here and is polled until it answers.
+    func testLogLevelWarningAndAccessFalse() throws {
+        let cas = try TestCAs.shared()
+        let upstream = try UpstreamProcess()
+        defer { upstream.stop() }
+        let dead = try ReservedPort()
+        let work = URL(fileURLWithPath: "/tmp").appendingPathComponent("gw-level-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let data = work.appendingPathComponent("gw.sock").path, admin = work.appendingPathComponent("admin.sock").path
+        var yaml = E2EEnvironment.yaml(store: "memory", upstreamPort: upstream.port, deadPort: dead.port, roots: cas.trustedRoots,
+                                       access: false, listen: "\"unix:\(data)\"", admin: "\"unix:\(admin)\"")
+        yaml = yaml.replacingOccurrences(of: "  access: false\n", with: "  access: false\n  level: warning\n")
+        XCTAssertTrue(yaml.contains("  level: warning\n"), yaml)
+        let config = work.appendingPathComponent("gateway.yaml")
+        try yaml.write(to: config, atomically: true, encoding: .utf8)
+        let process = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path], separateStandardError: true)
+        defer { process.stop(signal: SIGKILL, grace: 1) }
+        func get(_ socket: String, _ path: String) -> String {
+            (try? ChildProcess.run("curl", ["-s", "--max-time", "5", "--unix-socket", socket, "-o", "/dev/null", "-w", "%{http_code}",
+                                            "http://localhost\(path)"]).output) ?? ""
+        }
+        XCTAssertTrue(eventually { get(admin, "/healthz") == "200" || !process.isRunning }, "the admin socket answers")
+        XCTAssertEqual(get(admin, "/healthz"), "200", process.errorOutput)
+        XCTAssertEqual(get(data, "/v1/open/x"), "200")
+        XCTAssertEqual(get(data, "/nowhere"), "404")
+        Glibc.kill(process.pid, SIGTERM)
+        XCTAssertEqual(process.waitForExit(timeout: 30), 0, process.errorOutput)
+        let stderr = LifecyclePromiseTests.types(process.errorOutput)
+        XCTAssertTrue(stderr.contains("config_warning"), "warnings are written: \(process.errorOutput)")
+        XCTAssertEqual(Set(stderr), ["config_warning"], "no info event at level warning: \(process.errorOutput)")
+        XCTAssertEqual(process.output, "", "access: false writes nothing on stdout")
     }
 }
