@@ -439,20 +439,20 @@ final class ProxySocketTests: XCTestCase {
     }
 
     func testGracefulShutdownDrainsInFlightRequest() throws {
-        let curl = try ChildProcess("curl", ["-s", "-D", "-", "--max-time", "10", harness.url("/inflight?delay=700")])
-        // Wait until the request is in flight (the upstream has it), then shut down.
-        let deadline = Date().addingTimeInterval(5)
-        while harness.handler.headDecisions == 0 && Date() < deadline { usleep(10_000) }
-        usleep(100_000)
+        // The upstream answers after 2.5 s, far inside the 5 s grace and far beyond the wait below, so
+        // the shutdown always starts with the request in flight (no race with a short delay).
+        let curl = try ChildProcess("curl", ["-s", "-D", "-", "--max-time", "20", harness.url("/inflight?delay=2500")])
+        // Wait until the request is in flight (the gateway decided its head), then shut down.
+        waitFor("the request's head decided", timeout: 10) { harness.handler.headDecisions > 0 }
         let done = DispatchSemaphore(value: 0)
         let finishedBeforeResponse = harness.handler.completed.isEmpty
         harness.server.shutdown(gracePeriod: 5) { done.signal() }
-        XCTAssertEqual(done.wait(timeout: .now() + 8), .success, "shutdown completed")
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "shutdown completed")
         XCTAssertTrue(finishedBeforeResponse)
         XCTAssertEqual(curl.wait(), 0)
         XCTAssertTrue(curl.output.hasPrefix("HTTP/1.1 200"), curl.output)
         XCTAssertTrue(curl.output.contains("Connection: close"), curl.output)
-        XCTAssertTrue(curl.output.contains("/inflight?delay=700"), curl.output)
+        XCTAssertTrue(curl.output.contains("/inflight?delay=2500"), curl.output)
         // No longer accepting.
         let after = try Curl.run([harness.url("/x")])
         XCTAssertEqual(after.status, 7, "connection refused after shutdown: \(after.output)")
