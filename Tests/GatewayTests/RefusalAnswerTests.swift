@@ -11,6 +11,8 @@ import XCTest
 /// The timeouts are waited for by reading until the gateway answers and closes (no sleep races
 /// them): a 408 that never comes fails after the client's 15 s bound.
 final class RefusalAnswerTests: XCTestCase {
+    /// One gateway for the class, made by the first test. `nonisolated(unsafe)`: XCTest runs the
+    /// class's tests and its class tear-down one at a time on one thread.
     nonisolated(unsafe) static var shared: (gateway: GatewayUnderTest, upstream: UpstreamProcess, dead: ReservedPort, work: URL)?
     var gateway: GatewayUnderTest { RefusalAnswerTests.shared!.gateway }
 
