@@ -30,13 +30,18 @@ final class LifecyclePromiseTests: XCTestCase {
         /// The `down` upstream's port: bound, never listening, held while the gateway runs.
         let dead: ReservedPort
 
-        init(store: String = "memory", access: Bool = false, drain: String = "10s") throws {
+        init(store: String = "memory", access: Bool = false, drain: String = "10s", tls: Bool = false) throws {
             cas = try TestCAs.shared()
             work = try E2EPaths.temporaryDirectory("lifecycle")
             upstream = try UpstreamProcess()
             dead = try ReservedPort()
+            var listen = "127.0.0.1:0"
+            if tls {
+                let certificate = TestPKI.shared.address
+                listen = "[{address: \"127.0.0.1:0\", tls: {certificates: [{chain: \"\(certificate.chainPath)\", key: \"\(certificate.keyPath)\"}]}}]"
+            }
             var yaml = E2EEnvironment.yaml(store: store, upstreamPort: upstream.port, deadPort: dead.port,
-                                           roots: cas.trustedRoots, access: access)
+                                           roots: cas.trustedRoots, access: access, listen: listen)
             yaml = yaml.replacingOccurrences(of: "  drain: 5s\n", with: "  drain: \(drain)\n")
             XCTAssertTrue(yaml.contains("  drain: \(drain)\n"))
 
@@ -249,5 +254,25 @@ final class LifecyclePromiseTests: XCTestCase {
         XCTAssertTrue(stderr.contains("config_warning"), "warnings are written: \(process.errorOutput)")
         XCTAssertEqual(Set(stderr), ["config_warning"], "no info event at level warning: \(process.errorOutput)")
         XCTAssertEqual(process.output, "", "access: false writes nothing on stdout")
+    }
+
+    /// Access lines carry `proto` (`h1`, `h2`) and, on TLS connections only, `tls` (the version).
+    func testAccessLinesCarryProtocolAndTLSVersion() throws {
+        let gateway = try GatewayProcess(access: true, tls: true)
+        let ca = TestPKI.shared.root.certificate
+        XCTAssertEqual(try gateway.send("GET", "/v1/open/tls-h1", via: .http1TLS(ca: ca)).status, 200)
+        XCTAssertEqual(try gateway.send("GET", "/v1/open/tls-h2", via: .h2TLS(ca: ca)).status, 200)
+        Glibc.kill(gateway.process.pid, SIGTERM)
+        XCTAssertEqual(exitStatus(gateway, within: 30, "after SIGTERM"), 0)
+        let lines = LifecyclePromiseTests.events(gateway.process.output).filter { $0["type"] as? String == "access" }
+        XCTAssertEqual(lines.count, 2, gateway.process.output)
+        let h1 = lines.first { $0["path"] as? String == "/v1/open/tls-h1" }
+        let h2 = lines.first { $0["path"] as? String == "/v1/open/tls-h2" }
+        XCTAssertEqual(h1?["proto"] as? String, "h1", gateway.process.output)
+        XCTAssertEqual(h2?["proto"] as? String, "h2", gateway.process.output)
+        for line in [h1, h2] {
+            let version = line?["tls"] as? String
+            XCTAssertTrue(version == "TLSv1.2" || version == "TLSv1.3", "the TLS version, as OpenSSL names it: \(line ?? [:])")
+        }
     }
 }
