@@ -34,7 +34,7 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
     /// A loopback port nobody listens on (the `down` upstream): bound, never listening, held while
     /// the environment lives.
     let dead: ReservedPort
-    var deadPort: UInt16 { dead.port }
+    let deadPort: UInt16
 
     var port: UInt16 { gateway.port }
     var adminPort: UInt16 { gateway.adminPort }
@@ -47,12 +47,13 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
         redis = store == .redis ? try RedisServer() : nil
         upstream = try UpstreamProcess()
         dead = try ReservedPort()
+        deadPort = dead.port
         var listen = "127.0.0.1:0"
         if transport.tlsCA != nil {
             let certificate = TestPKI.shared.address
             listen = "[{address: \"127.0.0.1:0\", tls: {certificates: [{chain: \"\(certificate.chainPath)\", key: \"\(certificate.keyPath)\"}]}}]"
         }
-        let yaml = E2EEnvironment.yaml(store: redis?.url ?? "memory", upstreamPort: upstream.port, deadPort: dead.port,
+        let yaml = E2EEnvironment.yaml(store: redis?.url ?? "memory", upstreamPort: upstream.port, deadPort: deadPort,
                                        roots: cas.trustedRoots, listen: listen)
         gateway = try GatewayUnderTest(yaml: yaml, baseDirectory: work.path, clock: clock.gatewayClock)
     }
