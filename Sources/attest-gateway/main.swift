@@ -77,6 +77,37 @@ do {
 minimumLevel = loaded.configuration.log.level
 for warning in loaded.warnings { event("config_warning", level: .warning, [("detail", warning.description)]) }
 
+// Signals: drain on the first SIGTERM/SIGINT, exit at once on the second. Set up before the runtime
+// starts: once the listeners are bound (and the `started` line or /readyz says so), a SIGTERM must
+// drain, never kill the process (default action) nor be lost (ignored before its source exists).
+signal(SIGTERM, SIG_IGN)
+signal(SIGINT, SIG_IGN)
+signal(SIGPIPE, SIG_IGN)
+// The handlers run on the main queue: in top-level code they are main-actor isolated, and Swift 6
+// checks that at run time (a handler on another queue traps with SIGILL on the first signal). They
+// run once `dispatchMain()` serves the main queue, so after `activeRuntime` is set.
+nonisolated(unsafe) var draining = false  // only touched on the main queue
+nonisolated(unsafe) var activeRuntime: GatewayRuntime?  // set once below, before dispatchMain()
+var sources: [DispatchSourceSignal] = []
+for sig in [SIGTERM, SIGINT] {
+    let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
+    source.setEventHandler {
+        if draining {
+            event("stopped", [("reason", "second signal")])
+            exit(1)
+        }
+        draining = true
+        event("draining", [("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT")])
+        guard let runtime = activeRuntime else { exit(0) }
+        runtime.shutdown {
+            event("stopped", [("reason", "drained")])
+            exit(0)
+        }
+    }
+    source.resume()
+    sources.append(source)
+}
+
 let runtime: GatewayRuntime
 let listeners: GatewayRuntime.Listeners
 do {
@@ -95,33 +126,10 @@ event("started", [
     ("pid", String(getpid())),
 ])
 
+activeRuntime = runtime
+
 runtime.storeWarnings { warnings in
     for warning in warnings { event("store_warning", level: .warning, [("detail", warning)]) }
 }
 
-// Signals: drain on the first SIGTERM/SIGINT, exit at once on the second.
-signal(SIGTERM, SIG_IGN)
-signal(SIGINT, SIG_IGN)
-signal(SIGPIPE, SIG_IGN)
-// The handlers run on the main queue: in top-level code they are main-actor isolated, and Swift 6
-// checks that at run time (a handler on another queue traps with SIGILL on the first signal).
-nonisolated(unsafe) var draining = false  // only touched on the main queue
-var sources: [DispatchSourceSignal] = []
-for sig in [SIGTERM, SIGINT] {
-    let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
-    source.setEventHandler {
-        if draining {
-            event("stopped", [("reason", "second signal")])
-            exit(1)
-        }
-        draining = true
-        event("draining", [("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT")])
-        runtime.shutdown {
-            event("stopped", [("reason", "drained")])
-            exit(0)
-        }
-    }
-    source.resume()
-    sources.append(source)
-}
 dispatchMain()
