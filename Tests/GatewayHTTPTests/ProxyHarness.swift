@@ -45,8 +45,6 @@ final class ProxyHarness {
     let unixPool: UpstreamPool?
     let slowPool: UpstreamPool
     let deadPool: UpstreamPool
-    /// The dead upstream's port: bound, never listening, held while the harness lives.
-    let deadPort: ReservedPort
     let blackholePool: UpstreamPool
     let blackhole: BlackholeListener
     let handler: ProxyTestHandler
@@ -80,8 +78,7 @@ final class ProxyHarness {
         }
         slowPool = try UpstreamPool(UpstreamConfiguration(name: "slow", address: .tcp(host: "127.0.0.1", port: upstreamPort),
                                                           responseTimeout: 0.3), group: group)
-        deadPort = try ReservedPort()
-        deadPool = try UpstreamPool(UpstreamConfiguration(name: "dead", address: .tcp(host: "127.0.0.1", port: deadPort.port)),
+        deadPool = try UpstreamPool(UpstreamConfiguration(name: "dead", address: .tcp(host: "127.0.0.1", port: FreePort.allocate())),
                                     group: group)
         blackhole = try BlackholeListener()
         blackholePool = try UpstreamPool(UpstreamConfiguration(name: "blackhole", address: .tcp(host: "127.0.0.1", port: blackhole.port),
