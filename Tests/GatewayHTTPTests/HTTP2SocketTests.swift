@@ -112,12 +112,14 @@ final class HTTP2SocketTests: XCTestCase {
         XCTAssertTrue(ok.output.hasPrefix("HTTP/2 200"), ok.output)
     }
 
-    /// A body of unknown length (curl reading stdin sends no `content-length` over HTTP/2) is counted
+    /// A body of unknown length (curl streaming stdin sends no `content-length` over HTTP/2) is counted
     /// as its DATA arrives: over the limit it is `413` on the stream, at the limit it passes.
     func testBodyWithoutContentLengthOverLimitIs413OnTheStream() throws {
         func post(_ count: Int) throws -> String {
+            // `-T -` streams stdin (curl does not know its length), unlike `--data-binary @-`, which
+            // reads it all first and sends a content-length.
             try ChildProcess.run("curl", ["-s", "--max-time", "20", "--http2-prior-knowledge", "-D", "-", "-H", "Expect:",
-                                          "--data-binary", "@-", harness.url("/limited/x")],
+                                          "-X", "POST", "-T", "-", harness.url("/limited/x")],
                                  stdin: Data(repeating: 0x78, count: count)).output
         }
         let large = try post(17)
