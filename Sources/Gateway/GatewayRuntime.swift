@@ -262,12 +262,17 @@ public final class GatewayRuntime: Sendable {
         let accessLog = self.accessLog
         let group = self.group
         server.shutdown(gracePeriod: grace) {
+            // Off the event loops: the last connection to close calls this on its own loop, and
+            // `group.shutdown()` waits on every loop's queue (a sync onto the caller's queue traps:
+            // SIGILL when SIGTERM came while an admin answer was in flight).
             let finish: @Sendable () -> Void = {
-                for pool in pools { pool.shutdown() }
-                store.close()
-                accessLog?.flush()
-                group.shutdown()
-                completion()
+                DispatchQueue.global().async {
+                    for pool in pools { pool.shutdown() }
+                    store.close()
+                    accessLog?.flush()
+                    group.shutdown()
+                    completion()
+                }
             }
             if let adminServer { adminServer.shutdown(gracePeriod: 0, completion: finish) } else { finish() }
         }

@@ -109,6 +109,69 @@ do {
 setMinimumLevel(loaded.configuration.log.level)
 for warning in loaded.warnings { event("config_warning", level: .warning, [("detail", warning.description)]) }
 
+// Signals (DESIGN.md section 10): no signal an operator commonly sends ends the process except
+// SIGTERM / SIGINT, which drain. Every handler runs on the main queue: in top-level code they are
+// main-actor isolated, and Swift 6 checks that at run time (a handler on another queue traps with
+// SIGILL on the first signal). The dispositions are set to "ignore" first, so that a signal
+// arriving before its source is ready cannot kill the process.
+for sig in [SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE] { signal(sig, SIG_IGN) }
+nonisolated(unsafe) var draining = false  // only touched on the main queue
+// Set once the runtime started, before `dispatchMain()` serves the main queue: the handlers run only
+// then. The signals are set up before the runtime starts: once the listeners are bound (and the
+// `started` line or /readyz says so) a SIGTERM must drain, never kill the process (default action)
+// nor be lost (ignored before its source exists).
+nonisolated(unsafe) var activeRuntime: GatewayRuntime?
+var sources: [DispatchSourceSignal] = []
+
+// SIGTERM / SIGINT: drain on the first, exit at once on the second.
+for sig in [SIGTERM, SIGINT] {
+    let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
+    source.setEventHandler {
+        if draining {
+            event("stopped", [("reason", "second signal")],
+                  more: { $0.field("requests_cut", activeRuntime?.requestsCutByDrain ?? 0) })
+            exit(1)
+        }
+        draining = true
+        event("draining", [("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT")])
+        guard let runtime = activeRuntime else { exit(0) }
+        runtime.shutdown {
+            // Requests still in progress when timeouts.drain ran out were cut by the gateway (their
+            // access lines say "cut": "drain_deadline").
+            let cut = runtime.requestsCutByDrain
+            event("stopped", [("reason", cut == 0 ? "drained" : "drain deadline")], more: { $0.field("requests_cut", cut) })
+            exit(0)
+        }
+    }
+    source.resume()
+    sources.append(source)
+}
+
+// SIGHUP: reload the configuration and the TLS certificates (a bad file keeps the running one).
+let hangUp = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
+hangUp.setEventHandler {
+    guard !draining, let runtime = activeRuntime else {
+        event("config_reload_skipped", level: .warning, [("reason", draining ? "draining" : "starting")])
+        return
+    }
+    let report = runtime.reload()
+    if report.succeeded { setMinimumLevel(runtime.loaded.configuration.log.level) }
+    event(report.eventName, level: report.succeeded ? (report.restartRequired.isEmpty ? .info : .warning) : .error,
+          more: { report.write(into: &$0) })
+}
+hangUp.resume()
+sources.append(hangUp)
+
+// SIGUSR1: the logrotate signal. Access lines go to standard output and lifecycle lines to standard
+// error (never to files the gateway opens), so there is nothing to reopen: flush, and say so.
+let user1 = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .main)
+user1.setEventHandler {
+    activeRuntime?.flushLogs()
+    event("log_reopen", [("detail", "logs go to standard output and standard error; nothing to reopen (rotate them where they are collected)")])
+}
+user1.resume()
+sources.append(user1)
+// SIGUSR2 and SIGPIPE stay ignored (SIG_IGN above).
 let runtime: GatewayRuntime
 let listeners: GatewayRuntime.Listeners
 do {
@@ -127,64 +190,10 @@ event("started", [
     ("pid", String(getpid())),
 ])
 
+activeRuntime = runtime
+
 runtime.storeWarnings { warnings in
     for warning in warnings { event("store_warning", level: .warning, [("detail", warning)]) }
 }
 
-// Signals (DESIGN.md section 10): no signal an operator commonly sends ends the process except
-// SIGTERM / SIGINT, which drain. Every handler runs on the main queue: in top-level code they are
-// main-actor isolated, and Swift 6 checks that at run time (a handler on another queue traps with
-// SIGILL on the first signal). The dispositions are set to "ignore" first, so that a signal
-// arriving before its source is ready cannot kill the process.
-for sig in [SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGPIPE] { signal(sig, SIG_IGN) }
-nonisolated(unsafe) var draining = false  // only touched on the main queue
-var sources: [DispatchSourceSignal] = []
-
-// SIGTERM / SIGINT: drain on the first, exit at once on the second.
-for sig in [SIGTERM, SIGINT] {
-    let source = DispatchSource.makeSignalSource(signal: sig, queue: .main)
-    source.setEventHandler {
-        if draining {
-            event("stopped", [("reason", "second signal")], more: { $0.field("requests_cut", runtime.requestsCutByDrain) })
-            exit(1)
-        }
-        draining = true
-        event("draining", [("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT")])
-        runtime.shutdown {
-            // Requests still in progress when timeouts.drain ran out were cut by the gateway (their
-            // access lines say "cut": "drain_deadline").
-            let cut = runtime.requestsCutByDrain
-            event("stopped", [("reason", cut == 0 ? "drained" : "drain deadline")], more: { $0.field("requests_cut", cut) })
-            exit(0)
-        }
-    }
-    source.resume()
-    sources.append(source)
-}
-
-// SIGHUP: reload the configuration and the TLS certificates (a bad file keeps the running one).
-let hangUp = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .main)
-hangUp.setEventHandler {
-    guard !draining else {
-        event("config_reload_skipped", level: .warning, [("reason", "draining")])
-        return
-    }
-    let report = runtime.reload()
-    if report.succeeded { setMinimumLevel(runtime.loaded.configuration.log.level) }
-    event(report.eventName, level: report.succeeded ? (report.restartRequired.isEmpty ? .info : .warning) : .error,
-          more: { report.write(into: &$0) })
-}
-hangUp.resume()
-sources.append(hangUp)
-
-// SIGUSR1: the logrotate signal. Access lines go to standard output and lifecycle lines to standard
-// error (never to files the gateway opens), so there is nothing to reopen: flush, and say so.
-let user1 = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .main)
-user1.setEventHandler {
-    runtime.flushLogs()
-    event("log_reopen", [("detail", "logs go to standard output and standard error; nothing to reopen (rotate them where they are collected)")])
-}
-user1.resume()
-sources.append(user1)
-// SIGUSR2 and SIGPIPE stay ignored (SIG_IGN above).
 dispatchMain()

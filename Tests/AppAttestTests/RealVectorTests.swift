@@ -39,36 +39,59 @@ final class RealVectorTests: XCTestCase {
                 "attested_key_matches_keyId": try result.receipt?.attestedKeyId == XCTUnwrap(v.bytes("keyId")),
                 "receipt_type": result.receipt?.type == v.string("expectedType"),
             ]
-            return (checks.values.allSatisfy { $0 }, result.failure, checks)
+            // The decision is the verifier's (signature and signer chain); the other checks are the test's.
+            return (result.failure == nil && result.receipt != nil, result.failure, checks)
         default:
-            throw XCTSkip("unknown kind \(v.kind)")
+            throw SetupFailure("unknown vector kind \(v.kind) in \(v.id)")
         }
     }
 
-    func assertMatches(_ vectors: [VectorFixture], count: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+    /// Every file and variant: each expected check equals ours, every check name is known, and the
+    /// decision (accepted, reason) is the one the expected checks call for (`VectorDecision`).
+    func assertMatches(_ vectors: [VectorFixture], count: Int, variants: Int,
+                       file: StaticString = #filePath, line: UInt = #line) throws {
         XCTAssertEqual(vectors.count, count, file: file, line: line)
         var compared = 0
+        var decisions = 0
+        var rejected = 0
         for vector in vectors {
             let result = try Self.checks(vector)
-            XCTAssertFalse(vector.expected.isEmpty)
+            XCTAssertFalse(vector.expected.isEmpty, vector.id, file: file, line: line)
+            VectorDecision.assertKnown(vector.expected.keys, kind: vector.kind, vector.id, file: file, line: line)
             for (check, want) in vector.expected {
                 XCTAssertEqual(result.checks[check], want, "\(vector.id) \(check)", file: file, line: line)
                 compared += 1
             }
+            VectorDecision.assertDecision(accepted: result.accepted, reason: result.reason, verdicts: vector.expected,
+                                          kind: vector.kind, vector.id, file: file, line: line)
+            decisions += 1
+            let raw = vector.fields["variants"] as? [Any] ?? []
+            XCTAssertEqual(vector.variants.count, raw.count, "\(vector.id): every variant read", file: file, line: line)
             for variant in vector.variants {
+                let label = "\(vector.id) variant \(variant.name)"
                 let v = try Self.checks(variant.vector)
+                XCTAssertFalse(variant.expected.isEmpty, label, file: file, line: line)
+                VectorDecision.assertKnown(variant.expected.keys, kind: vector.kind, label, file: file, line: line)
                 for (check, want) in variant.expected {
-                    XCTAssertEqual(v.checks[check], want, "\(vector.id) variant \(variant.name) \(check)", file: file, line: line)
+                    XCTAssertEqual(v.checks[check], want, "\(label) \(check)", file: file, line: line)
                     compared += 1
                 }
+                VectorDecision.assertDecision(accepted: v.accepted, reason: v.reason, verdicts: variant.expected,
+                                              kind: vector.kind, label, file: file, line: line)
+                decisions += 1
+                if !v.accepted { rejected += 1 }
             }
         }
-        XCTAssertGreaterThan(compared, count * 5)
+        XCTAssertGreaterThan(compared, count * 5, file: file, line: line)
+        XCTAssertEqual(decisions, count + variants, "every file and every variant decided", file: file, line: line)
+        if vectors.first?.kind != "receipt" {
+            XCTAssertGreaterThan(rejected, count, "the variants are negative cases: most must be rejected", file: file, line: line)
+        }
     }
 
     func testAll49AttestationsAndVariants() throws {
         let vectors = try VectorFixture.all(kind: "attestation")
-        try assertMatches(vectors, count: 49)
+        try assertMatches(vectors, count: 49, variants: 335)
         // The decision itself: every attestation is accepted at its validationTime, keyed as the file says.
         for vector in vectors {
             let result = try Self.checks(vector)
@@ -88,7 +111,7 @@ final class RealVectorTests: XCTestCase {
 
     func testAll29AssertionsAndVariants() throws {
         let vectors = try VectorFixture.all(kind: "assertion")
-        try assertMatches(vectors, count: 29)
+        try assertMatches(vectors, count: 29, variants: 87)
         for vector in vectors {
             XCTAssertTrue(try Self.checks(vector).accepted, vector.id)
             // Treating the nonce as a prehashed digest rejects every real assertion.
@@ -103,7 +126,7 @@ final class RealVectorTests: XCTestCase {
 
     func testAll4ReceiptsAndVariants() throws {
         let vectors = try VectorFixture.all(kind: "receipt")
-        try assertMatches(vectors, count: 4)
+        try assertMatches(vectors, count: 4, variants: 4)
         for vector in vectors {
             let result = ReceiptVerifier().verify(try XCTUnwrap(vector.bytes("receipt")))
             let receipt = try XCTUnwrap(result.receipt)

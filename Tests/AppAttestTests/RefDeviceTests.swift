@@ -17,7 +17,7 @@ final class RefDeviceTests: XCTestCase {
 
         func run(_ arguments: [String]) throws -> [String: Any] {
             let result = try ChildProcess.run("python3", [tool] + arguments)
-            guard result.status == 0 else { throw XCTSkip("ref_device.py \(arguments.first ?? "") failed: \(result.output)") }
+            guard result.status == 0 else { throw SetupFailure("ref_device.py \(arguments.first ?? "") failed: \(result.output)") }
             return try XCTUnwrap(JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any], result.output)
         }
     }

@@ -211,7 +211,9 @@ final class SimulatorCommandTests: XCTestCase {
         XCTAssertTrue(wrongPrefix.stdout.contains("-> FAILED (expected 201, got 404)"), wrongPrefix.stdout)
 
         // Nothing listening: network error, exit 1. Usage errors: exit 2.
-        let closed = try attestctl(["simulate", "--gateway", "http://127.0.0.1:\(FreePort.allocate())", "--app-id", appId, "--ca", caDir])
+        let dead = try ReservedPort()
+        defer { withExtendedLifetime(dead) {} }
+        let closed = try attestctl(["simulate", "--gateway", "http://127.0.0.1:\(dead.port)", "--app-id", appId, "--ca", caDir])
         XCTAssertEqual(closed.status, 1)
         XCTAssertTrue(closed.stdout.contains("network error"), closed.stdout)
         XCTAssertEqual(try attestctl(["simulate", "--app-id", appId, "--ca", caDir]).status, 2)

@@ -29,16 +29,26 @@ final class SimulatorFakeGateway {
         let tools = try SimulatorSupport.toolsDirectory().path
         let script = directory.appendingPathComponent("fake_gateway.py")
         try Self.script.write(to: script, atomically: true, encoding: .utf8)
-        port = FreePort.allocate()
-        var arguments = [script.path, "--tools", tools, "--port", String(port), "--root", root, "--app-id", appId,
+        var arguments = [script.path, "--tools", tools, "--port", "0", "--root", root, "--app-id", appId,
                          "--env", environment, "--prefix", prefix, "--route", route]
         if let bind { arguments += ["--bind", bind] }
         if acceptReplays { arguments.append("--accept-replays") }
         process = try ChildProcess("python3", arguments)
-        guard FreePort.waitUntilListening(port) else {
-            process.stop()
-            throw ChildProcessError.notReady(process.output)
+        // It binds port 0 and logs the port it got.
+        let deadline = Date().addingTimeInterval(20)
+        var bound: UInt16?
+        while bound == nil {
+            bound = process.output.split(separator: "\n").lazy
+                .compactMap { $0.hasPrefix("fake-gateway: listening on ") ? UInt16($0.dropFirst("fake-gateway: listening on ".count)) : nil }
+                .first
+            if bound != nil { break }
+            if !process.isRunning || Date() > deadline {
+                process.stop()
+                throw SetupFailure("the fake gateway did not report its port: \(process.output)")
+            }
+            usleep(20_000)
         }
+        port = bound!
     }
 
     /// `http://127.0.0.1:<port>`.
@@ -263,7 +273,7 @@ final class SimulatorFakeGateway {
 
     ThreadingHTTPServer.allow_reuse_address = True
     server = ThreadingHTTPServer(("127.0.0.1", int(args.port)), Handler)
-    log("listening on %s" % args.port)
+    log("listening on %d" % server.server_address[1])
     server.serve_forever()
     """#
 }

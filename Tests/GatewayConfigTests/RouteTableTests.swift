@@ -130,31 +130,18 @@ final class RouteTableTests: XCTestCase {
         XCTAssertNil(withHead?.warnings.first { $0.path == "routes[0].methods" })
     }
 
-    /// Prints the cost of one match on a realistic table (no assertion on speed: a benchmark figure).
-    func testMatchCostFigure() {
+    /// A realistic table (30 protected prefixes, then a catch-all): a request none of the 30 takes
+    /// falls through to the last route, whatever its path below a protected prefix's sibling. (This was
+    /// a timing figure inside `swift test`; speed is measured by `bench/run`, not by the suite.)
+    func testFallThroughToCatchAllOnARealisticTable() {
         var routes: [RouteConfiguration] = []
         for i in 0..<30 { routes.append(route(.prefix("/api/v1/resource\(i)"), ["POST", "PUT"])) }
         routes.append(route(.prefix("/"), mode: .off))
         let table = RouteTable(routes: routes)
-        let method = Array("GET".utf8)
-        // Different targets each time so that an optimizing build cannot hoist the lookup.
-        let paths = (0..<8).map { Array("/api/v1/resource29/items/\($0)?x=1".utf8) }
-        let iterations = 200_000
-        var hits = 0
-        let start = DispatchTime.now().uptimeNanoseconds
-        method.withUnsafeBytes { m in
-            for i in 0..<iterations {
-                paths[i & 7].withUnsafeBytes { p in hits &+= table.match(method: m, path: p) ?? 0 }
-            }
+        for i in 0..<8 {
+            XCTAssertEqual(table.match(method: "GET", path: "/api/v1/resource29/items/\(i)"), 30)
+            XCTAssertEqual(table.match(method: "POST", path: "/api/v1/resource\(i)/items"), i)
         }
-        let elapsed = DispatchTime.now().uptimeNanoseconds - start
-        XCTAssertEqual(hits, 30 * iterations)  // every lookup falls through 30 routes to the catch-all
-        #if DEBUG
-        let build = "debug build"
-        #else
-        let build = "release build"
-        #endif
-        print("RouteTable.match: 31 routes, fall-through to the last: \(Double(elapsed) / Double(iterations)) ns per match (\(build))")
     }
 }
 

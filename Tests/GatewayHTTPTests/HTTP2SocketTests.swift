@@ -112,6 +112,23 @@ final class HTTP2SocketTests: XCTestCase {
         XCTAssertTrue(ok.output.hasPrefix("HTTP/2 200"), ok.output)
     }
 
+    /// A body of unknown length (curl streaming stdin sends no `content-length` over HTTP/2) is counted
+    /// as its DATA arrives: over the limit it is `413` on the stream, at the limit it passes.
+    func testBodyWithoutContentLengthOverLimitIs413OnTheStream() throws {
+        func post(_ count: Int) throws -> String {
+            // `-T -` streams stdin (curl does not know its length), unlike `--data-binary @-`, which
+            // reads it all first and sends a content-length.
+            try ChildProcess.run("curl", ["-s", "--max-time", "20", "--http2-prior-knowledge", "-D", "-", "-H", "Expect:",
+                                          "-X", "POST", "-T", "-", harness.url("/limited/x")],
+                                 stdin: Data(repeating: 0x78, count: count)).output
+        }
+        let large = try post(17)
+        XCTAssertTrue(large.hasPrefix("HTTP/2 413"), large)
+        XCTAssertTrue(large.contains("x-error: body_too_large"), large)
+        let fits = try post(16)
+        XCTAssertTrue(fits.hasPrefix("HTTP/2 200"), fits)
+    }
+
     func testTargetNotInNormalFormAnswersTheSameErrorAsHTTP1() throws {
         let h2 = try curl(["-D", "-", "--path-as-is", harness.url("/a/../b")])
         XCTAssertTrue(h2.output.hasPrefix("HTTP/2 400"), h2.output)

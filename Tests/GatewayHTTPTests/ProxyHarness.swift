@@ -116,7 +116,7 @@ final class ProxyHarness {
     func stop() {
         let done = DispatchSemaphore(value: 0)
         server.shutdown(gracePeriod: 1) { done.signal() }
-        _ = done.wait(timeout: .now() + 5)
+        XCTAssertEqual(done.wait(timeout: .now() + 5), .success, "the server shut down within 5 s")
         for p in [pool, slowPool, deadPool, blackholePool] + (unixPool.map { [$0] } ?? []) { p.shutdown() }
         try? FileManager.default.removeItem(at: tempDir)
     }

@@ -38,7 +38,7 @@ final class ProxySocketTests: XCTestCase {
                                + "TE: trailers\r\nUpgrade: websocket\r\nProxy-Connection: keep-alive\r\nTrailer: X-T\r\n"
                                + "X-Strip-Me: 1\r\nx-STRIP-two: 2\r\nX-Keep: Yes\r\nX-Gateway: forged\r\n"
                                + "Authorization: Bearer t\r\n\r\n"),
-                         .sleep(300), .send("GET /api/second HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n\r\n")])
+                         .awaitResponses(1), .send("GET /api/second HTTP/1.1\r\nHost: example.test\r\nConnection: close\r\n\r\n")])
         let responses = r.responses()
         XCTAssertEqual(responses.count, 2, r.text)
         let echo = try XCTUnwrap(responses.first)
@@ -81,7 +81,7 @@ final class ProxySocketTests: XCTestCase {
                                + "HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nTE: trailers\r\nKeep-Alive: timeout=5\r\n"
                                + "Proxy-Connection: keep-alive\r\nProxy-Authorization: Basic dXNlcjpwYXNz\r\n"
                                + "Expect: 100-continue\r\nX-End-To-End: passes\r\n\r\n"),
-                         .sleep(200), .send("GET /api/after HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")])
+                         .awaitResponses(1), .send("GET /api/after HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")])
         let responses = r.responses()
         XCTAssertEqual(responses.count, 2, r.text)
         let echo = try XCTUnwrap(responses.first)
@@ -245,7 +245,7 @@ final class ProxySocketTests: XCTestCase {
 
     func testStalePooledConnectionRetriedOnlyWhenSafe() throws {
         // The upstream answers, keeps the connection, then drops the next request on it unanswered.
-        let get = try raw([.send("GET /a?dropnext=1 HTTP/1.1\r\nHost: h\r\n\r\n"), .sleep(200),
+        let get = try raw([.send("GET /a?dropnext=1 HTTP/1.1\r\nHost: h\r\n\r\n"), .awaitResponses(1),
                            .send("GET /b HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")])
         XCTAssertEqual(get.responses().map(\.status), [200, 200], "idempotent GET is retried on a fresh connection: \(get.text)")
         XCTAssertEqual(harness.pool.statistics.retries, 1)
@@ -253,7 +253,7 @@ final class ProxySocketTests: XCTestCase {
         XCTAssertEqual(serials.count, 2)
         XCTAssertNotEqual(serials.first, serials.last)
 
-        let post = try raw([.send("POST /a?dropnext=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\nx"), .sleep(200),
+        let post = try raw([.send("POST /a?dropnext=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n\r\nx"), .awaitResponses(1),
                             .send("POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\nConnection: close\r\n\r\ny")])
         XCTAssertEqual(post.responses().map(\.status), [200, 502], "a POST that was written is never re-sent: \(post.text)")
         XCTAssertEqual(post.responses().last?.header("X-Error"), "upstream_reset")
@@ -439,20 +439,20 @@ final class ProxySocketTests: XCTestCase {
     }
 
     func testGracefulShutdownDrainsInFlightRequest() throws {
-        let curl = try ChildProcess("curl", ["-s", "-D", "-", "--max-time", "10", harness.url("/inflight?delay=700")])
-        // Wait until the request is in flight (the upstream has it), then shut down.
-        let deadline = Date().addingTimeInterval(5)
-        while harness.handler.headDecisions == 0 && Date() < deadline { usleep(10_000) }
-        usleep(100_000)
+        // The upstream answers after 2.5 s, far inside the 5 s grace and far beyond the wait below, so
+        // the shutdown always starts with the request in flight (no race with a short delay).
+        let curl = try ChildProcess("curl", ["-s", "-D", "-", "--max-time", "20", harness.url("/inflight?delay=2500")])
+        // Wait until the request is in flight (the gateway decided its head), then shut down.
+        waitFor("the request's head decided", timeout: 10) { harness.handler.headDecisions > 0 }
         let done = DispatchSemaphore(value: 0)
         let finishedBeforeResponse = harness.handler.completed.isEmpty
         harness.server.shutdown(gracePeriod: 5) { done.signal() }
-        XCTAssertEqual(done.wait(timeout: .now() + 8), .success, "shutdown completed")
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "shutdown completed")
         XCTAssertTrue(finishedBeforeResponse)
         XCTAssertEqual(curl.wait(), 0)
         XCTAssertTrue(curl.output.hasPrefix("HTTP/1.1 200"), curl.output)
         XCTAssertTrue(curl.output.contains("Connection: close"), curl.output)
-        XCTAssertTrue(curl.output.contains("/inflight?delay=700"), curl.output)
+        XCTAssertTrue(curl.output.contains("/inflight?delay=2500"), curl.output)
         // No longer accepting.
         let after = try Curl.run([harness.url("/x")])
         XCTAssertEqual(after.status, 7, "connection refused after shutdown: \(after.output)")

@@ -16,7 +16,7 @@ final class TestUpstream {
     /// Starts on a free TCP port (or on `unixPath`) and waits for it to listen; with `tls`, it
     /// serves HTTPS with that chain and key.
     init(unixPath: String? = nil, tls: (chainPath: String, keyPath: String)? = nil) throws {
-        guard ChildProcess.isAvailable("python3") else { throw XCTSkip("python3 not installed") }
+        try ChildProcess.require("python3")
         let script = TestUpstream.fixtures.appendingPathComponent("upstream.py").path
         var args = unixPath.map { [script, "--unix", $0] } ?? [script, "--port", "0"]
         if let tls { args += ["--tls-chain", tls.chainPath, "--tls-key", tls.keyPath] }
@@ -118,6 +118,12 @@ enum RawClient {
         case sendBytes([UInt8])
         case sleep(Int)
         case shutdown
+        /// Waits until what was received holds `marker` `count` times (at most the run's timeout):
+        /// e.g. the first answer's status line before the next request, instead of a sleep.
+        case await(String, count: Int)
+
+        /// Waits for the `n`th response status line.
+        static func awaitResponses(_ n: Int) -> Step { .await("HTTP/1.1 ", count: n) }
     }
 
     struct Result {
@@ -141,6 +147,7 @@ enum RawClient {
             case .sendBytes(let b): return ["send": Data(b).base64EncodedString()]
             case .sleep(let ms): return ["sleep": ms]
             case .shutdown: return ["shutdown": true]
+            case .await(let marker, let count): return ["await": Data(marker.utf8).base64EncodedString(), "count": count]
             }
         }
         let input = try JSONSerialization.data(withJSONObject: json)
@@ -156,7 +163,7 @@ enum RawClient {
 /// curl, returning (exit status, stdout+stderr).
 enum Curl {
     static func run(_ args: [String]) throws -> (status: Int32, output: String) {
-        guard ChildProcess.isAvailable("curl") else { throw XCTSkip("curl not installed") }
+        try ChildProcess.require("curl")
         return try ChildProcess.run("curl", ["-s", "--max-time", "20"] + args)
     }
 }

@@ -13,32 +13,50 @@ final class CustomRedisServer: @unchecked Sendable {  // `child` replaced only u
     private let lock = NSLock()
 
     init(unixSocket: Bool = false, extra: [String] = []) throws {
-        port = FreePort.allocate()
-        directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("attest-redis-\(UUID().uuidString.prefix(8))")
+        let directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("attest-redis-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        self.unixSocket = unixSocket ? directory.appendingPathComponent("redis.sock").path : nil
+        self.directory = directory
+        let socket = unixSocket ? directory.appendingPathComponent("redis.sock").path : nil
+        self.unixSocket = socket
         self.extra = extra
-        try start()
+        // A free port, checked to be answered by the redis-server started here (FreePortServer).
+        let started = try FreePortServer.start({ port in
+            try ChildProcess("redis-server", CustomRedisServer.arguments(port: port, directory: directory, unixSocket: socket) + extra)
+        }, owns: { port, child in FreePortServer.isRedis(child, on: port) })
+        port = started.port
+        child = started.child
+        try waitForSocket()
     }
 
-    var url: String { "redis://127.0.0.1:\(port)/0" }
-
-    func start() throws {
-        lock.lock(); defer { lock.unlock() }
+    private static func arguments(port: UInt16, directory: URL, unixSocket: String?) -> [String] {
         var arguments = ["--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path,
                          "--appendonly", "yes", "--appendfsync", "always", "--save", "",
                          "--maxmemory-policy", "noeviction", "--daemonize", "no"]
         if let unixSocket { arguments += ["--unixsocket", unixSocket, "--unixsocketperm", "700"] }
-        let process = try ChildProcess("redis-server", arguments + extra)
+        return arguments
+    }
+
+    private func waitForSocket() throws {
+        guard let unixSocket else { return }
+        let deadline = Date().addingTimeInterval(10)
+        while !FileManager.default.fileExists(atPath: unixSocket) {
+            if Date() > deadline { throw SetupFailure("redis-server made no socket at \(unixSocket)") }
+            usleep(10_000)
+        }
+    }
+
+    var url: String { "redis://127.0.0.1:\(port)/0" }
+
+    /// Restarts the server on the same port (after `stop`).
+    func start() throws {
+        lock.lock(); defer { lock.unlock() }
+        let process = try ChildProcess("redis-server", CustomRedisServer.arguments(port: port, directory: directory, unixSocket: unixSocket) + extra)
         child = process
-        guard FreePort.waitUntilListening(port) else {
+        guard FreePort.waitUntilListening(port), FreePortServer.isRedis(process, on: port) else {
             process.stop(signal: SIGKILL)
             throw ChildProcessError.notReady(process.output)
         }
-        if let unixSocket {
-            let deadline = Date().addingTimeInterval(10)
-            while !FileManager.default.fileExists(atPath: unixSocket) && Date() < deadline { usleep(10_000) }
-        }
+        try waitForSocket()
     }
 
     func stop() {

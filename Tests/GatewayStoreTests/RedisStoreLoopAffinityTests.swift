@@ -78,7 +78,9 @@ final class RedisStoreLoopAffinityTests: XCTestCase {
     }
 
     func testFailFastAnswersNeverCompleteInsideTheCall() throws {
-        let port = FreePort.allocate()  // nothing listens there
+        let dead = try ReservedPort()  // nothing listens there
+        defer { withExtendedLifetime(dead) {} }
+        let port = dead.port
         let store = try makeStore(url: "redis://127.0.0.1:\(port)")
         let failures = Mutex<[(loop: Int?, insideCall: Bool, failed: Bool)]>([])
         let count = 50

@@ -6,7 +6,7 @@ import XCTest
 /// `.build/debug`.
 public enum BuiltProducts {
     /// Full path of the built executable `name`.
-    /// - Throws: `XCTSkip` naming the build command when it has not been built.
+    /// - Throws: `SetupFailure` (a test failure, never a skip) naming the build command when it has not been built.
     public static func executable(_ name: String) throws -> String {
         let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         for candidate in [dir, dir.deletingLastPathComponent()] {
@@ -15,7 +15,7 @@ public enum BuiltProducts {
         }
         let built = SharedFixtures.packageRoot.appendingPathComponent(".build/debug/\(name)").path
         guard FileManager.default.isExecutableFile(atPath: built) else {
-            throw XCTSkip("\(name) binary not built (run swift build --build-tests)")
+            throw SetupFailure("\(name) binary not built (run swift build --build-tests)")
         }
         return built
     }

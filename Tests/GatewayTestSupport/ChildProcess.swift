@@ -6,13 +6,16 @@ import Foundation
 public final class ChildProcess: @unchecked Sendable {  // mutable state guarded by `lock`
     private let process = Process()
     private let lock = NSLock()
-    /// File that receives stdout and stderr.
+    /// File that receives stdout (and stderr, unless it was separated).
     public let logFile: URL
+    /// File that receives stderr when started with `separateStandardError`, else nil.
+    public let errorFile: URL?
 
-    /// Starts `executable` (looked up in PATH when not absolute) with `arguments`.
+    /// Starts `executable` (looked up in PATH when not absolute) with `arguments`; with
+    /// `separateStandardError`, stderr goes to its own file (`errorOutput`) and `output` holds stdout only.
     /// - Throws: when the executable cannot be found or started.
     public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
-                currentDirectory: URL? = nil) throws {
+                currentDirectory: URL? = nil, separateStandardError: Bool = false) throws {
         let path = try ChildProcess.which(executable)
         process.executableURL = URL(fileURLWithPath: path)
         process.arguments = arguments
@@ -25,7 +28,15 @@ public final class ChildProcess: @unchecked Sendable {  // mutable state guarded
         _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         let handle = try FileHandle(forWritingTo: logFile)
         process.standardOutput = handle
-        process.standardError = handle
+        if separateStandardError {
+            let errors = logFile.deletingPathExtension().appendingPathExtension("stderr.log")
+            _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: errors)
+            errorFile = errors
+        } else {
+            process.standardError = handle
+            errorFile = nil
+        }
         process.standardInput = FileHandle.nullDevice
         try process.run()
     }
@@ -35,8 +46,23 @@ public final class ChildProcess: @unchecked Sendable {  // mutable state guarded
     /// Whether the child is still running.
     public var isRunning: Bool { process.isRunning }
 
-    /// Everything the child wrote so far.
+    /// Everything the child wrote so far (stdout only when stderr was separated).
     public var output: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    /// What the child wrote on stderr so far, when it was separated ("" otherwise).
+    public var errorOutput: String { errorFile.flatMap { try? String(contentsOf: $0, encoding: .utf8) } ?? "" }
+
+    /// Waits at most `timeout` seconds for the child to exit; its exit status, or nil when it is
+    /// still running (the caller fails the test; the child is not killed here).
+    public func waitForExit(timeout: TimeInterval) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning {
+            if Date() > deadline { return nil }
+            usleep(10_000)
+        }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
 
     /// Sends `signal` (default SIGTERM) and waits for the child to exit (SIGKILL after `grace` seconds).
     public func stop(signal: Int32 = SIGTERM, grace: TimeInterval = 5) {
@@ -96,6 +122,12 @@ public final class ChildProcess: @unchecked Sendable {  // mutable state guarded
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
+    /// Full path of `name`, a tool `scripts/setup --tests` installs.
+    /// - Throws: `ChildProcessError.notFound` when it is missing: a failed setup, so the test fails
+    ///   (never skips).
+    @discardableResult
+    public static func require(_ name: String) throws -> String { try which(name) }
+
     /// Whether `name` is in PATH.
     public static func isAvailable(_ name: String) -> Bool { (try? which(name)) != nil }
 }
@@ -109,7 +141,7 @@ public enum ChildProcessError: Error, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .notFound(let name): return "\(name) not found in PATH (install it; .ci/run does)"
+        case .notFound(let name): return "\(name) not found in PATH (scripts/setup --tests installs it; .ci/run does)"
         case .notReady(let output): return "child process not ready: \(output)"
         }
     }

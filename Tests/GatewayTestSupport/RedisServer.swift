@@ -14,12 +14,16 @@ public final class RedisServer: @unchecked Sendable {  // `child` is replaced on
     private var child: ChildProcess?
     private let lock = NSLock()
 
-    /// Starts a server. - Throws: when `redis-server` is missing or does not answer within 10 s.
+    /// Starts a server on a free port, checking that the redis-server answering there is the one it
+    /// started (`FreePortServer`). - Throws: when `redis-server` is missing or does not answer within 10 s.
     public init() throws {
-        port = FreePort.allocate()
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-redis-\(UUID().uuidString)")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("attest-redis-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try start()
+        self.directory = directory
+        let started = try FreePortServer.start({ port in try RedisServer.launch(port: port, directory: directory) },
+                                               owns: { port, child in FreePortServer.isRedis(child, on: port) })
+        port = started.port
+        child = started.child
     }
 
     /// `redis://127.0.0.1:<port>/0`.
@@ -28,20 +32,25 @@ public final class RedisServer: @unchecked Sendable {  // `child` is replaced on
     /// The Unix socket it also listens on: `redis.sock` in `directory`.
     public var socketPath: String { directory.appendingPathComponent("redis.sock").path }
 
-    /// Starts (or restarts) the server process on the same port and folder.
+    /// Restarts the server process on the same port and folder (after `stop`).
+    /// - Throws: when it does not listen, or another process answers on its port.
     public func start() throws {
         lock.lock(); defer { lock.unlock() }
-        let process = try ChildProcess("redis-server", [
-            "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path,
-            "--unixsocket", socketPath, "--unixsocketperm", "700",
-            "--appendonly", "yes", "--appendfsync", "always", "--save", "",
-            "--maxmemory-policy", "noeviction", "--daemonize", "no",
-        ])
+        let process = try RedisServer.launch(port: port, directory: directory)
         child = process
-        guard FreePort.waitUntilListening(port) else {
+        guard FreePort.waitUntilListening(port), FreePortServer.isRedis(process, on: port) else {
             process.stop(signal: SIGKILL)
             throw ChildProcessError.notReady(process.output)
         }
+    }
+
+    private static func launch(port: UInt16, directory: URL) throws -> ChildProcess {
+        try ChildProcess("redis-server", [
+            "--port", String(port), "--bind", "127.0.0.1", "--dir", directory.path,
+            "--unixsocket", directory.appendingPathComponent("redis.sock").path, "--unixsocketperm", "700",
+            "--appendonly", "yes", "--appendfsync", "always", "--save", "",
+            "--maxmemory-policy", "noeviction", "--daemonize", "no",
+        ])
     }
 
     /// Stops the server (SIGTERM: it flushes its AOF and exits).

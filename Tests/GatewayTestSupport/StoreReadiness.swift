@@ -15,7 +15,6 @@ public enum StoreReadiness {
             if box.take(timeout: 5) == true { return }
             Thread.sleep(forTimeInterval: 0.025)
         }
-        XCTFail("the store did not become ready within \(timeout) s", file: file, line: line)
-        throw XCTSkip("store not ready")
+        throw SetupFailure("the store did not become ready within \(timeout) s", file: file, line: line)
     }
 }

@@ -42,7 +42,7 @@ final class TLSScanTests: E2ETestCase {
     override class var transport: ClientTransport { .http1TLS(ca: TestPKI.shared.root.certificate) }
 
     func testTestsslFindsNothingOfMediumSeverityOrAbove() throws {
-        guard ChildProcess.isAvailable("testssl") else { throw XCTSkip("testssl.sh not installed (scripts/setup --tests)") }
+        try ChildProcess.require("testssl")
         let out = env.work.appendingPathComponent("testssl.json").path
         let scan = try ChildProcess.run("testssl", [
             "--quiet", "--color", "0", "--warnings", "off", "--nodns", "none", "--connect-timeout", "5",

@@ -14,15 +14,21 @@ final class GatewayBinaryTests: XCTestCase {
         let cas: TestCAs
         let port: UInt16
         let adminPort: UInt16
+        /// The `down` upstream's port (nothing answers on it).
+        let dead: ReservedPort
 
         init(access: Bool) throws {
             cas = try TestCAs.shared()
             work = try E2EPaths.temporaryDirectory("binary")
             upstream = try UpstreamProcess()
-            let yaml = E2EEnvironment.yaml(store: "memory", upstreamPort: upstream.port, deadPort: FreePort.allocate(),
+            dead = try ReservedPort()
+            let yaml = E2EEnvironment.yaml(store: "memory", upstreamPort: upstream.port, deadPort: dead.port,
                                            roots: cas.trustedRoots, access: access)
+            // A drain limit far above the 3 s in-flight request of the SIGTERM test (it exits as soon
+            // as the request is done), so a loaded machine never turns the drain into a cut.
+            let drained = yaml.replacingOccurrences(of: "  drain: 5s\n", with: "  drain: 60s\n")
             let config = work.appendingPathComponent("gateway.yaml")
-            try yaml.write(to: config, atomically: true, encoding: .utf8)
+            try drained.write(to: config, atomically: true, encoding: .utf8)
             process = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path])
             var started: [String: Any]?
             eventually { [process] in
@@ -33,6 +39,10 @@ final class GatewayBinaryTests: XCTestCase {
                   let port = listen.split(separator: ":").last.flatMap({ UInt16($0) }),
                   let adminPort = admin.split(separator: ":").last.flatMap({ UInt16($0) }) else {
                 throw ChildProcessError.notReady("attest-gateway did not start: \(process.output)")
+            }
+            // The process announcing these ports is the one started here.
+            guard started["pid"] as? String == String(process.pid) else {
+                throw SetupFailure("the started line names pid \(started["pid"] ?? "?"), not the child \(process.pid)")
             }
             self.port = port
             self.adminPort = adminPort
@@ -135,7 +145,9 @@ final class GatewayBinaryTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: work) }
         let socket = work.appendingPathComponent("gw\t\"é.sock").path
         let yamlSocket = socket.replacingOccurrences(of: "\t", with: "\\t").replacingOccurrences(of: "\"", with: "\\\"")
-        let yaml = E2EEnvironment.yaml(store: "memory", upstreamPort: FreePort.allocate(), deadPort: FreePort.allocate(),
+        let dead = try ReservedPort()
+        defer { withExtendedLifetime(dead) {} }
+        let yaml = E2EEnvironment.yaml(store: "memory", upstreamPort: dead.port, deadPort: dead.port,
                                        roots: cas.trustedRoots, listen: "[127.0.0.1:0, \"unix:\(yamlSocket)\"]")
         let config = work.appendingPathComponent("gateway.yaml")
         try yaml.write(to: config, atomically: true, encoding: .utf8)

@@ -42,7 +42,9 @@ final class KeysCommandTests: E2ETestCase {
     }
 
     func testStoreOutageAndBadKeyId() throws {
-        let unreachable = try attestctl(["keys", "show", "--store", "redis://127.0.0.1:\(FreePort.allocate())/0",
+        let dead = try ReservedPort()
+        defer { withExtendedLifetime(dead) {} }
+        let unreachable = try attestctl(["keys", "show", "--store", "redis://127.0.0.1:\(dead.port)/0",
                                          "--key-id", String(repeating: "A", count: 43) + "="])
         XCTAssertEqual(unreachable.status, 3, "exit 3: store unavailable")
         XCTAssertTrue(unreachable.output.contains("store_unavailable"), unreachable.output)

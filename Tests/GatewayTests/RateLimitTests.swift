@@ -39,7 +39,7 @@ final class RateLimitTests: XCTestCase {
     }
 
     func testGatewayAnswers429OverTheLimit() throws {
-        guard ChildProcess.isAvailable("curl") else { throw XCTSkip("curl is not installed (scripts/setup --tests)") }
+        try ChildProcess.require("curl")
         let yaml = """
         listen: 127.0.0.1:0
         store: memory
@@ -64,7 +64,7 @@ final class RateLimitTests: XCTestCase {
         defer {
             let done = DispatchSemaphore(value: 0)
             runtime.shutdown { done.signal() }
-            _ = done.wait(timeout: .now() + 10)
+            XCTAssertEqual(done.wait(timeout: .now() + 10), .success, "the runtime shut down within 10 s")
         }
         let port = try XCTUnwrap(listeners.data.first?.port)
         let body = "{\"keyId\":\"\(Base64.encode([UInt8](repeating: 9, count: 32)))\",\"purpose\":\"attest\"}"

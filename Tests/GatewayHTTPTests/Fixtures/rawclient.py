@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Raw-socket HTTP client for tests: sends exact bytes (smuggling attempts, slow headers, pipelining).
 
-Reads a JSON list of steps on stdin: {"send": "<base64>"}, {"sleep": ms}, {"shutdown": true}.
+Reads a JSON list of steps on stdin: {"send": "<base64>"}, {"sleep": ms}, {"shutdown": true},
+{"await": "<base64 marker>", "count": n}: wait (at most --timeout seconds) until what was received
+holds the marker n times, e.g. the first response's status line before sending the next request:
+readiness by behaviour instead of a sleep (plain connections only).
 Reads concurrently until the server closes or --timeout seconds pass after the last step.
 With --tls CAFILE the connection is TLS (server name --sni, default 127.0.0.1, verified against
 CAFILE); then the steps are sent first and the answer read afterwards (one thread: an SSL object is
@@ -55,17 +58,26 @@ def main():
 
     t = threading.Thread(target=reader, daemon=True)
     t.start()
-    send_error = send_steps(sock, steps)
+    send_error = send_steps(sock, steps, received, args.timeout)
     done.wait(args.timeout)
     print(json.dumps({"response": base64.b64encode(bytes(received)).decode(), "closed": state["closed"],
                       "sendError": send_error}))
 
 
-def send_steps(sock, steps):
+def send_steps(sock, steps, received=None, timeout=5.0):
     """Runs the steps in order; returns the error that stopped them, or None."""
     for step in steps:
         try:
-            if "send" in step:
+            if "await" in step:
+                if received is None:
+                    return "await is not supported on TLS connections"
+                marker, count = base64.b64decode(step["await"]), step.get("count", 1)
+                deadline = time.monotonic() + timeout
+                while bytes(received).count(marker) < count:
+                    if time.monotonic() > deadline:
+                        return "await timed out: %r x%d" % (marker, count)
+                    time.sleep(0.005)
+            elif "send" in step:
                 sock.sendall(base64.b64decode(step["send"]))
             elif "sleep" in step:
                 time.sleep(step["sleep"] / 1000)

@@ -33,7 +33,9 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
     let cas: TestCAs
     let work: URL
     let gateway: GatewayUnderTest
-    /// A loopback port nobody listens on (the `down` upstream).
+    /// A loopback port nobody listens on (the `down` upstream): bound, never listening, held while
+    /// the environment lives.
+    let dead: ReservedPort
     let deadPort: UInt16
 
     var port: UInt16 { gateway.port }
@@ -48,7 +50,8 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
         work = try E2EPaths.temporaryDirectory("env")
         redis = store == .redis ? try RedisServer() : nil
         upstream = try UpstreamProcess()
-        deadPort = FreePort.allocate()
+        dead = try ReservedPort()
+        deadPort = dead.port
         var listen = "127.0.0.1:0"
         if transport.tlsCA != nil {
             let certificate = TestPKI.shared.address

@@ -15,7 +15,7 @@ enum Curl {
     static func request(port: UInt16, method: String, target: String, headers: [(String, String)] = [],
                         body: [UInt8]? = nil, chunked: Bool = false, source: String? = nil,
                         transport: ClientTransport = .http1) throws -> HTTPReply {
-        guard ChildProcess.isAvailable("curl") else { throw XCTSkip("curl not installed") }
+        try ChildProcess.require("curl")
         let dir = try E2EPaths.temporaryDirectory("curl")
         defer { try? FileManager.default.removeItem(at: dir) }
         let headerFile = dir.appendingPathComponent("headers").path

@@ -11,7 +11,7 @@ final class UpstreamProcess: @unchecked Sendable {  // `statsCalls` guarded by `
 
     /// Starts it and waits for its READY line.
     init() throws {
-        guard ChildProcess.isAvailable("python3") else { throw XCTSkip("python3 not installed") }
+        try ChildProcess.require("python3")
         process = try ChildProcess("python3", [E2EPaths.upstreamScript, "--port", "0"])
         let deadline = Date().addingTimeInterval(15)
         var found: UInt16?
