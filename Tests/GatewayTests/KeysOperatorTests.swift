@@ -187,7 +187,9 @@ final class KeysOperatorTests: XCTestCase {
     // MARK: exit codes and login
 
     func testStoreUnavailableExitsThree() throws {
-        let down = try attestctl(["keys", "list", "--store", "redis://127.0.0.1:\(FreePort.allocate())/0"])
+        let dead = try ReservedPort()  // nothing answers there
+        defer { withExtendedLifetime(dead) {} }
+        let down = try attestctl(["keys", "list", "--store", "redis://127.0.0.1:\(dead.port)/0"])
         XCTAssertEqual(down.status, 3, down.stderr)
         XCTAssertTrue(down.stderr.contains("store_unavailable"), down.stderr)
         XCTAssertEqual(try attestctl(["keys", "frobnicate"] + store).status, 2)

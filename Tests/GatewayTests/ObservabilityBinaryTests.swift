@@ -73,7 +73,9 @@ final class ObservabilityBinaryTests: XCTestCase {
 
         // A file that loads but cannot start (its TLS certificate is missing) is one JSON line too.
         let missing = dir.appendingPathComponent("absent.pem").path
-        let tls = E2EEnvironment.yaml(store: "memory", upstreamPort: FreePort.allocate(), deadPort: FreePort.allocate(),
+        let dead = try ReservedPort()  // never started: nothing needs to answer there
+        defer { withExtendedLifetime(dead) {} }
+        let tls = E2EEnvironment.yaml(store: "memory", upstreamPort: dead.port, deadPort: dead.port,
                                       roots: try TestCAs.shared().trustedRoots,
                                       listen: "[{address: \"127.0.0.1:0\", tls: {certificates: [{chain: \"\(missing)\", key: \"\(missing)\"}]}}]")
         let tlsFile = dir.appendingPathComponent("tls.yaml")
@@ -98,12 +100,17 @@ final class ObservabilityBinaryTests: XCTestCase {
         let port: UInt16
         let tlsPort: UInt16
         let adminPort: UInt16
+        /// The dead Redis and the dead upstream: ports held, nothing answers there.
+        let deadStore: ReservedPort
+        let deadUpstream: ReservedPort
 
         init() throws {
             let cas = try TestCAs.shared()
             let pki = TestPKI.shared
             work = try E2EPaths.temporaryDirectory("observed")
             upstream = try UpstreamProcess()
+            deadStore = try ReservedPort()
+            deadUpstream = try ReservedPort()
             let yaml = """
                 listen:
                   - 127.0.0.1:0
@@ -114,7 +121,7 @@ final class ObservabilityBinaryTests: XCTestCase {
                           key: \(pki.a.keyPath)
                 admin: 127.0.0.1:0
                 store:
-                  url: redis://127.0.0.1:\(FreePort.allocate())
+                  url: redis://127.0.0.1:\(deadStore.port)
                   command_timeout: 500ms
                   connect_timeout: 200ms
                 apps:
@@ -129,7 +136,7 @@ final class ObservabilityBinaryTests: XCTestCase {
                     connect_timeout: 2s
                     response_timeout: 7s
                   down:
-                    url: http://127.0.0.1:\(FreePort.allocate())
+                    url: http://127.0.0.1:\(deadUpstream.port)
                     connect_timeout: 1s
                     response_timeout: 2s
                 routes:

@@ -15,7 +15,9 @@ final class StoreOutageLogTests: XCTestCase {
         let cas = try TestCAs.shared()
         let work = try E2EPaths.temporaryDirectory("outage-log")
         defer { try? FileManager.default.removeItem(at: work) }
-        let yaml = E2EEnvironment.yaml(store: redis.url, upstreamPort: upstream.port, deadPort: FreePort.allocate(),
+        let dead = try ReservedPort()  // nothing may answer on the dead upstream's port
+        defer { withExtendedLifetime(dead) {} }
+        let yaml = E2EEnvironment.yaml(store: redis.url, upstreamPort: upstream.port, deadPort: dead.port,
                                        roots: cas.trustedRoots)
         let config = work.appendingPathComponent("gateway.yaml")
         try yaml.write(to: config, atomically: true, encoding: .utf8)

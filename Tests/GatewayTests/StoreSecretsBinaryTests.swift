@@ -9,6 +9,8 @@ import XCTest
 final class StoreSecretsBinaryTests: XCTestCase {
     private var redis: RedisServer!
     private var work: URL!
+    /// Ports held unanswered for the test's gateways (upstream and dead upstream).
+    private var reserved: [ReservedPort] = []
     private let password = "pw-\(UUID().uuidString)"
 
     override func setUpWithError() throws {
@@ -19,6 +21,7 @@ final class StoreSecretsBinaryTests: XCTestCase {
 
     override func tearDown() {
         redis?.stop()
+        reserved = []
         if let work { try? FileManager.default.removeItem(at: work) }
         super.tearDown()
     }
@@ -26,8 +29,11 @@ final class StoreSecretsBinaryTests: XCTestCase {
     /// Writes the standard configuration with `storeExtra` lines under `store:`; returns its path.
     private func configFile(_ storeExtra: String) throws -> String {
         let cas = try TestCAs.shared()
-        let yaml = E2EEnvironment.yaml(store: "\(redis.url)\n  \(storeExtra)", upstreamPort: FreePort.allocate(),
-                                       deadPort: FreePort.allocate(), roots: cas.trustedRoots)
+        // Ports nothing may answer on, held for the whole test (tearDown releases them).
+        let dead = try ReservedPort()
+        reserved.append(dead)
+        let yaml = E2EEnvironment.yaml(store: "\(redis.url)\n  \(storeExtra)", upstreamPort: dead.port,
+                                       deadPort: dead.port, roots: cas.trustedRoots)
         let file = work.appendingPathComponent("gateway.yaml")
         try yaml.write(to: file, atomically: true, encoding: .utf8)
         return file.path

@@ -9,12 +9,15 @@ import XCTest
 /// request still succeeds, all endpoints dead is a 502.
 final class UpstreamBalancingTests: XCTestCase {
     private var upstreams: [UpstreamProcess] = []
+    /// The dead endpoints' ports, held unanswered until tearDown.
+    private var reserved: [ReservedPort] = []
     private var gateway: GatewayUnderTest?
     private var work: URL?
 
     override func tearDown() {
         gateway?.stop()
         for u in upstreams { u.stop() }
+        reserved = []
         if let work { try? FileManager.default.removeItem(at: work) }
         super.tearDown()
     }
@@ -23,8 +26,8 @@ final class UpstreamBalancingTests: XCTestCase {
     /// `dead` ports nobody listens on, first) under `upstreamExtra` settings.
     private func start(live: Int, dead: Int = 0, upstreamExtra: String = "") throws -> GatewayUnderTest {
         upstreams = try (0..<live).map { _ in try UpstreamProcess() }
-        let deadPorts = (0..<dead).map { _ in FreePort.allocate() }
-        let urls = deadPorts.map { "http://127.0.0.1:\($0)" } + upstreams.map { "http://127.0.0.1:\($0.port)" }
+        reserved = try (0..<dead).map { _ in try ReservedPort() }  // held: nothing answers there
+        let urls = reserved.map { "http://127.0.0.1:\($0.port)" } + upstreams.map { "http://127.0.0.1:\($0.port)" }
         let yaml = """
         listen: 127.0.0.1:0
         admin: 127.0.0.1:0
