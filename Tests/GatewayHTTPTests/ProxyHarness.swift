@@ -53,6 +53,8 @@ final class ProxyHarness {
     let unixPool: UpstreamPool?
     let slowPool: UpstreamPool
     let deadPool: UpstreamPool
+    /// The dead pool's port: held, never listening (connections are refused).
+    let deadPort: ReservedPort
     let blackholePool: UpstreamPool
     let blackhole: BlackholeListener
     let handler: ProxyTestHandler
@@ -90,7 +92,8 @@ final class ProxyHarness {
         }
         slowPool = try UpstreamPool(UpstreamConfiguration(name: "slow", address: .tcp(host: "127.0.0.1", port: upstreamPort),
                                                           responseTimeout: 0.3), group: group)
-        var dead = UpstreamConfiguration(name: "dead", address: .tcp(host: "127.0.0.1", port: FreePort.allocate()))
+        deadPort = try ReservedPort()
+        var dead = UpstreamConfiguration(name: "dead", address: .tcp(host: "127.0.0.1", port: deadPort.port))
         dead.observer = { report in reports.append(report) }
         deadPool = try UpstreamPool(dead, group: group)
         blackhole = try BlackholeListener()
