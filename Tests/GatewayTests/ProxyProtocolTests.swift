@@ -160,7 +160,7 @@ final class ProxyProtocolTests: XCTestCase {
     /// curl's own PROXY v1 header (`--haproxy-protocol`), then HTTP/2 with prior knowledge: the h2c
     /// preface after the header is recognised.
     func testCurlsHeaderThenHTTP2WithPriorKnowledge() throws {
-        guard ChildProcess.isAvailable("curl") else { throw XCTSkip("curl is not installed (scripts/setup --tests)") }
+        _ = try ChildProcess.require("curl")  // installed by scripts/setup --tests: missing is a failure
         let result = try ChildProcess.run("curl", ["-s", "--max-time", "10", "--haproxy-protocol", "--http2-prior-knowledge",
                                                    "-o", "/dev/null", "-w", "%{http_code} %{http_version}",
                                                    "http://127.0.0.1:\(plainPort)/h2"])
@@ -170,7 +170,7 @@ final class ProxyProtocolTests: XCTestCase {
     /// On a TLS listener the header comes before the TLS handshake (Python writes it, then wraps
     /// the socket in TLS verifying the listener against the test CA).
     func testHeaderBeforeTLS() throws {
-        guard ChildProcess.isAvailable("python3") else { throw XCTSkip("python3 not installed") }
+        _ = try ChildProcess.require("python3")  // installed by scripts/setup --tests: missing is a failure
         let script = """
         import socket, ssl, sys
         s = socket.create_connection(("127.0.0.1", \(tlsPort)))

@@ -85,7 +85,7 @@ final class RateLimitTests: XCTestCase {
     /// address, the rightmost untrusted X-Forwarded-For hop); a client not behind a trusted proxy
     /// cannot pick a fresh bucket by sending X-Forwarded-For.
     func testBucketsAreKeyedOnTheDerivedClientAddress() throws {
-        guard ChildProcess.isAvailable("curl") else { throw XCTSkip("curl is not installed (scripts/setup --tests)") }
+        _ = try ChildProcess.require("curl")  // installed by scripts/setup --tests: missing is a failure
         func gateway(trusted: String) throws -> (GatewayRuntime, UInt16) {
             let yaml = """
             listen: 127.0.0.1:0

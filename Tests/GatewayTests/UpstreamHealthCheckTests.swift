@@ -55,7 +55,7 @@ final class UpstreamHealthCheckTests: XCTestCase {
 
     /// Starts both endpoints and the gateway; returns the gateway port and the toggle's state file.
     private func start(check: String = "{path: /healthz, interval: 200ms, timeout: 150ms, healthy_threshold: 2, unhealthy_threshold: 2}") throws -> (UInt16, URL) {
-        guard ChildProcess.isAvailable("python3") else { throw XCTSkip("python3 not installed") }
+        _ = try ChildProcess.require("python3")  // installed by scripts/setup --tests: missing is a failure
         let dir = try E2EPaths.temporaryDirectory("health")
         work = dir
         let state = dir.appendingPathComponent("status")
