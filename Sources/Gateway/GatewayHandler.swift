@@ -90,6 +90,8 @@ final class GatewayHandler: HTTPHandler {
         }
     }
 
+    /// The rendering of an error the proxy core found without a request context (the tables in
+    /// force, no request id).
     func errorResponse(for error: HTTPError, head: HTTPRequestHead?) -> HTTPResponse {
         render(.http(error), tables.latestTables, nil)
     }
