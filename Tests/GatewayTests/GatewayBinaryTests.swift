@@ -30,19 +30,13 @@ final class GatewayBinaryTests: XCTestCase {
             let config = work.appendingPathComponent("gateway.yaml")
             try drained.write(to: config, atomically: true, encoding: .utf8)
             process = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path])
-            var started: [String: Any]?
-            eventually { [process] in
-                started = GatewayBinaryTests.jsonLines(process.output).first { $0["type"] as? String == "started" }
-                return started != nil || !process.isRunning
-            }
-            guard let started, let listen = started["listen"] as? String, let admin = started["admin"] as? String,
-                  let port = listen.split(separator: ":").last.flatMap({ UInt16($0) }),
-                  let adminPort = admin.split(separator: ":").last.flatMap({ UInt16($0) }) else {
+            guard let started = StartedLine.wait(for: process), let port = started.port,
+                  let adminPort = started.adminPort else {
                 throw ChildProcessError.notReady("attest-gateway did not start: \(process.output)")
             }
             // The process announcing these ports is the one started here.
-            guard started["pid"] as? String == String(process.pid) else {
-                throw SetupFailure("the started line names pid \(started["pid"] ?? "?"), not the child \(process.pid)")
+            guard started.pid == String(process.pid) else {
+                throw SetupFailure("the started line names pid \(started.pid ?? "?"), not the child \(process.pid)")
             }
             self.port = port
             self.adminPort = adminPort
@@ -62,11 +56,7 @@ final class GatewayBinaryTests: XCTestCase {
     }
 
     /// The JSON objects among `text`'s lines.
-    static func jsonLines(_ text: String) -> [[String: Any]] {
-        text.split(separator: "\n").compactMap { line in
-            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
-        }
-    }
+    static func jsonLines(_ text: String) -> [[String: Any]] { StartedLine.jsonLines(text) }
 
     func testAccessLogHasOneJSONLinePerRequestWithoutSecrets() throws {
         let gateway = try RunningGateway(access: true)

@@ -48,19 +48,12 @@ final class LifecyclePromiseTests: XCTestCase {
             let config = work.appendingPathComponent("gateway.yaml")
             try yaml.write(to: config, atomically: true, encoding: .utf8)
             process = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path], separateStandardError: true)
-            var started: [String: Any]?
-            let process = self.process
-            eventually {
-                started = LifecyclePromiseTests.events(process.errorOutput).first { $0["type"] as? String == "started" }
-                return started != nil || !process.isRunning
-            }
-            guard let started, let listen = started["listen"] as? String, let admin = started["admin"] as? String,
-                  let port = listen.split(separator: ":").last.flatMap({ UInt16($0) }),
-                  let adminPort = admin.split(separator: ":").last.flatMap({ UInt16($0) }) else {
+            guard let started = StartedLine.wait(for: process, output: { $0.errorOutput }), let port = started.port,
+                  let adminPort = started.adminPort else {
                 throw SetupFailure("attest-gateway did not start: \(process.output)\n\(process.errorOutput)")
             }
-            guard started["pid"] as? String == String(process.pid) else {
-                throw SetupFailure("the started line comes from pid \(started["pid"] ?? "?"), not from the child \(process.pid)")
+            guard started.pid == String(process.pid) else {
+                throw SetupFailure("the started line comes from pid \(started.pid ?? "?"), not from the child \(process.pid)")
             }
             self.port = port
             self.adminPort = adminPort
@@ -92,9 +85,7 @@ final class LifecyclePromiseTests: XCTestCase {
     }
 
     /// The JSON lines of `text`.
-    static func events(_ text: String) -> [[String: Any]] {
-        text.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
-    }
+    static func events(_ text: String) -> [[String: Any]] { StartedLine.jsonLines(text) }
 
     /// The `type`s of the JSON lines of `text`, in order.
     static func types(_ text: String) -> [String] { events(text).compactMap { $0["type"] as? String } }

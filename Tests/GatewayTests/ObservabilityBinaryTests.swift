@@ -159,17 +159,11 @@ final class ObservabilityBinaryTests: XCTestCase {
             try yaml.write(to: config, atomically: true, encoding: .utf8)
             process = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path],
                                        environment: ["ATTEST_GATEWAY_REVISION": "abc1234"])
-            var started: [String: Any]?
-            eventually { [process] in
-                started = GatewayBinaryTests.jsonLines(process.output).first { $0["type"] as? String == "started" }
-                return started != nil || !process.isRunning
-            }
-            let ports = (started?["listen"] as? String ?? "").split(separator: ",").compactMap { $0.split(separator: ":").last.flatMap { UInt16($0) } }
-            guard let started, ports.count == 2, let admin = started["admin"] as? String,
-                  let adminPort = admin.split(separator: ":").last.flatMap({ UInt16($0) }) else {
+            guard let started = StartedLine.wait(for: process), case let ports = started.ports, ports.count == 2,
+                  let adminPort = started.adminPort else {
                 throw ChildProcessError.notReady("attest-gateway did not start: \(process.output)")
             }
-            XCTAssertNotNil(started["ts"] as? String, "lifecycle lines carry ts: \(started)")
+            XCTAssertNotNil(started.fields["ts"] as? String, "lifecycle lines carry ts: \(started.fields)")
             port = ports[0]
             tlsPort = ports[1]
             self.adminPort = adminPort

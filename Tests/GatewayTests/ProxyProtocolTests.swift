@@ -213,13 +213,7 @@ final class ProxyProtocolTests: XCTestCase {
         """.write(to: config, atomically: true, encoding: .utf8)
         let process = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path])
         defer { process.stop(signal: SIGKILL, grace: 1) }
-        var port: UInt16?
-        XCTAssertTrue(eventually {
-            let started = GatewayBinaryTests.jsonLines(process.output).first { $0["type"] as? String == "started" }
-            port = (started?["listen"] as? String)?.split(separator: ":").last.flatMap { UInt16($0) }
-            return port != nil || !process.isRunning
-        })
-        let listenPort = try XCTUnwrap(port, process.output)
+        let listenPort = try XCTUnwrap(StartedLine.wait(for: process)?.port, process.output)
         let bytes = try exchange([Array("PROXY TCP4 203.0.113.50 127.0.0.1 41234 8080\r\n".utf8) + ProxyProtocolTests.request], port: listenPort)
         XCTAssertEqual(HTTPReply.parseAll(bytes).first?.status, 200)
         kill(process.pid, SIGTERM)

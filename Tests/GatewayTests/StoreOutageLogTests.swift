@@ -26,11 +26,9 @@ final class StoreOutageLogTests: XCTestCase {
         func lines(_ type: String) -> [[String: Any]] {
             GatewayBinaryTests.jsonLines(process.output).filter { $0["type"] as? String == type }
         }
-        var started: [String: Any]?
-        XCTAssertTrue(eventually { started = lines("started").first; return started != nil || !process.isRunning })
-        let admin = try XCTUnwrap((started?["admin"] as? String)?.split(separator: ":").last.flatMap { UInt16($0) },
-                                  process.output)
-        let listen = try XCTUnwrap((started?["listen"] as? String)?.split(separator: ":").last.flatMap { UInt16($0) })
+        let started = StartedLine.wait(for: process)
+        let admin = try XCTUnwrap(started?.adminPort, process.output)
+        let listen = try XCTUnwrap(started?.port)
         func readiness() -> (ready: Bool, status: String, store: String)? {
             StoreOutageTests.readiness((try? Curl.get("http://127.0.0.1:\(admin)/readyz"))?.text ?? "")
         }

@@ -42,13 +42,7 @@ final class StoreSecretsBinaryTests: XCTestCase {
     /// Starts the gateway; returns it with its admin port.
     private func start(_ config: String, environment: [String: String]) throws -> (ChildProcess, UInt16) {
         let process = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config], environment: environment)
-        var admin: UInt16?
-        XCTAssertTrue(eventually {
-            admin = GatewayBinaryTests.jsonLines(process.output).first { $0["type"] as? String == "started" }
-                .flatMap { ($0["admin"] as? String)?.split(separator: ":").last.flatMap { UInt16($0) } }
-            return admin != nil || !process.isRunning
-        }, process.output)
-        return (process, try XCTUnwrap(admin, process.output))
+        return (process, try XCTUnwrap(StartedLine.wait(for: process)?.adminPort, process.output))
     }
 
     private func storeWord(_ admin: UInt16) -> String? {

@@ -74,13 +74,7 @@ final class UpstreamDNSTests: XCTestCase {
     private func startGateway(_ configPath: String) throws -> UInt16 {
         let process = try ChildProcess("unshare", try isolated(["--config", configPath]))
         gateway = process
-        var port: UInt16?
-        XCTAssertTrue(eventually {
-            let started = GatewayBinaryTests.jsonLines(process.output).first { $0["type"] as? String == "started" }
-            port = (started?["listen"] as? String)?.split(separator: ":").last.flatMap { UInt16($0) }
-            return port != nil || !process.isRunning
-        })
-        return try XCTUnwrap(port, "the gateway did not start: \(process.output)")
+        return try XCTUnwrap(StartedLine.wait(for: process)?.port, "the gateway did not start: \(process.output)")
     }
 
     private func events(_ type: String) -> [[String: Any]] {

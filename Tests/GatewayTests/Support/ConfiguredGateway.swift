@@ -19,18 +19,11 @@ final class ConfiguredGateway {
         config = directory.appendingPathComponent(name)
         try yaml.write(to: config, atomically: true, encoding: .utf8)
         process = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path])
-        var started: [String: Any]?
-        let process = self.process
-        _ = eventually {
-            started = GatewayBinaryTests.jsonLines(process.output).first { $0["type"] as? String == "started" }
-            return started != nil || !process.isRunning
-        }
-        guard let started, let listen = started["listen"] as? String else {
+        guard let started = StartedLine.wait(for: process), let first = started.listen.first else {
             throw ChildProcessError.notReady("attest-gateway did not start: \(process.output)")
         }
-        let first = listen.split(separator: ",").first.map(String.init) ?? ""
-        port = first.hasPrefix("unix:") ? 0 : first.split(separator: ":").last.flatMap { UInt16($0) } ?? 0
-        adminPort = (started["admin"] as? String)?.split(separator: ":").last.flatMap { UInt16($0) }
+        port = StartedLine.port(first) ?? 0
+        adminPort = started.adminPort
     }
 
     /// Every JSON line so far whose `type` is `type`.
