@@ -110,6 +110,7 @@ final class GatewayMetrics: Sendable {
     enum StoreCommand: String, CaseIterable, Sendable {
         case issueChallenge = "issue_challenge", registerKey = "register_key", fetchKey = "fetch_key"
         case commitAssertion = "commit_assertion", revokeKey = "revoke_key", deleteKey = "delete_key", ping
+        case renewKey = "renew_key", forgetKey = "forget_key", accountIndex = "account_index"
     }
 
     /// One loop's counts.

@@ -12,7 +12,11 @@ import GatewayStore
 /// Key record fields: `pk` public key (65 bytes), `ctr` highest counter (decimal), `win` replay window
 /// (16 bytes, `ReplayWindow` layout; absent = empty), `env` `development`|`production`, `app` appId,
 /// `created` ms, `rcpt` receipt bytes, `risk` receipt risk metric, `rcptexp` receipt expiry ms, `status`
-/// `active`|`revoked`, `tier` trust tier, `exp` registration expiry ms, `v` schema version (`1`).
+/// `active`|`revoked`, `tier` trust tier, `exp` registration expiry ms, `acct` account hash (32 bytes,
+/// `AccountHash`), `v` schema version (`1`).
+/// Account index (`KeyLifecycleStore`), under the account's own hash tag:
+/// - `<p>:{acct:<hash>}:keys` - sorted set, member raw keyId, score createdAt ms;
+/// - `<p>:{acct:<hash>}:exp` - hash, raw keyId -> registration expiry ms (absent: never expires).
 /// Optional fields are absent when nil.
 struct RedisKeySchema: Sendable {
     /// Key prefix bytes (`aa` by default).
@@ -44,9 +48,21 @@ struct RedisKeySchema: Sendable {
         return name
     }
 
+    /// `<prefix>:{acct:<hash b64url>}:<suffix>` (suffix `keys` or `exp`).
+    func accountName(_ account: AccountHash, _ suffix: StaticString) -> [UInt8] {
+        var name = [UInt8]()
+        name.reserveCapacity(prefix.count + 8 + account.base64URL.count + 2 + suffix.utf8CodeUnitCount)
+        name.append(contentsOf: prefix)
+        name.append(contentsOf: Array(":{acct:".utf8))
+        name.append(contentsOf: account.base64URL)
+        name.append(contentsOf: Array("}:".utf8))
+        name.append(contentsOf: UnsafeBufferPointer(start: suffix.utf8Start, count: suffix.utf8CodeUnitCount))
+        return name
+    }
+
     /// Fields read by `fetchKey`, in the order of `HMGET`.
     static let fetchFields: [StaticString] = ["pk", "ctr", "win", "env", "app", "created", "rcpt", "risk", "rcptexp",
-                                              "status", "tier", "exp"]
+                                              "status", "tier", "exp", "acct"]
 
     /// Appends the record's field/value pairs (for `HSET` in the register script).
     static func appendFields(of record: KeyRecord, to command: inout RedisCommand) {
@@ -63,6 +79,7 @@ struct RedisKeySchema: Sendable {
         command.append("status"); command.append(record.status.rawValue.utf8)
         command.append("tier"); command.append(record.trustTier.rawValue.utf8)
         if let expiresAt = record.expiresAt { command.append("exp"); command.append(decimal: expiresAt) }
+        if let account = record.accountHash { command.append("acct"); command.append(account.bytes) }
     }
 
     /// Decodes the `HMGET` reply of `fetchFields`.
@@ -93,6 +110,11 @@ struct RedisKeySchema: Sendable {
               let tier = text(10).flatMap(TrustTier.init(rawValue:)),
               let expiresAt = number(11)
         else { return .failure(corrupt(keyId, "field missing or malformed")) }
+        var account: AccountHash?
+        if let accountBytes = bytes(12) {
+            guard let value = try? AccountHash(accountBytes) else { return .failure(corrupt(keyId, "acct")) }
+            account = value
+        }
         var risk: UInt32?
         if let riskNumber = riskValue {
             guard let value = UInt32(exactly: riskNumber) else { return .failure(corrupt(keyId, "risk")) }
@@ -102,7 +124,7 @@ struct RedisKeySchema: Sendable {
             return .success(try KeyRecord(keyId: keyId, publicKey: publicKey, counter: counter, environment: environment,
                                           appId: appId, createdAt: createdAt, receipt: bytes(6), receiptRiskMetric: risk,
                                           receiptExpiresAt: receiptExpiresAt, status: status, trustTier: tier,
-                                          expiresAt: expiresAt, replayWindow: window))
+                                          expiresAt: expiresAt, replayWindow: window, accountHash: account))
         } catch {
             return .failure(corrupt(keyId, "\(error)"))
         }

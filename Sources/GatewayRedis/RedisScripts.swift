@@ -134,5 +134,5 @@ struct RedisScript: Sendable {
         """, sha1: "e5db9b8b7d469c1b30f20e5bb87e4a06e93af5c9")
 
     /// Every script, in the order they are loaded at connect.
-    static let all: [RedisScript] = [issue, register, commit, revoke, revokeAudited]
+    static let all: [RedisScript] = [issue, register, commit, revoke, revokeAudited] + lifecycle
 }

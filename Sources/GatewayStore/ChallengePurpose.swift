@@ -5,4 +5,8 @@ public enum ChallengePurpose: String, Sendable, CaseIterable {
     case attest
     /// Spent by `commitAssertion` (a protected request).
     case assert
+    /// Spent by `KeyLifecycleStore.renewKey` (`POST {prefix}/renew`: extends the registration).
+    case renew
+    /// Spent by `KeyLifecycleStore.forgetKey` (`POST {prefix}/forget`: deletes the key record).
+    case forget
 }

@@ -33,7 +33,10 @@ public struct KeyRecord: Equatable, Sendable {
     public let trustTier: TrustTier
     /// When the registration stops being valid, unix milliseconds; nil = never. Once `now >= expiresAt`
     /// `commitAssertion` refuses with `key_expired` (the client re-attests with a new key).
-    public let expiresAt: Int64?
+    public internal(set) var expiresAt: Int64?
+    /// The keyed hash (HMAC-SHA256 with the app's account key) of the account the key was registered
+    /// for, when the app counts keys per account; never the account value itself. Redis field `acct`.
+    public let accountHash: AccountHash?
 
     /// Builds a record for `registerKey`.
     /// - Parameters:
@@ -43,7 +46,8 @@ public struct KeyRecord: Equatable, Sendable {
     public init(keyId: KeyID, publicKey: [UInt8], counter: UInt32 = 0, environment: AppAttestEnvironment,
                 appId: String, createdAt: Int64, receipt: [UInt8]? = nil, receiptRiskMetric: UInt32? = nil,
                 receiptExpiresAt: Int64? = nil, status: KeyStatus = .active, trustTier: TrustTier = .appAttest,
-                expiresAt: Int64? = nil, replayWindow: ReplayWindow = ReplayWindow()) throws {
+                expiresAt: Int64? = nil, replayWindow: ReplayWindow = ReplayWindow(),
+                accountHash: AccountHash? = nil) throws {
         guard publicKey.count == 65, publicKey.first == 0x04 else { throw StoreInputError.publicKey(publicKey.count) }
         guard KeyRecord.isValidAppId(appId) else { throw StoreInputError.appId }
         self.keyId = keyId
@@ -59,6 +63,7 @@ public struct KeyRecord: Equatable, Sendable {
         self.status = status
         self.trustTier = trustTier
         self.expiresAt = expiresAt
+        self.accountHash = accountHash
     }
 
     /// Whether `appId` is 1...255 bytes of printable ASCII without spaces.

@@ -31,12 +31,12 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
         public init() {}
     }
 
-    private struct Slot: Hashable {
+    struct Slot: Hashable {
         let keyId: KeyID
         let challenge: Challenge
     }
 
-    private struct PendingChallenge {
+    struct PendingChallenge {
         let purpose: ChallengePurpose
         let expiresAt: UnixMillis
         /// On `configuration.clock`.
@@ -44,14 +44,16 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
     }
 
     private let configuration: Configuration
-    private let lock = NSLock()
-    private var keys: [KeyID: KeyRecord] = [:]
-    private var challenges: [Slot: PendingChallenge] = [:]
+    let lock = NSLock()
+    var keys: [KeyID: KeyRecord] = [:]
+    var challenges: [Slot: PendingChallenge] = [:]
+    /// Account indexes (`KeyLifecycleStore`): per account hash, keyId -> (createdAt, expiresAt).
+    var accounts: [AccountHash: [KeyID: (createdAt: UnixMillis, expiresAt: UnixMillis?)]] = [:]
     /// Min-heap of (purgeAt, slot); may hold stale entries for consumed or re-issued challenges.
     private var purgeHeap: [(purgeAt: UnixMillis, slot: Slot)] = []
     private var timer: DispatchSourceTimer?
     /// Set by `close()`: every call then fails as `.closed`.
-    private var closed = false
+    var closed = false
 
     /// Creates an empty store and starts its sweep timer (unless `sweepInterval` is 0).
     public init(configuration: Configuration = Configuration()) {
@@ -98,7 +100,7 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
     // MARK: AttestStore
 
     /// The answer of every call after `close()`.
-    private static let closedError = StoreUnavailable(.closed, detail: "store closed")
+    static let closedError = StoreUnavailable(.closed, detail: "store closed")
 
     /// See `AttestStore.close`: drops every challenge and key record, stops the sweep timer; later
     /// calls complete with `.failure(StoreUnavailable(.closed))`.
@@ -107,6 +109,7 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
             closed = true
             keys = [:]
             challenges = [:]
+            accounts = [:]
             purgeHeap = []
             defer { self.timer = nil }
             return self.timer
@@ -211,7 +214,7 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
     // MARK: Internals (called with `lock` held)
 
     /// The challenge checks shared by register and commit; purges a challenge past its grace lazily.
-    private func checkChallenge(_ slot: Slot, purpose: ChallengePurpose, now: UnixMillis) -> StoreRefusal? {
+    func checkChallenge(_ slot: Slot, purpose: ChallengePurpose, now: UnixMillis) -> StoreRefusal? {
         guard let entry = challenges[slot] else { return .challengeUnknown }
         if entry.purgeAt <= configuration.clock() {
             challenges[slot] = nil
