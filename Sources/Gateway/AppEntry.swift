@@ -5,8 +5,14 @@ import GatewayConfig
 struct AppEntry: Sendable {
     /// App ID and accepted environments, with the precomputed rpIdHash.
     let policy: AppPolicy
+    /// `registration_ttl`: expiry and renewal times of the app's key registrations.
+    let lifetime: RegistrationLifetime
+    /// Keys per account, when the app counts them.
+    let accounts: AccountBinding?
 
     init(_ app: AppConfiguration) {
         policy = AppPolicy(appId: app.appID.description, environment: app.environment)
+        lifetime = RegistrationLifetime(app)
+        accounts = AccountBinding(app)
     }
 }

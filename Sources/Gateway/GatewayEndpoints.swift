@@ -22,11 +22,13 @@ final class GatewayEndpoints: Sendable {
     let clock: GatewayClock
     let verifier: AttestationVerifier
     let errorHeader: String
+    /// Renew, forget and keys per account (`registration_ttl`, the account index).
+    let lifecycle: LifecycleEndpoints
     /// Where attestation verification (chain building, about a millisecond) runs, off the event loops.
     private let verifyQueue = DispatchQueue(label: "attest-gateway.attestation", attributes: .concurrent)
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer, clock: GatewayClock,
-         verifier: AttestationVerifier, errorHeader: String) {
+         verifier: AttestationVerifier, errorHeader: String, lifecycle: LifecycleEndpoints) {
         self.store = store
         self.keys = keys
         self.apps = apps
@@ -34,6 +36,7 @@ final class GatewayEndpoints: Sendable {
         self.clock = clock
         self.verifier = verifier
         self.errorHeader = errorHeader
+        self.lifecycle = lifecycle
     }
 
     typealias Completion = @Sendable (HTTPResponse, RequestLogContext) -> Void
@@ -51,7 +54,8 @@ final class GatewayEndpoints: Sendable {
             }
             keyId = id
             guard let parsed = ChallengePurpose(rawValue: try body.required("purpose")) else {
-                refuse(.jsonInvalid("\"purpose\" must be \"attest\" or \"assert\""), route: route, completion)
+                refuse(.jsonInvalid("\"purpose\" must be one of " + ChallengePurpose.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")),
+                       route: route, completion)
                 return
             }
             purpose = parsed
@@ -74,7 +78,9 @@ final class GatewayEndpoints: Sendable {
                 }
             }
         }
-        guard purpose == .assert, keys.get(keyId, shard: request.connection.loopIndex) == nil else {
+        // Assertions, renewals and forgetting need a key the gateway holds.
+        guard purpose == .assert || purpose == .renew || purpose == .forget,
+              keys.get(keyId, shard: request.connection.loopIndex) == nil else {
             issue()
             return
         }
@@ -133,11 +139,15 @@ final class GatewayEndpoints: Sendable {
                 return
             }
             let receipt = key.receiptVerification?.receipt
+            let lifetime = apps[key.appId]?.lifetime ?? .forever
+            let account = lifecycle.account(for: key.appId, headers: request.head.headers)
+            if let refusal = account.refusal { return refuse(refusal, route: route, keyId: keyId, completion) }
             guard let record = try? KeyRecord(
                     keyId: keyId, publicKey: key.publicKeyPoint, environment: key.environment, appId: key.appId,
                     createdAt: now, receipt: key.receipt,
                     receiptRiskMetric: receipt?.riskMetric.flatMap { UInt32(exactly: $0) },
-                    receiptExpiresAt: receipt?.expirationTime.map { $0 * 1000 }) else {
+                    receiptExpiresAt: receipt?.expirationTime.map { $0 * 1000 },
+                    expiresAt: lifetime.expiresAt(now: now), accountHash: account.hash) else {
                 refuse(.internalError("attested key could not be recorded"), route: route, keyId: keyId, completion)
                 return
             }
@@ -161,6 +171,7 @@ final class GatewayEndpoints: Sendable {
                     keys.put(keyId, CachedKey(keyId: keyId, publicKey: key.publicKey, app: AppPolicy(appId: key.appId,
                                               environment: apps[key.appId]?.policy.environment ?? .any),
                                               environment: key.environment), shard: nil)
+                    lifecycle.indexRegistration(record) { [self] _ in
                     var json = JSONWriter(capacity: 256)
                     json.beginObject()
                     json.field("keyId", Base64.encode(keyId.bytes))
@@ -173,8 +184,10 @@ final class GatewayEndpoints: Sendable {
                         if let risk = verification.receipt?.riskMetric { json.field("riskMetric", risk) }
                         json.endObject()
                     }
+                    LifecycleEndpoints.expiryFields(&json, lifetime: lifetime, expiresAt: record.expiresAt)
                     json.endObject()
                     completion(created(json.bytes), RequestLogContext(route: route, keyId: keyId))
+                    }
                 }
             }
         }

@@ -58,6 +58,8 @@ final class GatewayHandler: HTTPHandler {
             return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:challenge")
         case .attestEndpoint:
             return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:attest")
+        case .lifecycleEndpoint(let action):
+            return endpointHead(head, connection: connection, destination, tables, identity, route: action.route)
         case .unknownEndpoint:
             return refuse(.unknownEndpoint, destination, tables, identity, route: "endpoint:unknown")
         case .noRoute:
@@ -79,6 +81,10 @@ final class GatewayHandler: HTTPHandler {
             }
         case .attestEndpoint:
             tables.endpoints.attest(request) { response, log in
+                responder.respond(context.identity?.echo(on: response) ?? response, context: context.logging(log))
+            }
+        case .lifecycleEndpoint(let action):
+            tables.lifecycle.handle(action, request) { response, log in
                 responder.respond(context.identity?.echo(on: response) ?? response, context: context.logging(log))
             }
         case .unknownEndpoint:
@@ -130,6 +136,8 @@ final class GatewayHandler: HTTPHandler {
 
     private static let challengeSuffix = Array("/challenge".utf8)
     private static let attestSuffix = Array("/attest".utf8)
+    private static let renewSuffix = Array("/renew".utf8)
+    private static let forgetSuffix = Array("/forget".utf8)
 
     /// Where a request goes: the endpoints take precedence over routes (Config/REFERENCE.md).
     /// Called once per request, by `headDecision`.
@@ -141,6 +149,8 @@ final class GatewayHandler: HTTPHandler {
             if rest.isEmpty || rest.first == UInt8(ascii: "/") {
                 if rest.elementsEqual(GatewayHandler.challengeSuffix) { return .challengeEndpoint }
                 if rest.elementsEqual(GatewayHandler.attestSuffix) { return .attestEndpoint }
+                if rest.elementsEqual(GatewayHandler.renewSuffix) { return .lifecycleEndpoint(.renew) }
+                if rest.elementsEqual(GatewayHandler.forgetSuffix) { return .lifecycleEndpoint(.forget) }
                 return .unknownEndpoint
             }
         }

@@ -20,6 +20,8 @@ final class GatewayTables: Sendable {
     let routeTable: RouteTable
     let routes: [CompiledRoute]
     let endpoints: GatewayEndpoints
+    /// `POST <prefix>/renew` and `POST <prefix>/forget`.
+    let lifecycle: LifecycleEndpoints
     let enforcer: AssertionEnforcer
     let family: HeaderFamily
     /// `X-Forwarded-*`, `Forwarded`, `X-Real-IP` on forwarded requests (`trusted_proxies`).
@@ -91,8 +93,10 @@ final class GatewayTables: Sendable {
         self.routes = routes
         self.pools = pools
         self.family = family
+        lifecycle = LifecycleEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
+                                       errorHeader: config.headers.error)
         endpoints = GatewayEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
-                                     verifier: verifier, errorHeader: config.headers.error)
+                                     verifier: verifier, errorHeader: config.headers.error, lifecycle: lifecycle)
         enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock, family: family)
         forwarding = ForwardingHeaders(trusted: config.trustedProxies)
         endpointsPrefix = Array(config.endpoints.prefix.utf8)

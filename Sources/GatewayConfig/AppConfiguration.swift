@@ -6,6 +6,11 @@ public struct AppConfiguration: Sendable, Hashable {
     public var appID: AppID
     /// Allowed environments (default production; `GatewayRules.EnvironmentPolicy`, the verifier's type too).
     public var environment: EnvironmentPolicy
+    /// How long a key registration of this app stays valid (`registration_ttl`); nil = forever. The
+    /// key must renew (`POST {prefix}/renew`) before it ends, else it answers `401 key_expired`.
+    public var registrationTTL: Duration? = nil
+    /// Keys per account (`account_header`...), nil when the app does not count keys per account.
+    public var accountKeys: AccountKeysConfiguration? = nil
 
     /// Creates an app entry.
     public init(appID: AppID, environment: EnvironmentPolicy = .production) {

@@ -37,7 +37,7 @@ enum ConfigSchema {
         case .certificate: return ["chain", "key"]
         case .admin: return ["address", "ready_requires_store"]
         case .store: return ["url", "username", "password", "password_file", "command_timeout", "connect_timeout"]
-        case .app: return ["app_id", "environment"]
+        case .app: return ["app_id", "environment", "registration_ttl", "account_header", "account_key", "account_key_file", "max_keys_per_account"]
         case .trust: return ["extra_roots"]
         case .endpoints: return ["prefix", "challenge_ttl", "challenge_bytes", "rate_limit"]
         case .rateLimit: return ["requests_per_second", "burst"]

@@ -166,7 +166,9 @@ extension ConfigValidator {
             if environment == .any {
                 warn(itemPath.key("environment"), "\(appID) accepts development keys too (builds signed for development in Xcode); use production outside tests", f.mark("environment"))
             }
-            result.append(AppConfiguration(appID: appID, environment: environment))
+            var app = AppConfiguration(appID: appID, environment: environment)
+            guard appLifecycle(f, itemPath, into: &app) else { ok = false; continue }
+            result.append(app)
         }
         return ok ? result : nil
     }

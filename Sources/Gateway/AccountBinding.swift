@@ -1,0 +1,52 @@
+import AttestCrypto
+import GatewayConfig
+import GatewayHTTP
+import GatewayStore
+
+/// Keys per account for one app (issue 10, DESIGN.md section 8 "Keys per account"): which request
+/// header names the account, how its value becomes the keyed hash the store keeps, and how many live
+/// keys an account may have.
+///
+/// The hash is HMAC-SHA256(key = the app's account key, message = the header's value bytes as
+/// received, surrounding whitespace already removed by the HTTP parser). `attestctl keys ... --account`
+/// computes the same value with the same key, so operators can find an account's keys without the
+/// store ever holding the account value.
+public struct AccountBinding: Sendable {
+    /// The request header naming the account (matched case-insensitively).
+    public let header: String
+    /// Most live keys per account.
+    public let maximumKeys: Int
+    private let key: [UInt8]
+
+    /// A binding with an HMAC key (at least 16 bytes are expected; the configuration checks it).
+    public init(header: String, hmacKey: [UInt8], maximumKeys: Int) {
+        self.header = header
+        self.key = hmacKey
+        self.maximumKeys = max(maximumKeys, 1)
+    }
+
+    /// The binding configured for an app, or nil when it does not count keys per account.
+    public init?(_ app: AppConfiguration) {
+        guard let accounts = app.accountKeys else { return nil }
+        self.init(header: accounts.header, hmacKey: accounts.hmacKey, maximumKeys: accounts.maximumKeys)
+    }
+
+    /// HMAC-SHA256 of `value` under the account key.
+    public func hash<Bytes: Collection>(_ value: Bytes) -> AccountHash where Bytes.Element == UInt8 {
+        // HMAC-SHA256 always gives 32 bytes.
+        try! AccountHash(HMACSHA256.authenticationCode(key: key, message: Array(value)))
+    }
+
+    /// The account of a request: the hash of the header's value; `hash` nil when the header is absent
+    /// (the key is then not counted for any account). `refusal` `400 account_invalid` when the header
+    /// appears more than once or is empty.
+    func account(of headers: HTTPHeaders) -> (hash: AccountHash?, refusal: Refusal?) {
+        switch headers.count(of: header) {
+        case 0: return (nil, nil)
+        case 1:
+            guard let value = headers.firstBytes(header), !value.isEmpty else { return (nil, Refusal.accountInvalid(header)) }
+            return (hash(value), nil)
+        default: return (nil, Refusal.accountInvalid(header))
+        }
+    }
+}
