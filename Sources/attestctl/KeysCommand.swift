@@ -19,6 +19,7 @@ import GatewayStore
 /// - `revoke --app ID|--environment E [--created-after T] [--created-before T] --reason R
 ///   [--operator O] (--yes|--dry-run)`: bulk revocation of the matching active keys, one JSON line
 ///   per key (`KeysRevokeCommand`).
+/// - `list --account V` / `revoke --account V ...`: the keys of one account (`KeysAccountCommand`).
 /// - `delete --key-id B64`: removes the record; the device must attest a new key.
 ///
 /// Redis login: `RedisLogin` (never a password on argv). The operator defaults to
@@ -39,10 +40,14 @@ enum KeysCommand {
     static let usage = """
         attestctl keys list [--app ID] [--environment development|production] [--status active|revoked]
                             [--created-after T] [--created-before T] [--limit N] [--cursor C] STORE
+               attestctl keys list --account VALUE [--account-key-file F] [--status active|revoked] STORE
                attestctl keys show|delete --key-id B64 STORE
                attestctl keys revoke --key-id B64 [--reason TEXT] [--operator NAME] STORE
                attestctl keys revoke (--app ID|--environment E) [--created-after T] [--created-before T]
                                      --reason TEXT [--operator NAME] (--yes|--dry-run) STORE
+               attestctl keys revoke --account VALUE [--account-key-file F] --reason TEXT [--operator NAME]
+                                     (--yes|--dry-run) STORE
+               account key: --account-key-file F or ATTESTCTL_ACCOUNT_KEY (the app's account_key)
                STORE: \(RedisLogin.help)
                T: unix milliseconds or RFC 3339 (2026-05-01T00:00:00Z)
                exit: 0 ok, 1 not found / nothing matched, 2 usage, 3 store unavailable
@@ -120,7 +125,7 @@ enum KeysCommand {
 
     /// The record (and its revocation audit fields) as JSON: keyId, appId, environment, counter,
     /// status, trustTier, createdAt, expiresAt, receiptRiskMetric, receiptExpiresAt, receiptBytes,
-    /// revokedAt, revokedReason, revokedBy (times in unix ms; null when absent).
+    /// revokedAt, revokedReason, revokedBy, accountHash (times in unix ms; null when absent).
     static func describe(_ record: KeyRecord, _ revocation: KeyRevocation?) -> JSONText {
         func optional(_ value: Int64?) -> JSONText { value.map { .integer($0) } ?? .null }
         func optional(_ value: String?) -> JSONText { value.map { .string($0) } ?? .null }
@@ -139,6 +144,7 @@ enum KeysCommand {
             ("revokedAt", optional(revocation?.at)),
             ("revokedReason", optional(revocation?.reason)),
             ("revokedBy", optional(revocation?.revokedBy)),
+            ("accountHash", optional(record.accountHash?.description)),
         ])
     }
 

@@ -38,8 +38,10 @@ enum KeysListCommand {
     }
 
     static func run(_ arguments: [String]) throws {
-        let options = try DeviceCommandOptions(arguments, valued: RedisLogin.options.union(KeyFilter.options).union(["limit", "cursor"]))
+        let options = try DeviceCommandOptions(arguments, valued: RedisLogin.options.union(KeyFilter.options).union(["limit", "cursor"])
+                                                                .union(KeysAccountCommand.options))
         let filter = try KeyFilter(options)
+        if let account = try KeysAccountCommand.account(options) { return try KeysAccountCommand.list(account, filter: filter, options: options) }
         let limit = try options.integer("limit", default: 100, in: 1...100_000) ?? 100
         var start = Cursor.start
         if let text = try options.value("cursor") {

@@ -14,13 +14,25 @@ import GatewayStore
 /// key matched.
 enum KeysRevokeCommand {
     static func run(_ arguments: [String]) throws {
-        let options = try DeviceCommandOptions(arguments, valued: RedisLogin.options.union(KeyFilter.options).union(["key-id", "reason", "operator"]),
+        let options = try DeviceCommandOptions(arguments, valued: RedisLogin.options.union(KeyFilter.options).union(["key-id", "reason", "operator"])
+                                                                .union(KeysAccountCommand.options),
                                                flags: ["yes", "dry-run"])
         let reason = try KeysCommand.auditText(try options.value("reason"), option: "reason")
         let revokedBy = try KeysCommand.auditText(try options.value("operator") ?? ProcessInfo.processInfo.environment["ATTESTCTL_OPERATOR"],
                                                   option: "operator")
         let filter = try KeyFilter(options)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
+        if let account = try KeysAccountCommand.account(options) {
+            guard filter.isEmpty, try options.value("key-id") == nil else {
+                throw DeviceCommandError.usage("--account revokes the keys of one account: no --key-id, --app, --environment, --status or --created-* with it")
+            }
+            guard reason != nil else { throw DeviceCommandError.usage("a revocation by account needs --reason") }
+            let dryRun = options.flag("dry-run")
+            guard dryRun != options.flag("yes") else {
+                throw DeviceCommandError.usage("a revocation by account needs --yes to revoke, or --dry-run to list what would be revoked (not both)")
+            }
+            return try KeysAccountCommand.revoke(account, reason: reason, revokedBy: revokedBy, dryRun: dryRun, now: now, options: options)
+        }
         if let text = try options.value("key-id") {
             guard filter.isEmpty else { throw DeviceCommandError.usage("--key-id revokes one key: no --app, --environment, --status or --created-* with it") }
             let keyId = try KeysCommand.keyID(text)

@@ -1,0 +1,97 @@
+import Foundation
+import Gateway
+import GatewayRedis
+import GatewayRules
+import GatewayStore
+
+/// `attestctl keys list --account V` and `attestctl keys revoke --account V` (issue 10, "Keys per
+/// account"): the keys of one account, found through the account index of the store
+/// (`<p>:{acct:<hash>}:keys`). The account value is hashed here exactly as the gateway does
+/// (HMAC-SHA256 under the app's account key, `Gateway.AccountBinding`), so the store never sees it.
+///
+/// The account key comes from `--account-key-file FILE` or the environment variable
+/// `ATTESTCTL_ACCOUNT_KEY` (never from the command line: it is a secret); the same bytes as the app's
+/// `account_key` / `account_key_file` (one trailing newline stripped).
+///
+/// - `list --account V [--status S] ...`: one compact JSON line per key of the account, oldest first
+///   (`KeysCommand.describe`); exit 1 when the account has none.
+/// - `revoke --account V --reason R [--operator O] (--yes|--dry-run)`: revokes every active key of the
+///   account with the audit fields, then removes it from the index; one JSON line per key
+///   (`"result": "would_revoke"|"revoked"|"already_revoked"|"not_found"`), the summary on standard
+///   error; exit 1 when no active key matched.
+enum KeysAccountCommand {
+    /// The options this command adds to `list` and `revoke`.
+    static let options: Set<String> = ["account", "account-key-file"]
+
+    /// The account hash of `--account` under the account key; nil when `--account` is absent.
+    static func account(_ options: DeviceCommandOptions,
+                        environment: [String: String] = ProcessInfo.processInfo.environment) throws -> AccountHash? {
+        guard let value = try options.value("account") else {
+            if try options.value("account-key-file") != nil { throw DeviceCommandError.usage("--account-key-file goes with --account") }
+            return nil
+        }
+        guard !value.isEmpty else { throw DeviceCommandError.usage("--account must not be empty") }
+        var key: [UInt8]
+        if let file = try options.value("account-key-file") {
+            switch PasswordFile.read(file) {
+            case .success(let text): key = Array(text.utf8)
+            case .failure(let problem): throw DeviceCommandError.usage("--account-key-file: \(problem.message)")
+            }
+        } else if let text = environment["ATTESTCTL_ACCOUNT_KEY"] {
+            key = Array(text.utf8)
+        } else {
+            throw DeviceCommandError.usage("--account needs the app's account key: --account-key-file FILE or ATTESTCTL_ACCOUNT_KEY")
+        }
+        guard !key.isEmpty else { throw DeviceCommandError.usage("the account key is empty") }
+        defer { key = [] }
+        return AccountBinding(header: "", hmacKey: key, maximumKeys: 1).hash(Array(value.utf8))
+    }
+
+    /// `keys list --account`.
+    static func list(_ account: AccountHash, filter: KeyFilter, options: DeviceCommandOptions) throws {
+        let store = try KeysCommand.connect(options)
+        defer { store.close() }
+        let records = try records(of: account, store)
+        let chosen = records.filter { filter.matches($0) }
+        let revocations = try KeysCommand.waitAll(chosen) { record, done in store.fetchRevocation(record.keyId, completion: done) }
+        for (record, revocation) in zip(chosen, revocations) {
+            print(KeysCommand.describe(record, revocation).rendered)
+        }
+        if chosen.isEmpty { throw KeysCommandError(.nothingMatched, "no key of this account matched") }
+    }
+
+    /// `keys revoke --account`.
+    static func revoke(_ account: AccountHash, reason: String?, revokedBy: String?, dryRun: Bool, now: Int64,
+                       options: DeviceCommandOptions) throws {
+        let store = try KeysCommand.connect(options)
+        defer { store.close() }
+        let chosen = try records(of: account, store).filter { $0.status == .active }
+        var results = [String](repeating: "would_revoke", count: chosen.count)
+        var revoked = 0
+        if !dryRun {
+            let outcomes = try KeysCommand.waitAll(chosen) { record, done in
+                store.revokeKey(record.keyId, reason: reason, revokedBy: revokedBy, now: now, completion: done)
+            }
+            for (i, outcome) in outcomes.enumerated() {
+                switch outcome {
+                case .revoked: results[i] = "revoked"; revoked += 1
+                case .alreadyRevoked: results[i] = "already_revoked"
+                case .notFound: results[i] = "not_found"
+                }
+            }
+            _ = try KeysCommand.waitAll(chosen) { record, done in store.removeAccountKey(account, keyId: record.keyId, completion: done) }
+        }
+        for (record, result) in zip(chosen, results) {
+            print(JSONText.object([("keyId", DeviceCommand.base64(record.keyId.bytes)), ("appId", .string(record.appId)),
+                                   ("createdAt", .integer(record.createdAt)), ("result", .string(result))]).rendered)
+        }
+        FileHandle.standardError.write(Data("{\"matched\":\(chosen.count),\"revoked\":\(revoked),\"dryRun\":\(dryRun)}\n".utf8))
+        if chosen.isEmpty { throw KeysCommandError(.nothingMatched, "no active key of this account") }
+    }
+
+    /// The records of the keys in the account's index, oldest first (keys deleted meanwhile skipped).
+    private static func records(of account: AccountHash, _ store: RedisStore) throws -> [KeyRecord] {
+        let keyIds = try KeysCommand.wait { store.accountKeys(account, completion: $0) }
+        return try KeysCommand.waitAll(keyIds) { keyId, done in store.fetchKey(keyId, completion: done) }.compactMap { $0 }
+    }
+}
