@@ -1,0 +1,120 @@
+import Foundation
+import GatewayTestSupport
+import XCTest
+
+/// Issue 10 "Keys per account" end to end over real sockets against a real redis-server: the app
+/// names `X-Account`, keeps HMAC-SHA256(account key, value) with each key (checked against `openssl
+/// dgst -hmac`; the value itself is never stored), allows 2 live keys per account and revokes the
+/// oldest when a third registers; `attestctl keys list|revoke --account` find the same keys.
+final class KeysPerAccountTests: XCTestCase {
+    private var env: LifecycleGateway!
+
+    override func setUpWithError() throws {
+        guard E2EPaths.hasRefDevice else { throw XCTSkip(SharedFixtures.absentMessage) }
+        env = try LifecycleGateway()
+    }
+
+    override func tearDown() {
+        env?.stop()
+        env = nil
+        super.tearDown()
+    }
+
+    /// HMAC-SHA256 by openssl, as unpadded base64url (the form `AccountHash.description` prints).
+    private func opensslHMAC(_ value: String, key: String = LifecycleGateway.accountKey) throws -> String {
+        let file = env.work.appendingPathComponent("hmac-\(UUID().uuidString.prefix(8))")
+        let input = env.work.appendingPathComponent("value-\(UUID().uuidString.prefix(8))")
+        try value.write(to: input, atomically: true, encoding: .utf8)
+        let result = try ChildProcess.run("openssl", ["dgst", "-sha256", "-hmac", key, "-binary", "-out", file.path, input.path])
+        XCTAssertEqual(result.status, 0, result.output)
+        let bytes = try XCTUnwrap(FileManager.default.contents(atPath: file.path))
+        return base64URL(bytes.base64EncodedString())
+    }
+
+    private func attestctl(_ arguments: [String], environment: [String: String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let binary = try BuiltProducts.executable("attestctl")
+        let errFile = env.work.appendingPathComponent("attestctl-err-\(UUID().uuidString)")
+        let quoted = ([binary] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let result = try ChildProcess.run("/bin/sh", ["-c", "\(quoted) 2>'\(errFile.path)'"], environment: environment)
+        return (result.status, result.output, (try? String(contentsOf: errFile, encoding: .utf8)) ?? "")
+    }
+
+    private func keyIds(_ text: String) -> Set<String> {
+        Set(text.split(separator: "\n").compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+            .compactMap { $0["keyId"] as? String })
+    }
+
+    func testThirdKeyOfAnAccountRevokesTheOldest() throws {
+        let first = try env.attestedRefDevice(account: "alice")
+        let second = try env.attestedRefDevice(account: "alice")
+        let bob = try env.attestedRefDevice(account: "bob")
+        let anonymous = try env.attestedRefDevice()
+
+        // The keyed hash, not the value, is stored with the key.
+        XCTAssertEqual(try env.record(first.keyId)?.accountHash?.description, try opensslHMAC("alice"))
+        XCTAssertNotEqual(try opensslHMAC("alice"), try opensslHMAC("alice", key: "another-account-key-0123456789"))
+        XCTAssertEqual(try env.record(bob.keyId)?.accountHash?.description, try opensslHMAC("bob"))
+        XCTAssertNil(try env.record(anonymous.keyId)?.accountHash, "no header: not counted for any account")
+        let dump = try ChildProcess.run("redis-cli", ["-p", String(env.redis.port), "--no-raw", "HGETALL", "aa:{\(base64URL(first.keyId))}:key"]).output
+        XCTAssertFalse(dump.contains("alice"), "the account value is never stored: \(dump)")
+
+        XCTAssertEqual(try env.protectedRequest(first, counter: 1).status, 200, "two keys: both live")
+        XCTAssertEqual(try env.protectedRequest(second, counter: 1).status, 200)
+        let third = try env.attestedRefDevice(account: "alice")
+        let revoked = try env.protectedRequest(first, counter: 2)
+        XCTAssertEqual(revoked.status, 403, "the third key revoked the oldest: \(revoked)")
+        XCTAssertEqual(revoked.errorCode, "key_revoked")
+        XCTAssertEqual(try env.protectedRequest(second, counter: 2).status, 200)
+        XCTAssertEqual(try env.protectedRequest(third, counter: 1).status, 200)
+        XCTAssertEqual(try env.protectedRequest(bob, counter: 1).status, 200, "another account is untouched")
+        XCTAssertEqual(try env.protectedRequest(anonymous, counter: 1).status, 200)
+
+        // A forgotten key leaves the account: the next registration revokes nobody.
+        let forget = try env.lifecycleWithAssertion("forget", second, challenge: try env.challenge(keyId: second.keyId, purpose: "forget"), counter: 3)
+        XCTAssertEqual(forget.status, 200, "\(forget)")
+        let fourth = try env.attestedRefDevice(account: "alice")
+        XCTAssertEqual(try env.protectedRequest(third, counter: 2).status, 200, "still two live keys: nobody revoked")
+        XCTAssertEqual(try env.protectedRequest(fourth, counter: 1).status, 200)
+
+        // attestctl finds the account's keys with the same account key, not with another.
+        let store = ["--store", env.redis.url]
+        let listed = try attestctl(["keys", "list", "--account", "alice"] + store, environment: ["ATTESTCTL_ACCOUNT_KEY": LifecycleGateway.accountKey])
+        XCTAssertEqual(listed.status, 0, listed.stderr)
+        XCTAssertEqual(keyIds(listed.stdout), [third.keyId, fourth.keyId])
+        let fromFile = try attestctl(["keys", "list", "--account", "alice", "--account-key-file", env.accountKeyFile.path] + store, environment: [:])
+        XCTAssertEqual(keyIds(fromFile.stdout), [third.keyId, fourth.keyId], fromFile.stderr)
+        let wrongKey = try attestctl(["keys", "list", "--account", "alice"] + store, environment: ["ATTESTCTL_ACCOUNT_KEY": "not-the-account-key-0123456789"])
+        XCTAssertEqual(wrongKey.status, 1, "another key hashes to another (empty) account: \(wrongKey)")
+        let noKey = try attestctl(["keys", "list", "--account", "alice"] + store, environment: ["ATTESTCTL_ACCOUNT_KEY": ""])
+        XCTAssertEqual(noKey.status, 2, "\(noKey)")
+
+        // Revocation by account: dry run changes nothing, --yes revokes both keys of alice only.
+        let dry = try attestctl(["keys", "revoke", "--account", "alice", "--reason", "account closed", "--dry-run"] + store,
+                                environment: ["ATTESTCTL_ACCOUNT_KEY": LifecycleGateway.accountKey])
+        XCTAssertEqual(dry.status, 0, dry.stderr)
+        XCTAssertEqual(try env.protectedRequest(third, counter: 3).status, 200)
+        let revokedByAccount = try attestctl(["keys", "revoke", "--account", "alice", "--reason", "account closed", "--yes"] + store,
+                                             environment: ["ATTESTCTL_ACCOUNT_KEY": LifecycleGateway.accountKey])
+        XCTAssertEqual(revokedByAccount.status, 0, revokedByAccount.stderr)
+        XCTAssertEqual(keyIds(revokedByAccount.stdout), [third.keyId, fourth.keyId])
+        XCTAssertEqual(try env.protectedRequest(third, counter: 4).errorCode, "key_revoked")
+        XCTAssertEqual(try env.protectedRequest(fourth, counter: 2).errorCode, "key_revoked")
+        XCTAssertEqual(try env.protectedRequest(bob, counter: 2).status, 200)
+    }
+
+    /// The account header twice (or empty) is refused before anything is stored; once, it is accepted.
+    func testAccountHeaderTwiceIsRefused() throws {
+        guard let ca = env.cas.ref else { throw XCTSkip(SharedFixtures.absentMessage) }
+        let device = try RefDevice(directory: env.work, caDirectory: ca)
+        let challenge = try env.challenge(for: device, purpose: "attest")
+        let attestation = try device.attestation(challenge: challenge, appId: LifecycleGateway.appId, environment: "development", caDirectory: ca)
+        let fields = ["keyId": device.keyId, "challenge": challenge, "attestation": attestation]
+        let twice = try env.post("attest", fields, headers: [("X-Account", "alice"), ("X-Account", "mallory")])
+        XCTAssertEqual(twice.status, 400, "\(twice)")
+        XCTAssertEqual(twice.errorCode, "account_invalid")
+        XCTAssertNil(try env.record(device.keyId), "nothing stored")
+        let once = try env.post("attest", fields, headers: [("X-Account", "alice")])
+        XCTAssertEqual(once.status, 201, "\(once)")
+        XCTAssertEqual(try env.record(device.keyId)?.accountHash?.description, try opensslHMAC("alice"))
+    }
+}
