@@ -113,10 +113,12 @@ final class KeyLifecycleTests: XCTestCase {
         XCTAssertEqual(Double(expiresAt), Double(now + LifecycleGateway.ttlSeconds), accuracy: 5)
         XCTAssertEqual(seconds(renewed, "renewAfter"), expiresAt - LifecycleGateway.ttlSeconds / 3)
         XCTAssertEqual(try env.record(device.keyId)?.counter, 2, "the renewal's assertion advanced the counter")
-        // The replayed renewal: the challenge was spent.
+        // The replayed renewal: its counter is no longer above the stored one (the assertion is checked
+        // before the store, which would also find the challenge spent).
         let replayed = try env.send("POST", "/app-attest/v1/renew", headers: [("Content-Type", "application/json")], body: Array(body))
         XCTAssertEqual(replayed.status, 401, "\(replayed)")
-        XCTAssertEqual(replayed.errorCode, "challenge_unknown")
+        XCTAssertEqual(replayed.errorCode, "counter_replay")
+        XCTAssertEqual(try env.record(device.keyId)?.counter, 2)
 
         // Past the first expiry (3000 + 1000 s > 3600 s) the key still works; the other one does not.
         env.clock.advance(seconds: 1000)
