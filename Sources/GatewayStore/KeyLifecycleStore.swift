@@ -39,7 +39,8 @@ public protocol KeyLifecycleStore: AttestStore {
     /// expiry, atomically dropping the entries whose expiry passed (`expiresAt <= now`), then removing
     /// the oldest entries while more than `limit` remain.
     /// - Returns (via completion): the keyIds removed to respect the limit, oldest first (the caller
-    ///   revokes them); never `keyId` itself unless `limit` is 0.
+    ///   revokes them). The new key is the newest unless clocks disagree; only then can it be the one
+    ///   taken out (ties on createdAt go by the raw keyId bytes).
     func indexAccountKey(_ account: AccountHash, keyId: KeyID, createdAt: UnixMillis, expiresAt: UnixMillis?,
                          limit: Int, now: UnixMillis,
                          completion: @escaping @Sendable (Result<[KeyID], StoreUnavailable>) -> Void)

@@ -1,7 +1,8 @@
 import GatewayRules
 
 /// The stored registration of one attested key (DESIGN.md section 4), written once by `registerKey`
-/// and then only changed by `commitAssertion` (counter and anti-replay window) and `revokeKey` (status).
+/// and then only changed by `commitAssertion` (counter and anti-replay window), `revokeKey` (status) and
+/// `KeyLifecycleStore.renewKey` (expiry, counter and window), and deleted by `forgetKey` or `deleteKey`.
 ///
 /// Times are unix milliseconds (`Int64`). Redis form: hash `aa:{<keyId b64url>}:key`, fields listed in
 /// `GatewayRedis.RedisKeySchema`.

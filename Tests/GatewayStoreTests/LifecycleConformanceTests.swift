@@ -40,12 +40,14 @@ final class LifecycleConformanceTests: XCTestCase {
     func test_accountHashRoundTripAndReported() throws { try both { try $0.accountHashRoundTripAndReported() } }
     func test_accountIndexRevokesOldestBeyondLimit() throws { try both { try $0.accountIndexRevokesOldestBeyondLimit() } }
     func test_accountIndexDropsExpiredAndRemoved() throws { try both { try $0.accountIndexDropsExpiredAndRemoved() } }
+    func test_raceAccountIndexKeepsTheLimit() throws { try both { try $0.raceAccountIndexKeepsTheLimit() } }
 
     /// Fails when a lifecycle check has no test method here.
     func testCoversEveryLifecycleCheck() {
         let covered: Set<String> = ["renewExtendsExpiryAndSpendsChallenge", "renewRefusalsChangeNothing", "renewCounterAdvancesLikeAnAssertion",
                                     "forgetDeletesAndForgottenKeyCannotRenew", "forgetRefusalsChangeNothing", "raceSameRenewalAcceptedOnce",
-                                    "accountHashRoundTripAndReported", "accountIndexRevokesOldestBeyondLimit", "accountIndexDropsExpiredAndRemoved"]
+                                    "accountHashRoundTripAndReported", "accountIndexRevokesOldestBeyondLimit", "accountIndexDropsExpiredAndRemoved",
+                                    "raceAccountIndexKeepsTheLimit"]
         XCTAssertEqual(Set(StoreConformance.lifecycleChecks.map(\.name)), covered)
     }
 

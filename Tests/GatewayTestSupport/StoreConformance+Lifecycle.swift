@@ -17,6 +17,7 @@ extension StoreConformance {
         ("accountHashRoundTripAndReported", { try $0.accountHashRoundTripAndReported() }),
         ("accountIndexRevokesOldestBeyondLimit", { try $0.accountIndexRevokesOldestBeyondLimit() }),
         ("accountIndexDropsExpiredAndRemoved", { try $0.accountIndexDropsExpiredAndRemoved() }),
+        ("raceAccountIndexKeepsTheLimit", { try $0.raceAccountIndexKeepsTheLimit() }),
     ]
 
     /// The store under test as a `KeyLifecycleStore`.
@@ -230,6 +231,28 @@ extension StoreConformance {
         try expect(try wait("removeAccountKey") { lifecycle.removeAccountKey(account, keyId: ids[1], completion: $0) }.get() == false,
                    "second remove reports false")
         try expect(try keys(of: account) == [ids[2]], "removed")
+    }
+
+    /// Eight keys of one account indexed from concurrent threads with a limit of 3: every key is either
+    /// in the index or evicted exactly once, and the index ends with the three newest.
+    public func raceAccountIndexKeepsTheLimit() throws {
+        let account = try randomAccount()
+        let lifecycle = try lifecycleStore
+        let ids = try (0..<8).map { _ in try randomKeyId() }
+        let now = baseNow
+        let boxes = ids.map { _ in CompletionBox<Result<[KeyID], StoreUnavailable>>() }
+        DispatchQueue.concurrentPerform(iterations: ids.count) { i in
+            lifecycle.indexAccountKey(account, keyId: ids[i], createdAt: now + Int64(i), expiresAt: nil, limit: 3, now: now) { boxes[i].put($0) }
+        }
+        var evicted: [KeyID] = []
+        for (i, box) in boxes.enumerated() {
+            guard let result = box.take(timeout: hangGuard) else { throw ConformanceFailure(message: "indexAccountKey \(i): no completion", file: #filePath, line: #line) }
+            evicted += try result.mapError { ConformanceFailure(message: "indexAccountKey \(i) unavailable: \($0)", file: #filePath, line: #line) }.get()
+        }
+        try expect(evicted.count == 5 && Set(evicted).count == 5, "five distinct keys evicted, got \(evicted.count)")
+        let kept = try keys(of: account)
+        try expect(kept == Array(ids.suffix(3)), "the three newest remain, oldest first")
+        try expect(Set(evicted).union(kept) == Set(ids), "every key accounted for")
     }
 
     // MARK: - Helpers

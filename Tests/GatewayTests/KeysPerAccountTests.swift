@@ -115,6 +115,25 @@ final class KeysPerAccountTests: XCTestCase {
         XCTAssertEqual(try env.protectedRequest(bob, counter: 2).status, 200)
     }
 
+    /// `--account` without the account key, with `--key-id`, or a revocation without `--reason` or
+    /// without `--yes`/`--dry-run`: usage errors (exit 2) that touch nothing.
+    func testAccountOptionUsageErrors() throws {
+        let store = ["--store", env.redis.url]
+        let key = ["ATTESTCTL_ACCOUNT_KEY": LifecycleGateway.accountKey]
+        let noKey = try attestctl(["keys", "list", "--account", "alice"] + store, environment: [:])
+        XCTAssertEqual(noKey.status, 2, "\(noKey)")
+        XCTAssertTrue(noKey.stderr.contains("ATTESTCTL_ACCOUNT_KEY"), noKey.stderr)
+        XCTAssertEqual(try attestctl(["keys", "revoke", "--account", "alice", "--yes"] + store, environment: key).status, 2, "no --reason")
+        XCTAssertEqual(try attestctl(["keys", "revoke", "--account", "alice", "--reason", "r"] + store, environment: key).status, 2,
+                       "neither --yes nor --dry-run")
+        XCTAssertEqual(try attestctl(["keys", "revoke", "--account", "alice", "--key-id", String(repeating: "A", count: 43) + "=",
+                                      "--reason", "r", "--yes"] + store, environment: key).status, 2)
+        XCTAssertEqual(try attestctl(["keys", "list", "--account-key-file", env.accountKeyFile.path] + store, environment: [:]).status, 2,
+                       "a key file without --account")
+        let none = try attestctl(["keys", "revoke", "--account", "nobody", "--reason", "r", "--yes"] + store, environment: key)
+        XCTAssertEqual(none.status, 1, "an account without keys: nothing matched")
+    }
+
     /// The account header twice (or empty) is refused before anything is stored; once, it is accepted.
     func testAccountHeaderTwiceIsRefused() throws {
         guard let ca = env.cas.ref else { throw XCTSkip(SharedFixtures.absentMessage) }
