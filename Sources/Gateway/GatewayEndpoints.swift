@@ -12,7 +12,11 @@ import GatewayStore
 ///   gateway attested (`401 key_unknown` / `reattest` otherwise).
 /// - `POST <prefix>/attest` `{"keyId", "challenge", "attestation"}` (base64) -> Apple's nine server
 ///   steps with clientDataHash = SHA-256(challenge bytes), then the key record is stored and the
-///   challenge consumed in one atomic store step -> `201` `{"keyId", "appId", "environment", "receipt"}`.
+///   challenge consumed in one atomic store step -> `201` `{"keyId", "appId", "environment", "receipt",
+///   "expiresAt", "renewAfter"}` (the app's `registration_ttl`, unix seconds, null without one). With
+///   keys per account, the account header's keyed hash is stored with the key and the account's index
+///   updated (`LifecycleEndpoints.indexRegistration`) before the answer.
+/// - `renew`, `forget` and the `renew`/`forget` challenge purposes: `LifecycleEndpoints`.
 /// Refusals follow DESIGN.md section 2; a challenge failure carries a fresh `attest` challenge.
 final class GatewayEndpoints: Sendable {
     let store: any AttestStore
@@ -171,7 +175,6 @@ final class GatewayEndpoints: Sendable {
                     keys.put(keyId, CachedKey(keyId: keyId, publicKey: key.publicKey, app: AppPolicy(appId: key.appId,
                                               environment: apps[key.appId]?.policy.environment ?? .any),
                                               environment: key.environment), shard: nil)
-                    lifecycle.indexRegistration(record) { [self] _ in
                     var json = JSONWriter(capacity: 256)
                     json.beginObject()
                     json.field("keyId", Base64.encode(keyId.bytes))
@@ -186,7 +189,10 @@ final class GatewayEndpoints: Sendable {
                     }
                     LifecycleEndpoints.expiryFields(&json, lifetime: lifetime, expiresAt: record.expiresAt)
                     json.endObject()
-                    completion(created(json.bytes), RequestLogContext(route: route, keyId: keyId))
+                    let answer = created(json.bytes)
+                    // Keys per account: index the key and revoke the oldest beyond the limit, then answer.
+                    lifecycle.indexRegistration(record) { _ in
+                        completion(answer, RequestLogContext(route: route, keyId: keyId))
                     }
                 }
             }
