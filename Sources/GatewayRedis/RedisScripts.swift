@@ -1,6 +1,7 @@
 /// The Lua scripts of the Redis store: one script per state change, so each commit is atomic (Redis
 /// runs a script to completion with no other command interleaved) and touches only the keys it names,
-/// all carrying the same `{<keyId b64url>}` hash tag (one Redis Cluster slot).
+/// all carrying the same `{<keyId b64url>}` hash tag (one Redis Cluster slot; the account index
+/// scripts of `RedisScript+Lifecycle` use the account's `{acct:<hash>}` tag instead).
 ///
 /// Contract shared by the scripts:
 /// - every check happens before any write, and the first write is `HSET` (a command Redis refuses with
