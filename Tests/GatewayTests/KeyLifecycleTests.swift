@@ -212,4 +212,30 @@ final class KeyLifecycleTests: XCTestCase {
         XCTAssertEqual(after.status, 401, "\(after)")
         XCTAssertEqual(after.errorCode, "key_unknown", "a forgotten key must attest anew")
     }
+
+    /// With the store down, renew and forget answer `503 store_unavailable` / `retry` (fail-closed),
+    /// never a renewal; back up, the same key renews.
+    func testStoreOutageAnswers503() throws {
+        let key = try env.makeDeviceKey()
+        try env.registerDeviceKey(key)
+        let challenge = try env.challenge(keyId: key.keyId, purpose: "renew")
+        let port = env.redis.port
+        env.redis.stop()
+        for action in ["renew", "forget"] {
+            let reply = try env.lifecycleWithSignature(action, key, challenge: challenge)
+            XCTAssertEqual(reply.status, 503, "\(action): \(reply)")
+            XCTAssertEqual(reply.errorCode, "store_unavailable")
+            XCTAssertEqual(reply.action, "retry")
+            XCTAssertNotNil(reply.header("Retry-After"))
+        }
+        XCTAssertNotEqual(port, 0)
+        // Back up (same port, same AOF): the gateway reconnects and the pending challenge renews.
+        try env.redis.start()
+        var last: HTTPReply?
+        waitFor("the renewal after the store came back", timeout: 20) {
+            last = try? env.lifecycleWithSignature("renew", key, challenge: challenge)
+            return last?.status == 200
+        }
+        XCTAssertEqual(last?.status, 200, "\(String(describing: last))")
+    }
 }
