@@ -96,7 +96,7 @@ public struct ConfigCheckReport: Sendable {
             out += "proxies    \(c.trustedProxies.networks.map(\.description).joined(separator: ", ")) (X-Forwarded-For and -Proto believed)\n"
         }
         out += "store      \(c.store)\n"
-        out += "apps       \(c.apps.map { "\($0.appID) (\($0.environment.rawValue))" }.joined(separator: ", "))\n"
+        out += "apps       \(c.apps.map { "\($0.appID) (\($0.environment.rawValue)\($0.lifecycleSummary))" }.joined(separator: ", "))\n"
         if !c.trust.extraRoots.isEmpty {
             out += "trust      TEST ROOTS: \(c.trust.extraRoots.joined(separator: ", "))\n"
         }

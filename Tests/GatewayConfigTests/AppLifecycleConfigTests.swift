@@ -87,4 +87,20 @@ final class AppLifecycleConfigTests: XCTestCase {
         XCTAssertTrue(errors("account_key: 0123456789abcdef").joined().contains("needs account_header"))
         XCTAssertTrue(errors("acount_header: X-A").joined().contains("account_header"), "misspelt key: did you mean")
     }
+
+    /// check-config prints the TTL and the limit, never the account key.
+    func testCheckConfigSummaryShowsLifecycleNotTheKey() throws {
+        let folder = try ConfigTestHelpers.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("gw.yaml")
+        try config("registration_ttl: 720h\naccount_header: X-Account-Id\naccount_key: very-secret-account-key-42\nmax_keys_per_account: 3")
+            .write(to: file, atomically: true, encoding: .utf8)
+        let report = ConfigCheckReport.check(path: file.path)
+        XCTAssertEqual(report.exitCode, 0, report.standardError)
+        XCTAssertTrue(report.standardOutput.contains("apps       ABCDE12345.com.example.app (production, registration_ttl 720h, at most 3 keys per X-Account-Id)\n"),
+                      report.standardOutput)
+        XCTAssertFalse(report.standardOutput.contains("very-secret") || report.standardError.contains("very-secret"))
+        try config("environment: production").write(to: file, atomically: true, encoding: .utf8)
+        XCTAssertTrue(ConfigCheckReport.check(path: file.path).standardOutput.contains("apps       ABCDE12345.com.example.app (production)\n"))
+    }
 }
