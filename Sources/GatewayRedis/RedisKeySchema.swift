@@ -12,8 +12,12 @@ import GatewayStore
 /// Key record fields: `pk` public key (65 bytes), `ctr` highest counter (decimal), `win` replay window
 /// (16 bytes, `ReplayWindow` layout; absent = empty), `env` `development`|`production`, `app` appId,
 /// `created` ms, `rcpt` receipt bytes, `risk` receipt risk metric, `rcptexp` receipt expiry ms, `status`
-/// `active`|`revoked`, `tier` trust tier, `exp` registration expiry ms, `v` schema version (`1`).
-/// Optional fields are absent when nil.
+/// `active`|`revoked`, `tier` trust tier, `exp` registration expiry ms, `v` schema version (`1`); device
+/// keys (DESIGN.md section 8) add `bk` backing, `integ` integrity codes joined by `,` (absent when none)
+/// and `pa` `1`|`0` (platform attested; absent on records written before device keys: read from the
+/// tier). Optional fields are absent when nil.
+///
+/// `<p>:{<keyId>}:regoff` - hash `n`, `retry`: the device key's `RegistrationBackoff`, with a TTL.
 struct RedisKeySchema: Sendable {
     /// Key prefix bytes (`aa` by default).
     let prefix: [UInt8]
@@ -44,9 +48,22 @@ struct RedisKeySchema: Sendable {
         return name
     }
 
+    private static let backoffSuffix: [UInt8] = Array("}:regoff".utf8)
+
+    /// `<prefix>:{<keyId b64url>}:regoff` (the device key's registration back-off).
+    func registrationBackoffName(_ keyId: KeyID) -> [UInt8] {
+        var name = [UInt8]()
+        name.reserveCapacity(prefix.count + 2 + keyId.base64URL.count + 8)
+        name.append(contentsOf: prefix)
+        name.append(0x3a); name.append(0x7b)
+        name.append(contentsOf: keyId.base64URL)
+        name.append(contentsOf: RedisKeySchema.backoffSuffix)
+        return name
+    }
+
     /// Fields read by `fetchKey`, in the order of `HMGET`.
     static let fetchFields: [StaticString] = ["pk", "ctr", "win", "env", "app", "created", "rcpt", "risk", "rcptexp",
-                                              "status", "tier", "exp"]
+                                              "status", "tier", "exp", "bk", "integ", "pa"]
 
     /// Appends the record's field/value pairs (for `HSET` in the register script).
     static func appendFields(of record: KeyRecord, to command: inout RedisCommand) {
@@ -63,6 +80,12 @@ struct RedisKeySchema: Sendable {
         command.append("status"); command.append(record.status.rawValue.utf8)
         command.append("tier"); command.append(record.trustTier.rawValue.utf8)
         if let expiresAt = record.expiresAt { command.append("exp"); command.append(decimal: expiresAt) }
+        if let backing = record.backing { command.append("bk"); command.append(backing.rawValue.utf8) }
+        if !record.integrity.isEmpty { command.append("integ"); command.append(record.integrity.joined(separator: ",").utf8) }
+        if record.backing != nil {
+            command.append("pa")
+            if record.platformAttested { command.append("1") } else { command.append("0") }
+        }
     }
 
     /// Decodes the `HMGET` reply of `fetchFields`.
@@ -93,6 +116,17 @@ struct RedisKeySchema: Sendable {
               let tier = text(10).flatMap(TrustTier.init(rawValue:)),
               let expiresAt = number(11)
         else { return .failure(corrupt(keyId, "field missing or malformed")) }
+        var backing: DeviceKeyBacking?
+        if let text = text(12) {
+            guard let value = DeviceKeyBacking(rawValue: text) else { return .failure(corrupt(keyId, "bk")) }
+            backing = value
+        }
+        let integrity = text(13).map { $0.split(separator: ",").map(String.init) } ?? []
+        var platformAttested: Bool?
+        if let text = text(14) {
+            guard text == "1" || text == "0" else { return .failure(corrupt(keyId, "pa")) }
+            platformAttested = text == "1"
+        }
         var risk: UInt32?
         if let riskNumber = riskValue {
             guard let value = UInt32(exactly: riskNumber) else { return .failure(corrupt(keyId, "risk")) }
@@ -102,7 +136,8 @@ struct RedisKeySchema: Sendable {
             return .success(try KeyRecord(keyId: keyId, publicKey: publicKey, counter: counter, environment: environment,
                                           appId: appId, createdAt: createdAt, receipt: bytes(6), receiptRiskMetric: risk,
                                           receiptExpiresAt: receiptExpiresAt, status: status, trustTier: tier,
-                                          expiresAt: expiresAt, replayWindow: window))
+                                          expiresAt: expiresAt, replayWindow: window, backing: backing,
+                                          integrity: integrity, platformAttested: platformAttested))
         } catch {
             return .failure(corrupt(keyId, "\(error)"))
         }

@@ -5,4 +5,6 @@ public enum ChallengePurpose: String, Sendable, CaseIterable {
     case attest
     /// Spent by `commitAssertion` (a protected request).
     case assert
+    /// Spent by `registerDeviceKey` (`POST {prefix}/register`, DESIGN.md section 8).
+    case register
 }

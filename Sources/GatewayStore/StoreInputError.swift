@@ -12,6 +12,8 @@ public enum StoreInputError: Error, Equatable, Sendable, CustomStringConvertible
     case appId
     /// A trust tier that is empty, longer than 64 bytes, or not made of `[a-z0-9_]`.
     case trustTier
+    /// Integrity codes outside `GatewayRules.IntegrityCodes` bounds; carries the problem.
+    case integrity(String)
 
     /// Human-readable form for logs.
     public var description: String {
@@ -21,6 +23,7 @@ public enum StoreInputError: Error, Equatable, Sendable, CustomStringConvertible
         case .publicKey(let n): return "public key must be a 65-byte uncompressed P-256 point, got \(n) bytes"
         case .appId: return "appId must be 1...255 bytes of printable ASCII"
         case .trustTier: return "trust tier must be 1...64 bytes of [a-z0-9_]"
+        case .integrity(let problem): return problem
         }
     }
 }
