@@ -4,8 +4,9 @@
 public enum DeviceKeyRegistrationDecision: Sendable {
     /// Every check passed.
     case accepted(RegisteredDeviceKey)
-    /// The first failed check's reason, a detail for logs, and whether the request carried an App
-    /// Attest attestation (a spent token).
+    /// The first failed check's reason, a detail for logs, and whether the failure is the App Attest
+    /// attestation's (the device key's possession was proven and an attestation, a token Apple limits
+    /// per device, was spent on a registration that failed).
     case rejected(ReasonCode, detail: String, spentAttestation: Bool)
 
     /// True when accepted.

@@ -48,10 +48,8 @@ public struct DeviceKeyRegistrationVerifier: Sendable {
     ///   - heldKey: the App Attest key of `appAttest.keyId` for the assertion variant (nil: unknown,
     ///     rejected as `assertion_malformed`; the gateway answers `key_unknown` before calling).
     public func verify(_ registration: DeviceKeyRegistration, now: Int64, heldKey: HeldKey? = nil) -> DeviceKeyRegistrationDecision {
-        let spent: Bool
-        if case .attestation = registration.appAttest { spent = true } else { spent = false }
         func reject(_ reason: ReasonCode, _ detail: String) -> DeviceKeyRegistrationDecision {
-            .rejected(reason, detail: detail, spentAttestation: spent)
+            .rejected(reason, detail: detail, spentAttestation: false)
         }
         guard registration.publicKey.count == 65, registration.publicKey.first == 0x04,
               let publicKey = try? P256PublicKey(x963: registration.publicKey) else {
@@ -82,7 +80,8 @@ public struct DeviceKeyRegistrationVerifier: Sendable {
         case .attestation(let appKeyId, let object)?:
             switch attestations.verify(attestationObject: object, keyId: appKeyId, clientDataHash: SHA256.hash(clientData), now: now) {
             case .rejected(let reason, let detail, _):
-                return reject(reason, detail.isEmpty ? "appAttest.attestation: \(reason.rawValue)" : "appAttest.attestation: \(detail)")
+                return .rejected(reason, detail: detail.isEmpty ? "appAttest.attestation: \(reason.rawValue)" : "appAttest.attestation: \(detail)",
+                                 spentAttestation: true)
             case .accepted(let key, _):
                 return accepted(platform: true, spent: true, appAttestKeyId: appKeyId, appId: key.appId,
                                 environment: key.environment)

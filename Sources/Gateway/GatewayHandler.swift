@@ -58,6 +58,8 @@ final class GatewayHandler: HTTPHandler {
             return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:challenge")
         case .attestEndpoint:
             return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:attest")
+        case .registerEndpoint:
+            return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:register")
         case .unknownEndpoint:
             return refuse(.unknownEndpoint, destination, tables, identity, route: "endpoint:unknown")
         case .noRoute:
@@ -79,6 +81,10 @@ final class GatewayHandler: HTTPHandler {
             }
         case .attestEndpoint:
             tables.endpoints.attest(request) { response, log in
+                responder.respond(context.identity?.echo(on: response) ?? response, context: context.logging(log))
+            }
+        case .registerEndpoint:
+            tables.registration.register(request) { response, log in
                 responder.respond(context.identity?.echo(on: response) ?? response, context: context.logging(log))
             }
         case .unknownEndpoint:
@@ -130,6 +136,7 @@ final class GatewayHandler: HTTPHandler {
 
     private static let challengeSuffix = Array("/challenge".utf8)
     private static let attestSuffix = Array("/attest".utf8)
+    private static let registerSuffix = Array("/register".utf8)
 
     /// Where a request goes: the endpoints take precedence over routes (Config/REFERENCE.md).
     /// Called once per request, by `headDecision`.
@@ -141,6 +148,7 @@ final class GatewayHandler: HTTPHandler {
             if rest.isEmpty || rest.first == UInt8(ascii: "/") {
                 if rest.elementsEqual(GatewayHandler.challengeSuffix) { return .challengeEndpoint }
                 if rest.elementsEqual(GatewayHandler.attestSuffix) { return .attestEndpoint }
+                if rest.elementsEqual(GatewayHandler.registerSuffix) { return .registerEndpoint }
                 return .unknownEndpoint
             }
         }
