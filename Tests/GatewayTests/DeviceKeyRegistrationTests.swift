@@ -331,3 +331,32 @@ final class DeviceKeyRegistrationTests: XCTestCase {
         XCTAssertEqual(try env.register(try env.registrationFields(key, challenge: challenge)).status, 201)
     }
 }
+
+/// `attestctl simulate --device-key` and `--ios-unsupported` against the real gateway.
+final class DeviceKeySimulateTests: XCTestCase {
+    func testSimulateDeviceKeyAndIOSUnsupportedFlowsPass() throws {
+        let env = try DeviceKeyEnvironment()
+        defer { env.stop() }
+        let attestctl = try BuiltProducts.executable("attestctl")
+        let gateway = "http://127.0.0.1:\(env.port)"
+        for flag in ["--device-key", "--ios-unsupported"] {
+            let run = try ChildProcess.run(attestctl, ["simulate", flag, "--gateway", gateway, "--app-id", E2EEnvironment.appId,
+                                                       "--route", "/v1/device", "--requests", "2", "--integrity", "jb_scheme"])
+            XCTAssertEqual(run.status, 0, run.output)
+            XCTAssertTrue(run.output.contains("summary: PASS - registration 201 tier device, signed requests 2/2 accepted, replay 401 refused (challenge_unknown)"),
+                          run.output)
+            XCTAssertTrue(run.output.contains(flag == "--device-key" ? "backing secure_enclave" : "backing software"), run.output)
+        }
+        // On an attested route the device key is refused: the flow fails.
+        let refused = try ChildProcess.run(attestctl, ["simulate", "--device-key", "--gateway", gateway, "--app-id", E2EEnvironment.appId,
+                                                       "--route", "/v1/attested", "--requests", "1"])
+        XCTAssertEqual(refused.status, 1, refused.output)
+        XCTAssertTrue(refused.output.contains("tier_too_low"), refused.output)
+        XCTAssertTrue(refused.output.contains("summary: FAIL"), refused.output)
+        // Usage errors.
+        XCTAssertEqual(try ChildProcess.run(attestctl, ["simulate", "--device-key", "--ios-unsupported", "--gateway", gateway,
+                                                        "--app-id", E2EEnvironment.appId]).status, 2)
+        XCTAssertEqual(try ChildProcess.run(attestctl, ["simulate", "--device-key", "--gateway", gateway, "--app-id", E2EEnvironment.appId,
+                                                        "--integrity", "Bad/Code"]).status, 2)
+    }
+}
