@@ -347,6 +347,15 @@ final class DeviceKeySimulateTests: XCTestCase {
                           run.output)
             XCTAssertTrue(run.output.contains(flag == "--device-key" ? "backing secure_enclave" : "backing software"), run.output)
         }
+        // attestctl keys show: the device key's fields.
+        let listed = try ChildProcess.run(attestctl, ["keys", "list", "--store", env.redis.url])
+        XCTAssertEqual(listed.status, 0, listed.output)
+        let records = listed.output.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+        }.filter { $0["keyId"] != nil }
+        XCTAssertEqual(Set(records.compactMap { $0["backing"] as? String }), ["secure_enclave", "software"], listed.output)
+        XCTAssertTrue(records.allSatisfy { $0["trustTier"] as? String == "device" && $0["platformAttested"] as? Bool == false
+                                           && $0["integrity"] as? [String] == ["jb_scheme"] }, listed.output)
         // On an attested route the device key is refused: the flow fails.
         let refused = try ChildProcess.run(attestctl, ["simulate", "--device-key", "--gateway", gateway, "--app-id", E2EEnvironment.appId,
                                                        "--route", "/v1/attested", "--requests", "1"])
