@@ -1,5 +1,6 @@
 import AppAttest
 import Foundation
+import GatewayStore
 import GatewayTestSupport
 import XCTest
 
@@ -244,6 +245,18 @@ final class DeviceKeyRegistrationTests: XCTestCase {
         XCTAssertEqual(try env.redisKeys(kid: refusedKey.kid).count, 1, "the challenge pending, nothing else")
         XCTAssertEqual(try env.register(try env.registrationFields(refusedKey, challenge: refusedChallenge, integrity: ["jb_scheme"])).status,
                        201, "without the refused code")
+
+        // integrity_refuse on a registration that spent an attestation: retryAt.
+        let spentKey = try env.makeKey()
+        let spentChallenge = try env.challenge(kid: spentKey.kid)
+        let spentData = DeviceKeyEnvironment.clientData(challenge: spentChallenge, point: spentKey.point, backing: "software",
+                                                        integrity: ["debugger"])
+        let spent = try appKey.attestation(challenge: Data(spentData).base64EncodedString(), appId: E2EEnvironment.appId,
+                                           environment: "development", caDirectory: appKey.caDirectory)
+        let refusedSpent = try env.register(try env.registrationFields(spentKey, challenge: spentChallenge, integrity: ["debugger"],
+                                                                       appAttest: ["keyId": appKey.keyId, "attestation": spent]))
+        assertRefusal(refusedSpent, status: 403, code: "registration_refused", action: "retry")
+        XCTAssertEqual(((refusedSpent.json["retryAt"] as? NSNumber)?.int64Value ?? 0) - nowSeconds, 3600, accuracy: 2, "\(refusedSpent)")
     }
 
     // MARK: - Requests signed by a device key
@@ -269,6 +282,49 @@ final class DeviceKeyRegistrationTests: XCTestCase {
                       code: "bad_signature")
         XCTAssertEqual(try env.send("POST", "/v1/device/pay", headers: other.headers, body: Array("{}".utf8)).status, 200,
                        "the refused request left the challenge pending")
+
+        // Over HTTP/2 (h2c), the same rules.
+        let h2 = try env.signed(key, target: "/v1/device/h2")
+        let overH2 = try env.send("POST", "/v1/device/h2", headers: h2.headers, body: Array("{}".utf8), via: .h2c)
+        XCTAssertEqual(overH2.status, 200, "\(overH2)")
+        XCTAssertEqual(overH2.echo?.values("App-Attest-Tier"), ["device"])
+        assertChallengeRefusal(try env.send("POST", "/v1/device/h2", headers: h2.headers, body: Array("{}".utf8), via: .h2c),
+                               code: "challenge_unknown", notBefore: nowSeconds)
+    }
+
+    func testSignedRequestWithAChallengeOfAnotherPurposeOrKeyOrByARevokedKeyIsRefused() throws {
+        let key = try env.registeredKey(), other = try env.registeredKey()
+        // An assert challenge of another key.
+        let foreign = try env.challenge(kid: other.kid, purpose: "assert")
+        let withForeign = try env.signed(key, target: "/v1/device/c", challenge: foreign)
+        assertChallengeRefusal(try env.send("POST", "/v1/device/c", headers: withForeign.headers, body: Array("{}".utf8)),
+                               code: "challenge_unknown", notBefore: nowSeconds)
+        // A register challenge of this key.
+        let register = try env.challenge(kid: key.kid, purpose: "register")
+        let withRegister = try env.signed(key, target: "/v1/device/c", challenge: register)
+        assertChallengeRefusal(try env.send("POST", "/v1/device/c", headers: withRegister.headers, body: Array("{}".utf8)),
+                               code: "challenge_wrong_purpose", notBefore: nowSeconds)
+        // The other key's challenge is still pending for it.
+        let ownForeign = try env.signed(other, target: "/v1/device/c", challenge: foreign)
+        XCTAssertEqual(try env.send("POST", "/v1/device/c", headers: ownForeign.headers, body: Array("{}".utf8)).status, 200)
+
+        // A device key sending an assertion header is refused for the kind of evidence.
+        let asAssertion = try env.signed(key, target: "/v1/device/c")
+        let assertionHeaders = asAssertion.headers.map { $0.0 == "App-Attest-Signature" ? ("App-Attest-Assertion", $0.1) : $0 }
+        assertRefusal(try env.send("POST", "/v1/device/c", headers: assertionHeaders, body: Array("{}".utf8)), status: 401,
+                      code: "evidence_kind_mismatch")
+        XCTAssertEqual(try env.send("POST", "/v1/device/c", headers: asAssertion.headers, body: Array("{}".utf8)).status, 200)
+
+        // Revoked: 403 key_revoked, the challenge kept.
+        let pending = try env.signed(key, target: "/v1/device/c")
+        let keyId = try KeyID(Array(try XCTUnwrap(Data(base64Encoded: key.kid))))
+        let done = DispatchSemaphore(value: 0)
+        env.gateway.store.revokeKey(keyId) { _ in done.signal() }
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        assertRefusal(try env.send("POST", "/v1/device/c", headers: pending.headers, body: Array("{}".utf8)), status: 403,
+                      code: "key_revoked")
+        XCTAssertTrue(try env.redisKeys(kid: key.kid).contains("aa:{\(base64URL(key.kid))}:ch:\(base64URL(pending.challenge))"),
+                      "the challenge is still pending")
     }
 
     func testSignatureByAnotherKeyOrOfAnotherKindIsRefused() throws {
@@ -367,5 +423,26 @@ final class DeviceKeySimulateTests: XCTestCase {
                                                         "--app-id", E2EEnvironment.appId]).status, 2)
         XCTAssertEqual(try ChildProcess.run(attestctl, ["simulate", "--device-key", "--gateway", gateway, "--app-id", E2EEnvironment.appId,
                                                         "--integrity", "Bad/Code"]).status, 2)
+    }
+}
+
+/// A store outage during registration and device-signed requests is a 503, never an acceptance.
+final class DeviceKeyStoreOutageTests: XCTestCase {
+    func testRegistrationAndSignedRequestsAre503WhileRedisIsDown() throws {
+        let env = try DeviceKeyEnvironment()
+        defer { env.stop() }
+        let key = try env.registeredKey()
+        let pending = try env.signed(key, target: "/v1/device/x")
+        let newKey = try env.makeKey()
+        let fields = try env.registrationFields(newKey, challenge: try env.challenge(kid: newKey.kid))
+        env.redis.stop()
+        assertRefusal(try env.send("POST", "/v1/device/x", headers: pending.headers, body: Array("{}".utf8)), status: 503,
+                      code: "store_unavailable", action: "retry")
+        assertRefusal(try env.register(fields), status: 503, code: "store_unavailable", action: "retry")
+        try env.redis.start()
+        var registered: HTTPReply?
+        XCTAssertTrue(try eventually { registered = try env.register(fields); return registered?.status != 503 }, "Redis back")
+        XCTAssertEqual(registered?.status, 201, "the challenge survived the outage: \(String(describing: registered))")
+        XCTAssertEqual(try env.send("POST", "/v1/device/x", headers: pending.headers, body: Array("{}".utf8)).status, 200)
     }
 }
