@@ -12,14 +12,6 @@ import GatewayStore
 /// `403 tier_too_low` on `enforce` routes before anything is consumed; `monitor` routes verify and
 /// commit as usual and record the tier (reason `tier_too_low`).
 extension AssertionEnforcer {
-    /// The tier a route requires.
-    static func minimumTier(_ route: CompiledRoute) -> TrustTier {
-        switch route.config.minTier {
-        case .attested: return .attested
-        case .device: return .device
-        }
-    }
-
     /// The refusal for the wrong kind of evidence for this key, or (enforce routes) a tier below
     /// `min_tier`; nil when the request may go on.
     func tierRefusal(key: CachedKey, route: CompiledRoute, deviceSignature: Bool) -> Refusal? {
@@ -28,9 +20,8 @@ extension AssertionEnforcer {
             return .evidenceKindMismatch(deviceKey: key.isDeviceKey, assertionHeader: names.assertion,
                                          signatureHeader: names.signature)
         }
-        let required = AssertionEnforcer.minimumTier(route)
-        if route.config.mode == .enforce, !key.tier.satisfies(required) {
-            return .tierTooLow(tier: key.tier.rawValue, required: required.rawValue)
+        if route.config.mode == .enforce, !key.passes(route.config.minTier) {
+            return .tierTooLow(tier: key.tier.rawValue, required: route.config.minTier.rawValue)
         }
         return nil
     }
@@ -40,7 +31,7 @@ extension AssertionEnforcer {
         report.tier = key.tier.rawValue
         report.platformAttested = key.platformAttested
         report.integrity = key.integrity
-        if !key.tier.satisfies(AssertionEnforcer.minimumTier(route)) { report.reason = "tier_too_low" }
+        if !key.passes(route.config.minTier) { report.reason = "tier_too_low" }
     }
 
     /// Verifies a device key's signature over `clientData`, then commits the challenge.

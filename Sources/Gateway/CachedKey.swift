@@ -1,4 +1,5 @@
 import AppAttest
+import GatewayConfig
 import AttestCrypto
 import GatewayRules
 import GatewayStore
@@ -26,6 +27,9 @@ struct CachedKey: Sendable {
     /// A device key (`POST {prefix}/register`): signs requests with `App-Attest-Signature`; an App
     /// Attest key sends assertions.
     let isDeviceKey: Bool
+    /// `tier.satisfies(.attested)` and `tier.satisfies(.device)`, computed once (per-request checks
+    /// compare booleans, not strings).
+    let passesAttested: Bool, passesDevice: Bool
 
     init(keyId: KeyID, publicKey: P256PublicKey, app: AppPolicy, environment: AppAttestEnvironment,
          tier: TrustTier = .attested, platformAttested: Bool = true, integrity: [String] = [], isDeviceKey: Bool = false) {
@@ -37,6 +41,16 @@ struct CachedKey: Sendable {
         self.platformAttested = platformAttested
         self.integrity = integrity.isEmpty ? nil : integrity.joined(separator: ",")
         self.isDeviceKey = isDeviceKey
+        passesAttested = tier.satisfies(.attested)
+        passesDevice = tier.satisfies(.device)
+    }
+
+    /// Whether the key's tier passes a route's `min_tier`.
+    func passes(_ minimum: RouteConfiguration.MinimumTier) -> Bool {
+        switch minimum {
+        case .attested: return passesAttested
+        case .device: return passesDevice
+        }
     }
 
     /// The cached form of a stored record (tier, platform flag, integrity and kind from the record).
