@@ -189,8 +189,10 @@ final class GatewayHandler: HTTPHandler {
         let prepared = forward
         let names = family.configuration.injected
         tables.enforcer.evaluate(evidence, request: request, route: route) { [self] decision in
-            let context = decided.logging(RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
-                                                              reason: decision.report.reason, keyId: decision.report.keyId))
+            var log = RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
+                                        reason: decision.report.reason, keyId: decision.report.keyId)
+            log.tier = decision.report.tier
+            let context = decided.logging(log)
             if mode == .enforce, let refusal = decision.refusal {
                 responder.respond(render(refusal, tables, context.identity), context: context)
                 return
