@@ -72,8 +72,9 @@ final class RegistrationEndpoint: Sendable {
                     return refuse(.store(.keyExpired), keyId: body.keyId, completion)
                 }
                 guard record.backing == nil, record.platformAttested else {
-                    return refuse(.evidenceKindMismatch(deviceKey: true, assertionHeader: "appAttest.assertion",
-                                                        signatureHeader: "signature"), keyId: body.keyId, completion)
+                    return refuse(Refusal(status: 401, code: "evidence_kind_mismatch", action: .deny,
+                                          detail: "appAttest.keyId names a device key; appAttest takes an App Attest key"),
+                                  keyId: body.keyId, completion)
                 }
                 guard let app = apps[record.appId] else { return refuse(.appNotAllowed(record.appId), keyId: body.keyId, completion) }
                 guard let publicKey = try? P256PublicKey(x963: record.publicKey) else {

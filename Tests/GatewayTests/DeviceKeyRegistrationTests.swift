@@ -206,6 +206,11 @@ final class DeviceKeyRegistrationTests: XCTestCase {
         assertRefusal(try env.register(try env.registrationFields(key, challenge: challenge,
                                                                   appAttest: ["keyId": stranger.keyId, "assertion": strangers])),
                       status: 401, code: "key_unknown")
+        // A device key is not an App Attest key.
+        let deviceKey = try env.registeredKey()
+        assertRefusal(try env.register(try env.registrationFields(key, challenge: challenge,
+                                                                  appAttest: ["keyId": deviceKey.kid, "assertion": strangers])),
+                      status: 401, code: "evidence_kind_mismatch")
         XCTAssertEqual(try env.redisKeys(kid: key.kid).count, 1, "no back-off without a spent attestation; challenge pending")
 
         let assertion = try held.rawAssertion(clientData: clientData, counter: 1)
