@@ -72,7 +72,7 @@ final class DeviceKeyRegistrationVerifierTests: XCTestCase {
 
     func testAttestationOverTheClientDataVouchesAndOverOtherDataSpendsAToken() throws {
         let f = try fixture()
-        var appDevice = try SoftwareDevice()
+        let appDevice = try SoftwareDevice()
         let data = DeviceKeyRegistration.clientData(challenge: f.challenge, publicKey: f.deviceKey.publicKeyPoint, backing: "software",
                                                     integrity: [])
         let minted = try appDevice.mintAttestation(ca: f.ca, appId: Self.appId, environment: .development, clientDataHash: SHA256.hash(data))

@@ -37,7 +37,7 @@ final class OpenSSLDeviceKey {
     func sign(_ message: [UInt8]) throws -> [UInt8] {
         let input = keyFile.appendingPathExtension("msg-\(UUID().uuidString.prefix(6))")
         let output = input.appendingPathExtension("sig")
-        FileManager.default.createFile(atPath: input.path, contents: Data(message))
+        _ = FileManager.default.createFile(atPath: input.path, contents: Data(message))
         defer {
             try? FileManager.default.removeItem(at: input)
             try? FileManager.default.removeItem(at: output)
