@@ -51,6 +51,14 @@ public enum ReasonCode: String, Sendable, CaseIterable, Equatable {
     /// The counter is not strictly greater than the stored counter (step 5).
     case counterReplay = "counter_replay"
 
+    // MARK: device-key registration (DESIGN.md section 8; HTTP 400 at the gateway)
+    /// `publicKey` is not a 65-byte uncompressed P-256 point on the curve.
+    case publicKeyInvalid = "public_key_invalid"
+    /// `backing` is neither `secure_enclave` nor `software`.
+    case backingUnknown = "backing_unknown"
+    /// `integrity` is not a list of at most 16 short codes of `[a-z0-9_]` without duplicates.
+    case integrityInvalid = "integrity_invalid"
+
     // MARK: receipt (risk signal, not a gate by default)
     /// The receipt is not a CMS SignedData of the expected shape.
     case receiptMalformed = "receipt_malformed"

@@ -15,7 +15,8 @@ import Glibc
 /// (status 503 when no response had started; a 499 is a client that went away), and from the
 /// request's `RequestIdentity` and verdict: `request_id`, `trace_id` (a valid `traceparent`'s),
 /// `user_agent` (at most 256 bytes) and `key_id` (base64url, the form `attestctl keys` takes; the
-/// assertion's keyId, or the endpoint request's, once it decoded, whatever the verdict). Strings are
+/// assertion's keyId, or the endpoint request's, once it decoded, whatever the verdict), `tier` (the
+/// key's trust tier with a `valid` verdict, DESIGN.md section 8). Strings are
 /// JSON-escaped (control characters, quotes, invalid UTF-8 replaced). Challenges, assertions, queries
 /// and bodies are never written.
 ///
@@ -82,6 +83,7 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
             if let agent = identity.userAgent { json.field("user_agent", String(decoding: agent, as: UTF8.self)) }
         }
         if let keyId = context?.keyId { json.field("key_id", String(decoding: keyId.base64URL, as: UTF8.self)) }
+        if let tier = context?.tier { json.field("tier", tier) }
         // Cut by the gateway (the drain deadline), not by the client (499): its own field.
         if record.error == .drainDeadline { json.field("cut", HTTPError.drainDeadline.code) }
         json.endObject()

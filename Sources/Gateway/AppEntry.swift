@@ -1,5 +1,6 @@
 import AppAttest
 import GatewayConfig
+import GatewayRules
 
 /// A configured app as the verifier and the per-request policy need it.
 struct AppEntry: Sendable {
@@ -9,10 +10,13 @@ struct AppEntry: Sendable {
     let lifetime: RegistrationLifetime
     /// Keys per account, when the app counts them.
     let accounts: AccountBinding?
+    /// What integrity codes of its device-key registrations do (`integrity_refuse`, `integrity_lower`).
+    let integrity: IntegrityPolicy
 
     init(_ app: AppConfiguration) {
         policy = AppPolicy(appId: app.appID.description, environment: app.environment)
         lifetime = RegistrationLifetime(app)
         accounts = AccountBinding(app)
+        integrity = app.integrity
     }
 }

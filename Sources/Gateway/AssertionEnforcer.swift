@@ -9,7 +9,8 @@ import GatewayStore
 /// then commits challenge and counter in one store step.
 ///
 /// Order: evidence present -> decodes -> client data rebuilt (and compared with a diagnostic copy) ->
-/// key known (cache, else one store read) -> route policy (app, environment) -> assertion verified
+/// key known (cache, else one store read) -> route policy (app, environment, trust tier and evidence
+/// kind) -> assertion (or a device key's signature, `AssertionEnforcer+DeviceKeys`) verified
 /// (pure) -> store commit (challenge exists, unexpired, right purpose and key; counter admitted;
 /// consumed). Nothing in the store changes unless every step passed. A store outage yields verdict
 /// `unverified` with a 503 refusal, or no refusal when the route is `fail_open`.
@@ -44,17 +45,24 @@ final class AssertionEnforcer: Sendable {
     func evaluate(_ evidence: Evidence, request: HTTPRequest, route: CompiledRoute,
                   completion: @escaping @Sendable (Decision) -> Void) {
         let names = family.configuration.evidence
-        guard let rawKeyId = evidence.keyId, let rawChallenge = evidence.challenge, let rawAssertion = evidence.assertion else {
+        // A device key sends App-Attest-Signature where an App Attest key sends its assertion.
+        let deviceSignature = evidence.assertion == nil && evidence.signature != nil
+        guard let rawKeyId = evidence.keyId, let rawChallenge = evidence.challenge,
+              let rawAssertion = evidence.assertion ?? evidence.signature else {
             var missing: [String] = []
             if evidence.keyId == nil { missing.append(names.keyID) }
             if evidence.challenge == nil { missing.append(names.challenge) }
-            if evidence.assertion == nil { missing.append(names.assertion) }
+            if evidence.assertion == nil && evidence.signature == nil { missing.append(names.assertion) }
             completion(Decision(report: VerdictReport(.missing, reason: "assertion_missing"),
                                 refusal: .evidenceMissing(missing)))
             return
         }
         if let duplicated = evidence.duplicated {
             completion(invalid(.headerDuplicated(duplicated)))
+            return
+        }
+        if evidence.assertion != nil && evidence.signature != nil {
+            completion(invalid(.evidenceAmbiguous(assertionHeader: names.assertion, signatureHeader: names.signature)))
             return
         }
         guard let keyBytes = Base64.decode(rawKeyId), let keyId = try? KeyID(keyBytes) else {
@@ -70,7 +78,7 @@ final class AssertionEnforcer: Sendable {
             return
         }
         guard let assertion = Base64.decode(rawAssertion) else {
-            completion(invalid(.encodingInvalid(names.assertion), keyId: keyId))
+            completion(invalid(.encodingInvalid(deviceSignature ? names.signature : names.assertion), keyId: keyId))
             return
         }
 
@@ -105,7 +113,7 @@ final class AssertionEnforcer: Sendable {
 
         let proceed: @Sendable (CachedKey) -> Void = { [self] key in
             verifyAndCommit(key: key, keyId: keyId, challenge: challenge, assertion: assertion, clientData: clientData,
-                            route: route, completion: completion)
+                            route: route, deviceSignature: deviceSignature, completion: completion)
         }
         let shard = request.connection.loopIndex
         if let cached = keys.get(keyId, shard: shard) {
@@ -127,7 +135,7 @@ final class AssertionEnforcer: Sendable {
                     completion(invalid(.internalError("stored key record is unreadable"), keyId: keyId))
                     return
                 }
-                let cached = CachedKey(keyId: keyId, publicKey: publicKey, app: app.policy, environment: record.environment)
+                let cached = CachedKey(record: record, publicKey: publicKey, app: app.policy)
                 keys.put(keyId, cached, shard: shard)
                 proceed(cached)
             }
@@ -135,19 +143,30 @@ final class AssertionEnforcer: Sendable {
     }
 
     private func verifyAndCommit(key: CachedKey, keyId: KeyID, challenge: Challenge, assertion: [UInt8],
-                                 clientData: [UInt8], route: CompiledRoute,
+                                 clientData: [UInt8], route: CompiledRoute, deviceSignature: Bool,
                                  completion: @escaping @Sendable (Decision) -> Void) {
         // Route and app policy (403): valid evidence refused by configuration.
         if let allowed = route.allowedApps, !allowed.contains(key.app.appId) {
             completion(invalid(.appNotAllowed(key.app.appId), keyId: keyId))
             return
         }
-        if let required = route.environment, required != key.environment {
+        // Environments are App Attest's: a key App Attest did not vouch for has none to check.
+        if key.platformAttested, let required = route.environment, required != key.environment {
             completion(invalid(.environmentNotAllowed(key.environment.rawValue), keyId: keyId))
             return
         }
-        if let app = apps[key.app.appId], !app.policy.environment.allows(key.environment) {
+        if key.platformAttested, let app = apps[key.app.appId], !app.policy.environment.allows(key.environment) {
             completion(invalid(.environmentNotAllowed(key.environment.rawValue), keyId: keyId))
+            return
+        }
+        // Trust tier and evidence kind (DESIGN.md section 8).
+        if let refusal = tierRefusal(key: key, route: route, deviceSignature: deviceSignature) {
+            completion(invalid(refusal, keyId: keyId))
+            return
+        }
+        if deviceSignature {
+            verifySignatureAndCommit(key: key, keyId: keyId, challenge: challenge, signature: assertion, clientData: clientData,
+                                     route: route, completion: completion)
             return
         }
 
@@ -173,6 +192,7 @@ final class AssertionEnforcer: Sendable {
                 report.counter = verified.counter
                 report.environment = key.environment.rawValue
                 report.signals = verified.signals
+                addTier(of: key, route: route, to: &report)
                 completion(Decision(report: report, refusal: nil))
             case .success(.refused(let refusal)):
                 if refusal == .keyUnknown { keys.remove(keyId) }
@@ -195,11 +215,11 @@ final class AssertionEnforcer: Sendable {
         }
     }
 
-    private func invalid(_ refusal: Refusal, keyId: KeyID? = nil) -> Decision {
+    func invalid(_ refusal: Refusal, keyId: KeyID? = nil) -> Decision {
         Decision(report: VerdictReport(.invalid, reason: refusal.code, keyId: keyId), refusal: refusal)
     }
 
-    private func unavailable(route: CompiledRoute, keyId: KeyID) -> Decision {
+    func unavailable(route: CompiledRoute, keyId: KeyID) -> Decision {
         let report = VerdictReport(.unverified, reason: Refusal.storeUnavailable.code, keyId: keyId)
         return Decision(report: report, refusal: route.config.onStoreError == .failOpen ? nil : .storeUnavailable)
     }

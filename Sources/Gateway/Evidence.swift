@@ -8,6 +8,8 @@ struct Evidence: Sendable {
     var assertion: [UInt8]?
     /// `App-Attest-Client-Data` value (base64; diagnostics only, must equal the rebuilt client data).
     var clientData: [UInt8]?
+    /// `App-Attest-Signature` value (base64 DER ECDSA by a device key over the client data).
+    var signature: [UInt8]?
     /// The configured name of an evidence field that appeared more than once, if any.
     var duplicated: String?
 
@@ -18,5 +20,5 @@ struct Evidence: Sendable {
     }
 
     /// True when none of the evidence fields was present.
-    var isEmpty: Bool { keyId == nil && challenge == nil && assertion == nil && clientData == nil }
+    var isEmpty: Bool { keyId == nil && challenge == nil && assertion == nil && clientData == nil && signature == nil }
 }

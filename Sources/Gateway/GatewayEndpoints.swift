@@ -7,7 +7,7 @@ import GatewayStore
 
 /// The gateway's own endpoints (DESIGN.md section 1): one-time challenges and attestations.
 ///
-/// - `POST <prefix>/challenge` `{"keyId": b64, "purpose": "attest"|"assert"}` -> `201`
+/// - `POST <prefix>/challenge` `{"keyId": b64, "purpose": "attest"|"assert"|"register"}` -> `201`
 ///   `{"challenge": b64, "expiresAt": unix-seconds}`. An `assert` challenge is only issued for a key the
 ///   gateway attested (`401 key_unknown` / `reattest` otherwise).
 /// - `POST <prefix>/attest` `{"keyId", "challenge", "attestation"}` (base64) -> Apple's nine server

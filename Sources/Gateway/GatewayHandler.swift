@@ -7,7 +7,7 @@ import Synchronization
 /// The gateway's request handling on the data listeners (DESIGN.md sections 1, 2 and 5), plugged
 /// into the protocol-agnostic proxy core (`GatewayHTTP.HTTPHandler`).
 ///
-/// Per request: the gateway's endpoints first (`<prefix>/challenge`, `<prefix>/attest`), then the
+/// Per request: the gateway's endpoints first (`<prefix>/challenge`, `/attest`, `/register`, `/renew`, `/forget`), then the
 /// first matching route (`RouteTable`, on the normalized path the core validated), matched once at
 /// the head and kept in the request's `GatewayRequestContext` for `handle` and the access log. Every route and
 /// mode strips every header of the gateway's family from the request (any case, every copy) and sets
@@ -60,6 +60,8 @@ final class GatewayHandler: HTTPHandler {
             return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:attest")
         case .lifecycleEndpoint(let action):
             return endpointHead(head, connection: connection, destination, tables, identity, route: action.route)
+        case .registerEndpoint:
+            return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:register")
         case .unknownEndpoint:
             return refuse(.unknownEndpoint, destination, tables, identity, route: "endpoint:unknown")
         case .noRoute:
@@ -85,6 +87,10 @@ final class GatewayHandler: HTTPHandler {
             }
         case .lifecycleEndpoint(let action):
             tables.lifecycle.handle(action, request) { response, log in
+                responder.respond(context.identity?.echo(on: response) ?? response, context: context.logging(log))
+            }
+        case .registerEndpoint:
+            tables.registration.register(request) { response, log in
                 responder.respond(context.identity?.echo(on: response) ?? response, context: context.logging(log))
             }
         case .unknownEndpoint:
@@ -138,6 +144,7 @@ final class GatewayHandler: HTTPHandler {
     private static let attestSuffix = Array("/attest".utf8)
     private static let renewSuffix = Array("/renew".utf8)
     private static let forgetSuffix = Array("/forget".utf8)
+    private static let registerSuffix = Array("/register".utf8)
 
     /// Where a request goes: the endpoints take precedence over routes (Config/REFERENCE.md).
     /// Called once per request, by `headDecision`.
@@ -151,6 +158,7 @@ final class GatewayHandler: HTTPHandler {
                 if rest.elementsEqual(GatewayHandler.attestSuffix) { return .attestEndpoint }
                 if rest.elementsEqual(GatewayHandler.renewSuffix) { return .lifecycleEndpoint(.renew) }
                 if rest.elementsEqual(GatewayHandler.forgetSuffix) { return .lifecycleEndpoint(.forget) }
+                if rest.elementsEqual(GatewayHandler.registerSuffix) { return .registerEndpoint }
                 return .unknownEndpoint
             }
         }
@@ -191,8 +199,10 @@ final class GatewayHandler: HTTPHandler {
         let prepared = forward
         let names = family.configuration.injected
         tables.enforcer.evaluate(evidence, request: request, route: route) { [self] decision in
-            let context = decided.logging(RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
-                                                              reason: decision.report.reason, keyId: decision.report.keyId))
+            var log = RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
+                                        reason: decision.report.reason, keyId: decision.report.keyId)
+            log.tier = decision.report.tier
+            let context = decided.logging(log)
             if mode == .enforce, let refusal = decision.refusal {
                 responder.respond(render(refusal, tables, context.identity), context: context)
                 return

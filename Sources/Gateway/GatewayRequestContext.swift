@@ -7,6 +7,8 @@ struct GatewayRequestContext: Sendable {
         case challengeEndpoint, attestEndpoint, unknownEndpoint, noRoute
         /// `<prefix>/renew` or `<prefix>/forget`.
         case lifecycleEndpoint(KeyLifecycleAction)
+        /// `<prefix>/register` (device keys).
+        case registerEndpoint
         /// The index of the first matching route in `tables.routes`.
         case route(Int)
     }

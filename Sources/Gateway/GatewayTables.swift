@@ -23,6 +23,8 @@ final class GatewayTables: Sendable {
     /// `POST <prefix>/renew` and `POST <prefix>/forget`.
     let lifecycle: LifecycleEndpoints
     let enforcer: AssertionEnforcer
+    /// `POST <prefix>/register` (device keys, DESIGN.md section 8).
+    let registration: RegistrationEndpoint
     let family: HeaderFamily
     /// `X-Forwarded-*`, `Forwarded`, `X-Real-IP` on forwarded requests (`trusted_proxies`).
     let forwarding: ForwardingHeaders
@@ -98,6 +100,9 @@ final class GatewayTables: Sendable {
         endpoints = GatewayEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                      verifier: verifier, errorHeader: config.headers.error, lifecycle: lifecycle)
         enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock, family: family)
+        registration = RegistrationEndpoint(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
+                                            verifier: DeviceKeyRegistrationVerifier(attestations: verifier),
+                                            errorHeader: config.headers.error, lifecycle: lifecycle)
         forwarding = ForwardingHeaders(trusted: config.trustedProxies)
         endpointsPrefix = Array(config.endpoints.prefix.utf8)
         rateLimit = config.endpoints.rateLimit

@@ -12,6 +12,7 @@ struct HeaderFamily: Sendable {
     private let challengeLower: [UInt8]
     private let assertionLower: [UInt8]
     private let clientDataLower: [UInt8]
+    private let signatureLower: [UInt8]
 
     init(_ configuration: HeadersConfiguration) {
         self.configuration = configuration
@@ -20,6 +21,7 @@ struct HeaderFamily: Sendable {
         challengeLower = HeaderFamily.lower(configuration.evidence.challenge)
         assertionLower = HeaderFamily.lower(configuration.evidence.assertion)
         clientDataLower = HeaderFamily.lower(configuration.evidence.clientData)
+        signatureLower = HeaderFamily.lower(configuration.evidence.signature)
     }
 
     /// Removes every field of the family from `headers` and returns the evidence fields it held.
@@ -36,6 +38,8 @@ struct HeaderFamily: Sendable {
                 evidence.set(\.assertion, Array(field.valueBytes), name: configuration.evidence.assertion)
             } else if HeaderFamily.equals(name, clientDataLower) {
                 evidence.set(\.clientData, Array(field.valueBytes), name: configuration.evidence.clientData)
+            } else if HeaderFamily.equals(name, signatureLower) {
+                evidence.set(\.signature, Array(field.valueBytes), name: configuration.evidence.signature)
             }
             return true
         }

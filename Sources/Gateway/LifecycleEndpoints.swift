@@ -88,7 +88,7 @@ final class LifecycleEndpoints: Sendable {
         }
         let clientData = LifecycleClientData.bytes(action.clientData, challenge: proof.challenge.bytes, keyId: keyId.bytes)
         var counter: UInt32?
-        if record.trustTier == .appAttest {
+        if record.backing == nil { // an App Attest key (POST /attest): it proves with assertions
             guard let assertion = proof.assertion else { return refuse(.proofMismatch(expected: "assertion"), route: route, keyId: keyId, completion) }
             switch AssertionVerifier.verify(assertionObject: assertion, publicKey: publicKey, appId: record.appId,
                                             clientData: clientData, previousCounter: record.counter) {

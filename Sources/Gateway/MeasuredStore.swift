@@ -18,7 +18,7 @@ final class MeasuredStore: AttestStore {
 
     /// The completion that counts the command, then calls `completion`.
     @inline(__always)
-    private func measured<T>(_ command: GatewayMetrics.StoreCommand,
+    func measured<T>(_ command: GatewayMetrics.StoreCommand,
                              _ completion: @escaping @Sendable (Result<T, StoreUnavailable>) -> Void)
         -> @Sendable (Result<T, StoreUnavailable>) -> Void {
         let loop = GatewayMetrics.currentLoop

@@ -46,7 +46,7 @@ extension Refusal {
         switch reason {
         case .envMismatch:
             return Refusal(status: 403, code: reason.rawValue, action: .deny, detail: detail)
-        case .encodingInvalid, .keyIdInvalid:
+        case .encodingInvalid, .keyIdInvalid, .publicKeyInvalid, .backingUnknown, .integrityInvalid:
             return Refusal(status: 400, code: reason.rawValue, action: .deny, detail: detail)
         case .counterReplay:
             return Refusal(status: 401, code: reason.rawValue, action: .deny, detail: detail)
@@ -109,7 +109,7 @@ extension Refusal {
 
     /// 404: unknown path under the endpoints prefix.
     static let unknownEndpoint = Refusal(status: 404, code: "unknown_endpoint", action: .deny,
-                                         detail: "the gateway serves <prefix>/challenge and <prefix>/attest")
+                                         detail: "the gateway serves <prefix>/challenge, <prefix>/attest, <prefix>/register, <prefix>/renew and <prefix>/forget")
 
     /// 400: the endpoint body is not the expected JSON object.
     static func jsonInvalid(_ detail: String) -> Refusal {

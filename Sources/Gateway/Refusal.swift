@@ -20,6 +20,9 @@ public struct Refusal: Sendable, Equatable {
     public var retryAfter: Int?
     /// A fresh challenge (raw bytes) and its expiry (unix seconds) for challenge failures.
     public var freshChallenge: (bytes: [UInt8], expiresAt: Int64)?
+    /// When the client may spend another App Attest attestation (unix seconds; field `retryAt` of
+    /// `registration_refused`, DESIGN.md section 8).
+    public var retryAt: Int64?
 
     /// Creates a refusal.
     public init(status: Int, code: String, action: RefusalAction, detail: String, retryAfter: Int? = nil) {
@@ -29,13 +32,14 @@ public struct Refusal: Sendable, Equatable {
         self.detail = detail
         self.retryAfter = retryAfter
         self.freshChallenge = nil
+        self.retryAt = nil
     }
 
     public static func == (lhs: Refusal, rhs: Refusal) -> Bool {
         lhs.status == rhs.status && lhs.code == rhs.code && lhs.action == rhs.action
             && lhs.detail == rhs.detail && lhs.retryAfter == rhs.retryAfter
             && lhs.freshChallenge?.bytes == rhs.freshChallenge?.bytes
-            && lhs.freshChallenge?.expiresAt == rhs.freshChallenge?.expiresAt
+            && lhs.freshChallenge?.expiresAt == rhs.freshChallenge?.expiresAt && lhs.retryAt == rhs.retryAt
     }
 
     /// The JSON body, UTF-8.
@@ -49,6 +53,7 @@ public struct Refusal: Sendable, Equatable {
             json.field("challenge", Base64.encode(fresh.bytes))
             json.field("expiresAt", fresh.expiresAt)
         }
+        if let retryAt { json.field("retryAt", retryAt) }
         json.endObject()
         return json.bytes
     }

@@ -14,6 +14,9 @@ struct RequestLogContext: Sendable {
     /// decoded (valid or not: it names a key, it is no secret), logged base64url as `attestctl keys`
     /// takes it.
     var keyId: KeyID?
+    /// The key's trust tier (`attested`, `device`) on a `valid` verdict, also when below the route's
+    /// `min_tier` on a `monitor` route (DESIGN.md section 8).
+    var tier: String?
 
     init(route: String, verdict: Verdict? = nil, reason: String? = nil, keyId: KeyID? = nil) {
         self.route = route

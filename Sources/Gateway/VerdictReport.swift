@@ -21,6 +21,13 @@ struct VerdictReport: Sendable {
     var environment: String?
     /// iOS 27 authenticatorData signals of the assertion (valid only).
     var signals: AuthenticatorSignals?
+    /// The key's trust tier, `attested` | `device` (valid only; recorded on monitor routes even when
+    /// below the route's `min_tier`).
+    var tier: String?
+    /// Whether App Attest vouched for the key (valid only).
+    var platformAttested: Bool?
+    /// The key's integrity codes joined by `,` (valid only, when any).
+    var integrity: String?
 
     init(_ verdict: Verdict, reason: String? = nil, keyId: KeyID? = nil) {
         self.verdict = verdict
@@ -43,6 +50,9 @@ struct VerdictReport: Sendable {
         if let version = signals?.bundleVersion {
             try? headers.replaceOrAdd(name: names.bundleVersion, value: version)
         }
+        if let tier { try? headers.replaceOrAdd(name: names.tier, value: tier) }
+        if let platformAttested { try? headers.replaceOrAdd(name: names.platformAttested, value: platformAttested ? "true" : "false") }
+        if let integrity { try? headers.replaceOrAdd(name: names.integrity, value: integrity) }
     }
 
     static func hex(_ bytes: [UInt8]) -> String {

@@ -11,6 +11,9 @@ public struct AppConfiguration: Sendable, Hashable {
     public var registrationTTL: Duration? = nil
     /// Keys per account (`account_header`...), nil when the app does not count keys per account.
     public var accountKeys: AccountKeysConfiguration? = nil
+    /// What integrity codes of a device-key registration do (`integrity_refuse`, `integrity_lower`;
+    /// DESIGN.md section 8). Default: nothing refused or lowered.
+    public var integrity = IntegrityPolicy()
 
     /// Creates an app entry.
     public init(appID: AppID, environment: EnvironmentPolicy = .production) {

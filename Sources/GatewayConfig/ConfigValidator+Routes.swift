@@ -198,10 +198,13 @@ extension ConfigValidator {
 
         let connect: Duration?? = f.node("connect_timeout").map { duration($0, p.key("connect_timeout"), .milliseconds(1) ... .seconds(60)).map { .some($0) } } ?? .some(nil)
         let response: Duration?? = f.node("response_timeout").map { duration($0, p.key("response_timeout"), .milliseconds(1) ... .seconds(3600)).map { .some($0) } } ?? .some(nil)
-        guard ok, let match, let upstream, let mode, let maxBody, let onStoreError, let window, let connect, let response else { return nil }
-        return RouteConfiguration(name: name, match: match, methods: methods, upstream: upstream, mode: mode, maxBody: maxBody,
-                                  onStoreError: onStoreError, counterWindow: window, environment: environment,
-                                  bindHeaders: bind, apps: apps, connectTimeout: connect, responseTimeout: response)
+        let minTier = optional(f, "min_tier", default: RouteConfiguration.MinimumTier.attested) { choice($0, $1, RouteConfiguration.MinimumTier.self) }
+        guard ok, let match, let upstream, let mode, let maxBody, let onStoreError, let window, let connect, let response, let minTier else { return nil }
+        var route = RouteConfiguration(name: name, match: match, methods: methods, upstream: upstream, mode: mode, maxBody: maxBody,
+                                       onStoreError: onStoreError, counterWindow: window, environment: environment,
+                                       bindHeaders: bind, apps: apps, connectTimeout: connect, responseTimeout: response)
+        route.minTier = minTier
+        return route
     }
 
     // MARK: cross-section checks
@@ -258,7 +261,7 @@ extension ConfigValidator {
 
             // Settings that only matter when verifying.
             if route.mode == .off {
-                let ignored = ["on_store_error", "counter_window", "environment", "bind_headers", "apps"].filter { src.fields.has($0) }
+                let ignored = ["on_store_error", "counter_window", "environment", "bind_headers", "apps", "min_tier"].filter { src.fields.has($0) }
                 if !ignored.isEmpty {
                     warn(p.key("mode"), "\(ignored.joined(separator: ", ")) \(ignored.count == 1 ? "has" : "have") no effect with mode off", src.fields.mark("mode"))
                 }

@@ -168,9 +168,41 @@ extension ConfigValidator {
             }
             var app = AppConfiguration(appID: appID, environment: environment)
             guard appLifecycle(f, itemPath, into: &app) else { ok = false; continue }
+            guard let integrity = integrityPolicy(f, itemPath) else { ok = false; continue }
+            app.integrity = integrity
             result.append(app)
         }
         return ok ? result : nil
+    }
+
+    /// `integrity_refuse` and `integrity_lower` of one app: lists of integrity codes
+    /// (`IntegrityCodes` shape; a code outside the documented list is a warning, not an error).
+    private func integrityPolicy(_ f: Fields, _ itemPath: ConfigPath) -> IntegrityPolicy? {
+        var ok = true
+        func codes(_ key: String) -> Set<String> {
+            guard let node = f.node(key) else { return [] }
+            let kp = itemPath.key(key)
+            guard let items = list(node, kp, of: "integrity codes such as [jb_files, debugger]") else { ok = false; return [] }
+            var result = Set<String>()
+            for (i, item) in items.enumerated() {
+                guard let code = string(item, kp.index(i), expected: "an integrity code") else { ok = false; continue }
+                if let problem = IntegrityCodes.problem(code: code) {
+                    error(kp.index(i), problem, item.mark)
+                    ok = false
+                } else {
+                    if !IntegrityCodes.isDocumented(code) {
+                        warn(kp.index(i), "\(code) is not a documented integrity code (\(IntegrityCodes.documented.map(\.code).joined(separator: ", "))); clients must send it as written", item.mark)
+                    }
+                    result.insert(code)
+                }
+            }
+            return result
+        }
+        let refuse = codes("integrity_refuse"), lower = codes("integrity_lower")
+        for code in refuse.intersection(lower).sorted() {
+            warn(itemPath.key("integrity_lower"), "\(code) is in integrity_refuse too, which wins", f.mark("integrity_lower"))
+        }
+        return ok ? IntegrityPolicy(refuse: refuse, lower: lower) : nil
     }
 
     // MARK: trusted_proxies
@@ -360,7 +392,8 @@ extension ConfigValidator {
                 keyID: name(ef, "key_id", defaults.evidence.keyID, family: true),
                 challenge: name(ef, "challenge", defaults.evidence.challenge, family: true),
                 assertion: name(ef, "assertion", defaults.evidence.assertion, family: true),
-                clientData: name(ef, "client_data", defaults.evidence.clientData, family: true))
+                clientData: name(ef, "client_data", defaults.evidence.clientData, family: true),
+                signature: name(ef, "signature", defaults.evidence.signature, family: true))
         } else if f.has("evidence") { ok = false }
         var injected = defaults.injected
         if let inNode = f.node("injected"), let inf = fields(inNode, path.key("injected"), .injected) {
@@ -372,7 +405,10 @@ extension ConfigValidator {
                 environment: name(inf, "environment", defaults.injected.environment, family: true),
                 riskMetric: name(inf, "risk_metric", defaults.injected.riskMetric, family: true),
                 validationCategory: name(inf, "validation_category", defaults.injected.validationCategory, family: true),
-                bundleVersion: name(inf, "bundle_version", defaults.injected.bundleVersion, family: true))
+                bundleVersion: name(inf, "bundle_version", defaults.injected.bundleVersion, family: true),
+                tier: name(inf, "tier", defaults.injected.tier, family: true),
+                platformAttested: name(inf, "platform_attested", defaults.injected.platformAttested, family: true),
+                integrity: name(inf, "integrity", defaults.injected.integrity, family: true))
         } else if f.has("injected") { ok = false }
         let errorHeader = name(f, "error", defaults.error, family: false)
 

@@ -15,18 +15,23 @@ public struct HeadersConfiguration: Sendable, Hashable {
         public var assertion: String
         /// Optional diagnostic copy of the client data (default `App-Attest-Client-Data`).
         public var clientData: String
+        /// Device-key signature over the client data, base64 DER (default `App-Attest-Signature`;
+        /// DESIGN.md section 8): sent instead of the assertion by a registered device key.
+        public var signature: String
 
         /// Creates the evidence header names; each defaults as documented.
         public init(keyID: String = "App-Attest-Key-Id", challenge: String = "App-Attest-Challenge",
-                    assertion: String = "App-Attest-Assertion", clientData: String = "App-Attest-Client-Data") {
+                    assertion: String = "App-Attest-Assertion", clientData: String = "App-Attest-Client-Data",
+                    signature: String = "App-Attest-Signature") {
             self.keyID = keyID
             self.challenge = challenge
             self.assertion = assertion
             self.clientData = clientData
+            self.signature = signature
         }
 
-        /// All four names.
-        public var all: [String] { [keyID, challenge, assertion, clientData] }
+        /// All names, in the order of `ConfigSchema`'s `headers.evidence` keys.
+        public var all: [String] { [keyID, challenge, assertion, clientData, signature] }
     }
 
     /// Headers the gateway sets on the request it forwards upstream (`headers.injected`).
@@ -49,13 +54,23 @@ public struct HeadersConfiguration: Sendable, Hashable {
         /// `apple_bundle_version_01` of the trailing authenticatorData map, when present
         /// (default `App-Attest-Bundle-Version`).
         public var bundleVersion: String
+        /// The key's trust tier, `attested` | `device`, with verdict `valid` (default `App-Attest-Tier`).
+        public var tier: String
+        /// `true` | `false`: whether App Attest vouched for the key (default `App-Attest-Platform-Attested`).
+        public var platformAttested: String
+        /// The key's integrity codes, comma-separated, when any (default `App-Attest-Integrity`).
+        public var integrity: String
 
         /// Creates the injected header names; each defaults as documented.
         public init(verdict: String = "App-Attest-Verdict", reason: String = "App-Attest-Reason",
                     keyID: String = "App-Attest-Key-Id", counter: String = "App-Attest-Counter",
                     environment: String = "App-Attest-Environment", riskMetric: String = "App-Attest-Risk-Metric",
                     validationCategory: String = "App-Attest-Validation-Category",
-                    bundleVersion: String = "App-Attest-Bundle-Version") {
+                    bundleVersion: String = "App-Attest-Bundle-Version", tier: String = "App-Attest-Tier",
+                    platformAttested: String = "App-Attest-Platform-Attested", integrity: String = "App-Attest-Integrity") {
+            self.tier = tier
+            self.platformAttested = platformAttested
+            self.integrity = integrity
             self.verdict = verdict
             self.reason = reason
             self.keyID = keyID
@@ -67,7 +82,10 @@ public struct HeadersConfiguration: Sendable, Hashable {
         }
 
         /// All names.
-        public var all: [String] { [verdict, reason, keyID, counter, environment, riskMetric, validationCategory, bundleVersion] }
+        public var all: [String] {
+            [verdict, reason, keyID, counter, environment, riskMetric, validationCategory, bundleVersion, tier, platformAttested,
+             integrity]
+        }
     }
 
     /// Prefix of the gateway's header family (default `App-Attest-`); compared case-insensitively.

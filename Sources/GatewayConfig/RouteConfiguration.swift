@@ -40,6 +40,14 @@ public struct RouteConfiguration: Sendable, Hashable {
         case off
     }
 
+    /// The lowest trust tier of key this route takes (`min_tier`, DESIGN.md section 8).
+    public enum MinimumTier: String, Sendable, Hashable, CaseIterable {
+        /// Keys App Attest vouched for only (the default).
+        case attested
+        /// Device keys without App Attest too (proof of possession only).
+        case device
+    }
+
     /// What to do when the store cannot be reached (`on_store_error`, DESIGN.md section 4).
     public enum StoreErrorPolicy: String, Sendable, Hashable, CaseIterable {
         /// Answer `503 store_unavailable` with `Retry-After` (the default).
@@ -76,6 +84,9 @@ public struct RouteConfiguration: Sendable, Hashable {
     public var connectTimeout: Duration?
     /// Overrides the upstream's `response_timeout` for this route's requests (`response_timeout`, 1ms..1h).
     public var responseTimeout: Duration?
+    /// Lowest tier of key accepted (`min_tier`, default `attested`); lower keys answer `403 tier_too_low`
+    /// on `enforce` routes and are recorded on `monitor` routes.
+    public var minTier: MinimumTier = .attested
 
     /// Default `max_body` (1MiB).
     public static let defaultMaxBody = 1 << 20

@@ -13,11 +13,15 @@ import GatewayStore
 /// (16 bytes, `ReplayWindow` layout; absent = empty), `env` `development`|`production`, `app` appId,
 /// `created` ms, `rcpt` receipt bytes, `risk` receipt risk metric, `rcptexp` receipt expiry ms, `status`
 /// `active`|`revoked`, `tier` trust tier, `exp` registration expiry ms, `acct` account hash (32 bytes,
-/// `AccountHash`), `v` schema version (`1`).
+/// `AccountHash`), `v` schema version (`1`); device keys (DESIGN.md section 8) add `bk` backing,
+/// `integ` integrity codes joined by `,` (absent when none) and `pa` `1`|`0` (platform attested; absent
+/// on records written before device keys: read from the tier). Optional fields are absent when nil.
+///
+/// `<p>:{<keyId>}:regoff` - hash `n`, `retry`: the device key's `RegistrationBackoff`, with a TTL.
+///
 /// Account index (`KeyLifecycleStore`), under the account's own hash tag:
 /// - `<p>:{acct:<hash>}:keys` - sorted set, member raw keyId, score createdAt ms;
 /// - `<p>:{acct:<hash>}:exp` - hash, raw keyId -> registration expiry ms (absent: never expires).
-/// Optional fields are absent when nil.
 struct RedisKeySchema: Sendable {
     /// Key prefix bytes (`aa` by default).
     let prefix: [UInt8]
@@ -60,9 +64,22 @@ struct RedisKeySchema: Sendable {
         return name
     }
 
+    private static let backoffSuffix: [UInt8] = Array("}:regoff".utf8)
+
+    /// `<prefix>:{<keyId b64url>}:regoff` (the device key's registration back-off).
+    func registrationBackoffName(_ keyId: KeyID) -> [UInt8] {
+        var name = [UInt8]()
+        name.reserveCapacity(prefix.count + 2 + keyId.base64URL.count + 8)
+        name.append(contentsOf: prefix)
+        name.append(0x3a); name.append(0x7b)
+        name.append(contentsOf: keyId.base64URL)
+        name.append(contentsOf: RedisKeySchema.backoffSuffix)
+        return name
+    }
+
     /// Fields read by `fetchKey`, in the order of `HMGET`.
     static let fetchFields: [StaticString] = ["pk", "ctr", "win", "env", "app", "created", "rcpt", "risk", "rcptexp",
-                                              "status", "tier", "exp", "acct"]
+                                              "status", "tier", "exp", "acct", "bk", "integ", "pa"]
 
     /// Appends the record's field/value pairs (for `HSET` in the register script).
     static func appendFields(of record: KeyRecord, to command: inout RedisCommand) {
@@ -80,6 +97,12 @@ struct RedisKeySchema: Sendable {
         command.append("tier"); command.append(record.trustTier.rawValue.utf8)
         if let expiresAt = record.expiresAt { command.append("exp"); command.append(decimal: expiresAt) }
         if let account = record.accountHash { command.append("acct"); command.append(account.bytes) }
+        if let backing = record.backing { command.append("bk"); command.append(backing.rawValue.utf8) }
+        if !record.integrity.isEmpty { command.append("integ"); command.append(record.integrity.joined(separator: ",").utf8) }
+        if record.backing != nil {
+            command.append("pa")
+            if record.platformAttested { command.append("1") } else { command.append("0") }
+        }
     }
 
     /// Decodes the `HMGET` reply of `fetchFields`.
@@ -115,6 +138,17 @@ struct RedisKeySchema: Sendable {
             guard let value = try? AccountHash(accountBytes) else { return .failure(corrupt(keyId, "acct")) }
             account = value
         }
+        var backing: DeviceKeyBacking?
+        if let text = text(13) {
+            guard let value = DeviceKeyBacking(rawValue: text) else { return .failure(corrupt(keyId, "bk")) }
+            backing = value
+        }
+        let integrity = text(14).map { $0.split(separator: ",").map(String.init) } ?? []
+        var platformAttested: Bool?
+        if let text = text(15) {
+            guard text == "1" || text == "0" else { return .failure(corrupt(keyId, "pa")) }
+            platformAttested = text == "1"
+        }
         var risk: UInt32?
         if let riskNumber = riskValue {
             guard let value = UInt32(exactly: riskNumber) else { return .failure(corrupt(keyId, "risk")) }
@@ -124,7 +158,8 @@ struct RedisKeySchema: Sendable {
             return .success(try KeyRecord(keyId: keyId, publicKey: publicKey, counter: counter, environment: environment,
                                           appId: appId, createdAt: createdAt, receipt: bytes(6), receiptRiskMetric: risk,
                                           receiptExpiresAt: receiptExpiresAt, status: status, trustTier: tier,
-                                          expiresAt: expiresAt, replayWindow: window, accountHash: account))
+                                          expiresAt: expiresAt, replayWindow: window, accountHash: account,
+                                          backing: backing, integrity: integrity, platformAttested: platformAttested))
         } catch {
             return .failure(corrupt(keyId, "\(error)"))
         }

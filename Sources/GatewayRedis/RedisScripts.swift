@@ -134,6 +134,56 @@ struct RedisScript: Sendable {
         return 1
         """, sha1: "e5db9b8b7d469c1b30f20e5bb87e4a06e93af5c9")
 
+    /// `registerDeviceKey`. KEYS[1] key record hash, KEYS[2] challenge hash, KEYS[3] the key's
+    /// registration back-off. ARGV[1] now (ms), ARGV[2...] the record's field/value pairs. Returns `ok` or
+    /// `challenge_unknown` | `challenge_expired` | `challenge_wrong_purpose` (not `register`) |
+    /// `key_exists`; on `ok` the record was written, the challenge and the back-off deleted.
+    static let registerDevice = RedisScript("""
+        local c = redis.call('HMGET', KEYS[2], 'p', 'exp')
+        if not c[1] or not c[2] then return 'challenge_unknown' end
+        if tonumber(ARGV[1]) >= tonumber(c[2]) then return 'challenge_expired' end
+        if c[1] ~= 'register' then return 'challenge_wrong_purpose' end
+        if redis.call('EXISTS', KEYS[1]) == 1 then return 'key_exists' end
+        redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+        redis.call('DEL', KEYS[2], KEYS[3])
+        return 'ok'
+        """, sha1: "c56ef317412bee51d3c39c4c0acae6be5b9851b8")
+
+    /// `commitSignedRequest` (a request signed by a device key: the challenge is the replay guard).
+    /// KEYS[1] key record hash, KEYS[2] challenge hash. ARGV[1] now (ms). Returns `ok` after deleting the
+    /// challenge, or `key_unknown` | `key_revoked` | `key_expired` | `challenge_unknown` |
+    /// `challenge_expired` | `challenge_wrong_purpose` (not `assert`) with nothing changed.
+    static let commitSigned = RedisScript("""
+        local k = redis.call('HMGET', KEYS[1], 'status', 'exp')
+        if not k[1] then return 'key_unknown' end
+        if k[1] ~= 'active' then return 'key_revoked' end
+        local now = tonumber(ARGV[1])
+        if k[2] and now >= tonumber(k[2]) then return 'key_expired' end
+        local c = redis.call('HMGET', KEYS[2], 'p', 'exp')
+        if not c[1] or not c[2] then return 'challenge_unknown' end
+        if now >= tonumber(c[2]) then return 'challenge_expired' end
+        if c[1] ~= 'assert' then return 'challenge_wrong_purpose' end
+        redis.call('DEL', KEYS[2])
+        return 'ok'
+        """, sha1: "b3b97e0f3cbcf04c82783832615042d262493906")
+
+    /// `recordRegistrationRefusal`. KEYS[1] the key's registration back-off hash (`n` refusals in a
+    /// row, `retry` ms). ARGV[1] now (ms), ARGV[2] the longest delay (ms), ARGV[3] the first delay (ms).
+    /// Increments `n`, sets `retry` = now + min(first * 2^(n-1), longest) and a TTL of that delay plus
+    /// the longest delay (then the count starts again). Returns `{n, retry}` as decimal text.
+    static let registrationRefused = RedisScript("""
+        local b = redis.call('HMGET', KEYS[1], 'n')
+        local n = 1
+        if b[1] then n = math.min(tonumber(b[1]), 1000000) + 1 end
+        local delay = tonumber(ARGV[2])
+        if n <= 8 then delay = math.min(tonumber(ARGV[3]) * math.pow(2, n - 1), delay) end
+        local retry = string.format('%d', tonumber(ARGV[1]) + delay)
+        redis.call('HSET', KEYS[1], 'n', string.format('%d', n), 'retry', retry)
+        redis.call('PEXPIRE', KEYS[1], string.format('%d', delay + tonumber(ARGV[2])))
+        return {string.format('%d', n), retry}
+        """, sha1: "c4967f6a407b0cc04aacceb37b4c20b1166a0679")
+
     /// Every script, in the order they are loaded at connect.
-    static let all: [RedisScript] = [issue, register, commit, revoke, revokeAudited] + lifecycle
+    static let all: [RedisScript] = [issue, register, commit, revoke, revokeAudited, registerDevice, commitSigned,
+                                     registrationRefused] + lifecycle
 }

@@ -69,6 +69,34 @@ public protocol AttestStore: AnyObject, Sendable {
     /// Readiness probe: succeeds when the store can serve commands now.
     func ping(completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void)
 
+    /// Registers a device key and consumes its `register` challenge, atomically (`POST {prefix}/register`,
+    /// DESIGN.md section 8), after the gateway verified the registration.
+    ///
+    /// Checks in order, refusing on the first failure with nothing changed: challenge exists under
+    /// `record.keyId` (`challenge_unknown`), `now < expiresAt` (`challenge_expired`), purpose `register`
+    /// (`challenge_wrong_purpose`), no record for the keyId yet (`key_exists`). Then writes `record`,
+    /// deletes the challenge and clears the key's `RegistrationBackoff`.
+    /// Default implementation (stores without device keys): `.failure(StoreUnavailable(.closed))`.
+    func registerDeviceKey(_ record: KeyRecord, challenge: Challenge, now: UnixMillis,
+                           completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void)
+
+    /// The per-request commit of a request signed by a device key (`App-Attest-Signature`, DESIGN.md
+    /// section 8), atomically, after the gateway verified the signature: the one-time challenge is the
+    /// replay guard (there is no counter).
+    ///
+    /// Checks in order, refusing on the first failure with nothing changed: key exists (`key_unknown`),
+    /// status active (`key_revoked`), registration not expired (`key_expired`), challenge exists under
+    /// `keyId` (`challenge_unknown`), `now < expiresAt` (`challenge_expired`), purpose `assert`
+    /// (`challenge_wrong_purpose`). Then consumes the challenge.
+    func commitSignedRequest(keyId: KeyID, challenge: Challenge, now: UnixMillis,
+                             completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void)
+
+    /// Records one more refused registration of the device key `keyId` (one that spent an App Attest
+    /// attestation) and returns the back-off now in force: `refusals` in a row and `retryAt` = `now` +
+    /// `RegistrationBackoff.delay(refusals:)`. Atomic (read, increment, write).
+    func recordRegistrationRefusal(keyId: KeyID, now: UnixMillis,
+                                   completion: @escaping @Sendable (Result<RegistrationBackoff, StoreUnavailable>) -> Void)
+
     /// Releases the store for good (gateway shutdown, the end of a tool's run). Returns at once.
     ///
     /// Commands still pending complete with `.failure(StoreUnavailable(.closed))`, and so does every

@@ -9,4 +9,6 @@ public enum ChallengePurpose: String, Sendable, CaseIterable {
     case renew
     /// Spent by `KeyLifecycleStore.forgetKey` (`POST {prefix}/forget`: deletes the key record).
     case forget
+    /// Spent by `registerDeviceKey` (`POST {prefix}/register`, DESIGN.md section 8).
+    case register
 }

@@ -30,7 +30,7 @@ public struct KeyRecord: Equatable, Sendable {
     public let receiptExpiresAt: Int64?
     /// `active` or `revoked`.
     public internal(set) var status: KeyStatus
-    /// How the key was established (`app_attest` today).
+    /// How the key was established (`TrustTier`: `attested`, `device`, legacy `app_attest`).
     public let trustTier: TrustTier
     /// When the registration stops being valid, unix milliseconds; nil = never. Once `now >= expiresAt`
     /// `commitAssertion` refuses with `key_expired` (the client re-attests with a new key).
@@ -38,19 +38,35 @@ public struct KeyRecord: Equatable, Sendable {
     /// The keyed hash (HMAC-SHA256 with the app's account key) of the account the key was registered
     /// for, when the app counts keys per account; never the account value itself. Redis field `acct`.
     public let accountHash: AccountHash?
+    /// Where a device key lives (`POST {prefix}/register`); nil for a key attested through
+    /// `POST {prefix}/attest` (an App Attest key). Only records with a backing sign requests with
+    /// `App-Attest-Signature`.
+    public let backing: DeviceKeyBacking?
+    /// Integrity codes the client reported at registration (`GatewayRules.IntegrityCodes` shape),
+    /// in the order sent; empty for App Attest keys.
+    public let integrity: [String]
+    /// Whether Apple App Attest vouched for this key (an attestation, or a registration that carried
+    /// an App Attest attestation or assertion). Defaults from the tier when not given.
+    public let platformAttested: Bool
 
     /// Builds a record for `registerKey`.
     /// - Parameters:
     ///   - counter: the attestation's counter (0 for a real App Attest attestation).
     /// - Throws: `StoreInputError.publicKey` unless `publicKey` is 65 bytes starting with 0x04;
-    ///   `StoreInputError.appId` unless `appId` is 1...255 bytes of printable ASCII (0x21...0x7e).
+    ///   `StoreInputError.appId` unless `appId` is 1...255 bytes of printable ASCII (0x21...0x7e);
+    ///   `StoreInputError.integrity` unless `integrity` has the `IntegrityCodes` shape.
     public init(keyId: KeyID, publicKey: [UInt8], counter: UInt32 = 0, environment: AppAttestEnvironment,
                 appId: String, createdAt: Int64, receipt: [UInt8]? = nil, receiptRiskMetric: UInt32? = nil,
                 receiptExpiresAt: Int64? = nil, status: KeyStatus = .active, trustTier: TrustTier = .appAttest,
                 expiresAt: Int64? = nil, replayWindow: ReplayWindow = ReplayWindow(),
-                accountHash: AccountHash? = nil) throws {
+                accountHash: AccountHash? = nil, backing: DeviceKeyBacking? = nil, integrity: [String] = [],
+                platformAttested: Bool? = nil) throws {
         guard publicKey.count == 65, publicKey.first == 0x04 else { throw StoreInputError.publicKey(publicKey.count) }
         guard KeyRecord.isValidAppId(appId) else { throw StoreInputError.appId }
+        if let problem = IntegrityCodes.problem(integrity) { throw StoreInputError.integrity(problem) }
+        self.backing = backing
+        self.integrity = integrity
+        self.platformAttested = platformAttested ?? (trustTier.effective == .attested)
         self.keyId = keyId
         self.publicKey = publicKey
         self.counter = counter

@@ -49,6 +49,8 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
     var challenges: [Slot: PendingChallenge] = [:]
     /// Account indexes (`KeyLifecycleStore`): per account hash, keyId -> (createdAt, expiresAt).
     var accounts: [AccountHash: [KeyID: (createdAt: UnixMillis, expiresAt: UnixMillis?)]] = [:]
+    /// Registration back-off per device key, with the caller's time after which it is forgotten.
+    private var backoffs: [KeyID: (backoff: RegistrationBackoff, forgetAt: UnixMillis)] = [:]
     /// Min-heap of (purgeAt, slot); may hold stale entries for consumed or re-issued challenges.
     private var purgeHeap: [(purgeAt: UnixMillis, slot: Slot)] = []
     private var timer: DispatchSourceTimer?
@@ -110,6 +112,7 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
             keys = [:]
             challenges = [:]
             accounts = [:]
+            backoffs = [:]
             purgeHeap = []
             defer { self.timer = nil }
             return self.timer
@@ -201,6 +204,55 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
     public func deleteKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         let result: Result<Bool, StoreUnavailable> = lock.withLock {
             closed ? .failure(MemoryStore.closedError) : .success(keys.removeValue(forKey: keyId) != nil)
+        }
+        completion(result)
+    }
+
+    /// See `AttestStore.registerDeviceKey` (one critical section).
+    public func registerDeviceKey(_ record: KeyRecord, challenge: Challenge, now: UnixMillis,
+                                  completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
+        let result: Result<StoreOutcome<Void>, StoreUnavailable> = lock.withLock {
+            if closed { return .failure(MemoryStore.closedError) }
+            let slot = Slot(keyId: record.keyId, challenge: challenge)
+            if let refusal = checkChallenge(slot, purpose: .register, now: now) { return .success(.refused(refusal)) }
+            if keys[record.keyId] != nil { return .success(.refused(.keyExists)) }
+            keys[record.keyId] = record
+            challenges[slot] = nil
+            backoffs[record.keyId] = nil
+            return .success(.accepted(()))
+        }
+        completion(result)
+    }
+
+    /// See `AttestStore.commitSignedRequest` (one critical section).
+    public func commitSignedRequest(keyId: KeyID, challenge: Challenge, now: UnixMillis,
+                                    completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
+        let result: Result<StoreOutcome<Void>, StoreUnavailable> = lock.withLock {
+            if closed { return .failure(MemoryStore.closedError) }
+            guard let record = keys[keyId] else { return .success(.refused(.keyUnknown)) }
+            guard record.status == .active else { return .success(.refused(.keyRevoked)) }
+            if let expiresAt = record.expiresAt, now >= expiresAt { return .success(.refused(.keyExpired)) }
+            let slot = Slot(keyId: keyId, challenge: challenge)
+            if let refusal = checkChallenge(slot, purpose: .assert, now: now) { return .success(.refused(refusal)) }
+            challenges[slot] = nil
+            return .success(.accepted(()))
+        }
+        completion(result)
+    }
+
+    /// See `AttestStore.recordRegistrationRefusal` (one critical section). The count is forgotten
+    /// seven days after `retryAt` on the caller's clock (Redis: the record's TTL).
+    public func recordRegistrationRefusal(keyId: KeyID, now: UnixMillis,
+                                          completion: @escaping @Sendable (Result<RegistrationBackoff, StoreUnavailable>) -> Void) {
+        let result: Result<RegistrationBackoff, StoreUnavailable> = lock.withLock {
+            if closed { return .failure(MemoryStore.closedError) }
+            var previous = 0
+            if let held = backoffs[keyId], now < held.forgetAt { previous = held.backoff.refusals }
+            let refusals = min(previous, 1_000_000) + 1
+            let delay = RegistrationBackoff.delay(refusals: refusals)
+            let backoff = RegistrationBackoff(refusals: refusals, retryAt: now.addingClamped(delay))
+            backoffs[keyId] = (backoff, backoff.retryAt.addingClamped(RegistrationBackoff.maximumDelay))
+            return .success(backoff)
         }
         completion(result)
     }

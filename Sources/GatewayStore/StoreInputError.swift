@@ -14,6 +14,8 @@ public enum StoreInputError: Error, Equatable, Sendable, CustomStringConvertible
     case trustTier
     /// An account hash that is not 32 bytes; carries the length received.
     case accountHashLength(Int)
+    /// Integrity codes outside `GatewayRules.IntegrityCodes` bounds; carries the problem.
+    case integrity(String)
 
     /// Human-readable form for logs.
     public var description: String {
@@ -24,6 +26,7 @@ public enum StoreInputError: Error, Equatable, Sendable, CustomStringConvertible
         case .appId: return "appId must be 1...255 bytes of printable ASCII"
         case .trustTier: return "trust tier must be 1...64 bytes of [a-z0-9_]"
         case .accountHashLength(let n): return "account hash must be 32 bytes, got \(n)"
+        case .integrity(let problem): return problem
         }
     }
 }

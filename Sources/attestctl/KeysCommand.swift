@@ -124,7 +124,8 @@ enum KeysCommand {
     }
 
     /// The record (and its revocation audit fields) as JSON: keyId, appId, environment, counter,
-    /// status, trustTier, createdAt, expiresAt, receiptRiskMetric, receiptExpiresAt, receiptBytes,
+    /// status, trustTier, platformAttested, backing (device keys; null for App Attest keys), integrity,
+    /// createdAt, expiresAt, receiptRiskMetric, receiptExpiresAt, receiptBytes,
     /// revokedAt, revokedReason, revokedBy, accountHash (times in unix ms; null when absent).
     static func describe(_ record: KeyRecord, _ revocation: KeyRevocation?) -> JSONText {
         func optional(_ value: Int64?) -> JSONText { value.map { .integer($0) } ?? .null }
@@ -136,6 +137,9 @@ enum KeysCommand {
             ("counter", .integer(Int64(record.counter))),
             ("status", .string(record.status.rawValue)),
             ("trustTier", .string(record.trustTier.rawValue)),
+            ("platformAttested", .bool(record.platformAttested)),
+            ("backing", optional(record.backing?.rawValue)),
+            ("integrity", .array(record.integrity.map { .string($0) })),
             ("createdAt", .integer(record.createdAt)),
             ("expiresAt", optional(record.expiresAt)),
             ("receiptRiskMetric", optional(record.receiptRiskMetric.map(Int64.init))),

@@ -19,6 +19,14 @@ import GatewayRules
 ///    SHA-256(body), bound fields) -> expects 2xx from the upstream;
 /// 4. replays the last protected request unchanged -> expects 401.
 ///
+/// `--device-key` (DESIGN.md section 8) plays a device key without App Attest instead: a P-256 key
+/// (`backing` `secure_enclave`; `--ios-unsupported`: `software`, as on the simulator and devices
+/// without App Attest), registered with `POST {prefix}/challenge` `{"kid", "purpose": "register"}` and
+/// `POST {prefix}/register` (the device key's signature over the registration client data, optional
+/// `--integrity CODE,...`) -> expects 201 with tier `device`; then N requests signed with
+/// `App-Attest-Signature` over the same binding v1 client data (the route needs `min_tier: device`)
+/// -> 2xx, and the replay -> 401. `--ca` is not needed there.
+///
 /// Prints one block per step (request, status, relevant response headers, body) and a final
 /// `summary:` line. Exit status 0 when every step answered as expected, 1 otherwise (or on network
 /// errors), 2 on usage errors. `--key` reuses that key file, creating it (0600) if absent; without
@@ -28,6 +36,7 @@ enum SimulateCommand {
     attestctl simulate --gateway http://HOST:PORT --app-id TEAMID.bundle --ca DIR [--env development|production] \
     [--route /v1/purchases] [--requests 5] [--prefix /app-attest/v1] [--key KEYFILE] [--ios27-ext VERSION] \
     [--method POST] [--bind NAME:VALUE]... [--timeout SECONDS]
+    attestctl simulate --device-key|--ios-unsupported --gateway http://HOST:PORT --app-id TEAMID.bundle     [--integrity CODE,...] [--route /v1/purchases] [--requests 5] [--prefix /app-attest/v1] [--method POST]     [--bind NAME:VALUE]... [--timeout SECONDS]
     """
 
     static func run(_ arguments: [String]) -> Int32 {
@@ -48,7 +57,12 @@ enum SimulateCommand {
 private struct Simulation {
     let gateway: SimulateGatewayURL
     let appId: String
-    let ca: TestCA
+    /// The test CA (App Attest flow only).
+    let ca: TestCA?
+    /// `--device-key` / `--ios-unsupported`: the backing of a device key registered without App Attest.
+    let deviceKeyBacking: String?
+    /// `--integrity`: codes sent with the device-key registration.
+    let integrity: [String]
     let environment: AppAttestEnvironment
     let route: String
     let requests: Int
@@ -62,10 +76,23 @@ private struct Simulation {
 
     init(_ arguments: [String]) throws {
         let options = try DeviceCommandOptions(arguments, valued: ["gateway", "app-id", "ca", "env", "route", "requests", "prefix", "key",
-                                                                   "ios27-ext", "validation-category", "method", "bind", "timeout"])
+                                                                   "ios27-ext", "validation-category", "method", "bind", "timeout",
+                                                                   "integrity"],
+                                               flags: ["device-key", "ios-unsupported"])
         gateway = try SimulateGatewayURL(try options.required("gateway"))
         appId = try options.required("app-id")
-        ca = try TestCA.load(directory: try options.required("ca"))
+        if options.flag("device-key") && options.flag("ios-unsupported") {
+            throw DeviceCommandError.usage("--device-key and --ios-unsupported are two flows: choose one")
+        }
+        deviceKeyBacking = options.flag("ios-unsupported") ? "software" : (options.flag("device-key") ? "secure_enclave" : nil)
+        integrity = try options.value("integrity").map { $0.split(separator: ",").map(String.init) } ?? []
+        if deviceKeyBacking == nil, !integrity.isEmpty { throw DeviceCommandError.usage("--integrity goes with --device-key or --ios-unsupported") }
+        if let problem = IntegrityCodes.problem(integrity) { throw DeviceCommandError.usage("--integrity: \(problem)") }
+        if deviceKeyBacking == nil {
+            ca = try TestCA.load(directory: try options.required("ca"))
+        } else {
+            ca = try options.value("ca").map { try TestCA.load(directory: $0) }
+        }
         environment = try DeviceCommand.environment(try options.value("env") ?? "development")
         route = try options.value("route") ?? "/v1/purchases"
         prefix = try options.value("prefix") ?? "/app-attest/v1"
@@ -104,6 +131,8 @@ private struct Simulation {
     }
 
     mutating func run() -> Bool {
+        if let backing = deviceKeyBacking { return runDeviceKey(backing: backing) }
+        guard let ca else { return summary(false, "no test CA") }
         let keyId = Base64.encode(device.keyId)
         print("attestctl simulate: gateway http://\(gateway.hostHeader)\(gateway.basePath), app \(appId), environment \(environment.rawValue)")
         print("device keyId \(keyId) (\(keyNote)); test CA root: \(ca.root.subject)")
@@ -173,6 +202,78 @@ private struct Simulation {
         }
         let ok = accepted == requests && replayRefused
         return summary(ok, "attestation 201, protected requests \(accepted)/\(requests) accepted, replay \(replayNote)")
+    }
+
+    /// The `--device-key` / `--ios-unsupported` flow: register the device key without App Attest, sign
+    /// requests with it, replay the last one.
+    func runDeviceKey(backing: String) -> Bool {
+        let key = device.privateKey
+        let point = key.publicKeyPoint
+        let kid = Base64.encode(SHA256.hash(point))
+        print("attestctl simulate (\(backing == "software" ? "iOS without App Attest" : "device key without App Attest")): gateway http://\(gateway.hostHeader)\(gateway.basePath), app \(appId)")
+        print("device key kid \(kid) (\(keyNote)), backing \(backing)\(integrity.isEmpty ? "" : ", integrity \(integrity.joined(separator: ","))")")
+        print("")
+
+        // 1. challenge for the registration.
+        guard let (registerChallenge, registerText) = challenge(step: "1", purpose: "register", keyId: kid) else {
+            return summary(false, "no register challenge")
+        }
+        // 2. registration, signed by the device key.
+        let clientData = DeviceKeyRegistration.clientData(challenge: registerChallenge, publicKey: point, backing: backing, integrity: integrity)
+        let signature: [UInt8]
+        do { signature = try key.signature(for: clientData) } catch { return summary(false, "cannot sign: \(error)") }
+        let registerBody = JSONText.object([("publicKey", .string(Base64.encode(point))), ("challenge", .string(registerText)),
+                                            ("signature", .string(Base64.encode(signature))), ("backing", .string(backing)),
+                                            ("integrity", .array(integrity.map { .string($0) })), ("appId", .string(appId))])
+        let registered = exchange(step: "2", title: "registration without App Attest (expects tier device)",
+                                  Sent(method: "POST", target: gateway.basePath + prefix + "/register",
+                                       headers: [("Content-Type", "application/json")], body: Array(registerBody.rendered.utf8)),
+                                  expect: { $0 == 201 }, expectation: "201")
+        guard let registered, registered.status == 201 else { return summary(false, "registration refused") }
+        let answer = (try? JSONSerialization.jsonObject(with: Data(registered.body))) as? [String: Any]
+        let tier = answer?["tier"] as? String ?? "?"
+
+        // 3. signed requests.
+        var accepted = 0
+        var last: Sent? = nil
+        for n in 1...max(requests, 1) where requests > 0 {
+            guard let (challengeBytes, challengeText) = challenge(step: "3.\(n)a", purpose: "assert", keyId: kid) else { continue }
+            let separator = route.contains("?") ? "&" : "?"
+            let target = gateway.basePath + route + separator + "n=\(n)"
+            let body: [UInt8] = ["GET", "HEAD", "DELETE", "OPTIONS"].contains(method)
+                ? [] : Array(JSONText.object([("item", .string("sku-\(n)")), ("quantity", .integer(Int64(n)))]).rendered.utf8)
+            let signed: [UInt8]
+            do {
+                let data = try ClientDataBinding.v1(challenge: challengeBytes, method: method, target: target,
+                                                    bodySHA256: SHA256.hash(body), boundFields: bound)
+                signed = try key.signature(for: data)
+            } catch {
+                print("cannot sign request \(n): \(error)\n")
+                continue
+            }
+            var headers: [(name: String, value: String)] = [("App-Attest-Key-Id", kid), ("App-Attest-Challenge", challengeText),
+                                                            ("App-Attest-Signature", Base64.encode(signed))]
+            if !body.isEmpty { headers.append(("Content-Type", "application/json")) }
+            headers += bound
+            let sent = Sent(method: method, target: target, headers: headers, body: body)
+            last = sent
+            if let response = exchange(step: "3.\(n)b", title: "signed request \(n)/\(requests)", sent,
+                                       expect: { (200..<300).contains($0) }, expectation: "2xx (the route needs min_tier: device)"),
+               (200..<300).contains(response.status) {
+                accepted += 1
+            }
+        }
+        var replayRefused = requests == 0
+        var replayNote = "skipped (no signed request)"
+        if let last {
+            let response = exchange(step: "4", title: "replay of the last signed request (same challenge and signature)", last,
+                                    expect: { $0 == 401 }, expectation: "401")
+            replayRefused = response?.status == 401
+            let reason = response.flatMap { reasonCode($0) } ?? "-"
+            replayNote = response.map { "\($0.status)\($0.status == 401 ? " refused" : " NOT refused") (\(reason))" } ?? "no answer"
+        }
+        let ok = tier == "device" && accepted == requests && replayRefused
+        return summary(ok, "registration 201 tier \(tier), signed requests \(accepted)/\(requests) accepted, replay \(replayNote)")
     }
 
     /// Requests a challenge; returns its bytes and its text as received.

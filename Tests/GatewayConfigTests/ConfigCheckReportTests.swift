@@ -14,7 +14,7 @@ final class ConfigCheckReportTests: XCTestCase {
         admin      127.0.0.1:9901
         store      redis://127.0.0.1:6379/0
         apps       ABCDE12345.com.example.app (production)
-        endpoints  /app-attest/v1/challenge, /app-attest/v1/attest (served before routes; challenge ttl 5m, 32 bytes)
+        endpoints  /app-attest/v1/{challenge,attest,register,renew,forget} (served before routes; challenge ttl 5m, 32 bytes)
         upstreams  legacy = http://127.0.0.1:8081
         routes (first match wins):
           [0] routes[0]: POST path_prefix /v1/purchases -> legacy, enforce, max_body 1MiB, fail_closed

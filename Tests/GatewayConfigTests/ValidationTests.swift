@@ -51,7 +51,7 @@ final class ValidationTests: XCTestCase {
             "routes[0].pathPrefix: unknown key; did you mean path_prefix? (line 8, column 5)",
             "routes[0].max-body: unknown key; did you mean max_body? (line 10, column 5)",
             "routes[0].listen: unknown key here; listen is a key of top level (line 11, column 5)",
-            "routes[0].colour: unknown key (known keys: name, path_prefix, path, methods, upstream, mode, max_body, on_store_error, counter_window, environment, bind_headers, apps, connect_timeout, response_timeout) (line 12, column 5)",
+            "routes[0].colour: unknown key (known keys: name, path_prefix, path, methods, upstream, mode, max_body, on_store_error, counter_window, environment, bind_headers, apps, connect_timeout, response_timeout, min_tier) (line 12, column 5)",
             // No "upstreams: required key is missing" or "path_prefix missing": one mistake, one message.
         ])
     }
@@ -210,6 +210,7 @@ final class ValidationTests: XCTestCase {
             "headers.evidence.challenge: App-Attest-Challenge (default) does not start with headers.prefix Attest-: set headers.evidence.challenge too (line 11, column 3)",
             "headers.evidence.assertion: App-Attest-Assertion (default) does not start with headers.prefix Attest-: set headers.evidence.assertion too (line 11, column 3)",
             "headers.evidence.client_data: App-Attest-Client-Data (default) does not start with headers.prefix Attest-: set headers.evidence.client_data too (line 11, column 3)",
+            "headers.evidence.signature: App-Attest-Signature (default) does not start with headers.prefix Attest-: set headers.evidence.signature too (line 11, column 3)",
         ] + ConfigSchema.keys(.injected).map { key in
             let name = HeadersConfiguration.Injected().all[ConfigSchema.keys(.injected).firstIndex(of: key)!]
             return "headers.injected.\(key): \(name) (default) does not start with headers.prefix Attest-: set headers.injected.\(key) too (line 11, column 3)"
@@ -223,8 +224,8 @@ final class ValidationTests: XCTestCase {
         let loaded = loadOK(ConfigTestHelpers.minimal(extra: """
         headers:
           prefix: X-Attest-
-          evidence: {key_id: X-Attest-Key, challenge: X-Attest-Challenge, assertion: X-Attest-Assertion, client_data: X-Attest-Client-Data}
-          injected: {verdict: X-Attest-Verdict, reason: X-Attest-Reason, key_id: X-Attest-Key, counter: X-Attest-Counter, environment: X-Attest-Env, risk_metric: X-Attest-Risk, validation_category: X-Attest-Category, bundle_version: X-Attest-Bundle}
+          evidence: {key_id: X-Attest-Key, challenge: X-Attest-Challenge, assertion: X-Attest-Assertion, client_data: X-Attest-Client-Data, signature: X-Attest-Signature}
+          injected: {verdict: X-Attest-Verdict, reason: X-Attest-Reason, key_id: X-Attest-Key, counter: X-Attest-Counter, environment: X-Attest-Env, risk_metric: X-Attest-Risk, validation_category: X-Attest-Category, bundle_version: X-Attest-Bundle, tier: X-Attest-Tier, platform_attested: X-Attest-Platform, integrity: X-Attest-Integrity}
           error: X-Attest-Error
         """))
         XCTAssertEqual(loaded?.configuration.headers.prefix, "X-Attest-")

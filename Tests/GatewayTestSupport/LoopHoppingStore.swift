@@ -54,6 +54,21 @@ public final class LoopHoppingStore: AttestStore, Sendable {
         onLoop { self.inner.ping(completion: completion) }
     }
 
+    public func registerDeviceKey(_ record: KeyRecord, challenge: Challenge, now: UnixMillis,
+                                  completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
+        onLoop { self.inner.registerDeviceKey(record, challenge: challenge, now: now, completion: completion) }
+    }
+
+    public func commitSignedRequest(keyId: KeyID, challenge: Challenge, now: UnixMillis,
+                                    completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
+        onLoop { self.inner.commitSignedRequest(keyId: keyId, challenge: challenge, now: now, completion: completion) }
+    }
+
+    public func recordRegistrationRefusal(keyId: KeyID, now: UnixMillis,
+                                          completion: @escaping @Sendable (Result<RegistrationBackoff, StoreUnavailable>) -> Void) {
+        onLoop { self.inner.recordRegistrationRefusal(keyId: keyId, now: now, completion: completion) }
+    }
+
     /// Closes `inner` from the calling thread (calls made afterwards reach it closed).
     public func close() { inner.close() }
 }

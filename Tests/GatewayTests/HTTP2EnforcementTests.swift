@@ -25,7 +25,8 @@ final class HTTP2EnforcementTests: E2ETestCase {
         XCTAssertEqual(echo.values("App-Attest-Environment"), ["development"])
         XCTAssertEqual(echo.values("App-Attest-Key-Id"), [device.keyId])
         let names = echo.fields(withPrefix: "App-Attest-").map { $0.name.lowercased() }.sorted()
-        XCTAssertEqual(names, ["app-attest-counter", "app-attest-environment", "app-attest-key-id", "app-attest-verdict"],
+        XCTAssertEqual(names, ["app-attest-counter", "app-attest-environment", "app-attest-key-id", "app-attest-platform-attested",
+                               "app-attest-tier", "app-attest-verdict"],
                        "every forged family field stripped, the evidence too")
         XCTAssertEqual(echo.values("Host"), ["127.0.0.1:\(env.port)"], "Host from :authority")
     }

@@ -37,7 +37,8 @@ final class HeaderStripTests: E2ETestCase {
         XCTAssertEqual(echo.values("App-Attest-Challenge"), [])
         XCTAssertEqual(echo.values("App-Attest-Assertion"), [])
         let names = echo.fields(withPrefix: "App-Attest-").map { $0.name.lowercased() }.sorted()
-        XCTAssertEqual(names, ["app-attest-counter", "app-attest-environment", "app-attest-key-id", "app-attest-verdict"])
+        XCTAssertEqual(names, ["app-attest-counter", "app-attest-environment", "app-attest-key-id", "app-attest-platform-attested",
+                               "app-attest-tier", "app-attest-verdict"])
 
         // Without evidence, the forged verdict buys nothing.
         let before = try env.upstream.requestCount()

@@ -38,11 +38,13 @@ final class ObservabilityBinaryTests: XCTestCase {
         XCTAssertEqual(validLine["key_id"] as? String, keyId, "base64url keyId, as attestctl keys takes it")
         XCTAssertEqual(validLine["user_agent"] as? String, agent, "escaped and read back intact")
         XCTAssertEqual(validLine["trace_id"] as? String, "4bf92f3577b34da6a3ce929d0e0e4736")
+        XCTAssertEqual(validLine["tier"] as? String, "attested", "the key's trust tier with a valid verdict")
         let replayLine = try XCTUnwrap(line(for: replay))
         XCTAssertEqual(replayLine["key_id"] as? String, keyId, "the keyId of a refused assertion too")
         XCTAssertEqual(replayLine["reason"] as? String, "challenge_unknown")
         XCTAssertEqual((replayLine["user_agent"] as? String)?.utf8.count, 256, "the user agent is bounded")
         XCTAssertNil(replayLine["trace_id"])
+        XCTAssertNil(replayLine["tier"], "no tier without a valid verdict")
         for route in ["endpoint:challenge", "endpoint:attest"] {
             let endpointLine = lines.first { $0["route"] as? String == route }
             XCTAssertEqual(endpointLine?["key_id"] as? String, keyId, "the keyId of the endpoint request's body: \(route)")

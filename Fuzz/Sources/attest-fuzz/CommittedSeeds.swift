@@ -214,9 +214,43 @@ enum CommittedSeeds {
             let dotPath: [UInt8] = [0x87, 0x86, 0x01, 0x01, 0x68] + literal(":path", "/a/../b")
             seeds.append((0, frame(1, 0x5, 1, dotPath)))
             return seeds.enumerated().map { ("h2-\($0.offset)", [$0.element.0, UInt8($0.offset * 37 & 0xFF)] + $0.element.1) }
+        case "device-registration":
+            return try deviceRegistrationSeeds()
         default:
             return []
         }
+    }
+
+    /// A device key alone (tier device), with an attestation over its client data (minted under
+    /// Fuzz/testca), with an assertion of a held key, and a refused one (signature over other codes).
+    static func deviceRegistrationSeeds() throws -> [(String, [UInt8])] {
+        let ca = try TestCA.load(directory: testCADirectory)
+        let deviceKey = try ECPrivateKey(generatingOn: .p256)
+        let challenge = Array(repeating: UInt8(5), count: 32)
+        func seed(_ variant: UInt8, backing: String, integrity: [String], signedIntegrity: [String]? = nil, appKeyId: [UInt8] = [],
+                  heldKey: [UInt8] = [], object: [UInt8] = []) throws -> [UInt8] {
+            let data = DeviceKeyRegistration.clientData(challenge: challenge, publicKey: deviceKey.publicKeyPoint, backing: backing,
+                                                        integrity: signedIntegrity ?? integrity)
+            return DeviceRegistrationHarness.frame(variant: variant, now: now, publicKey: deviceKey.publicKeyPoint, challenge: challenge,
+                                                   signature: try deviceKey.signature(for: data), backing: backing, integrity: integrity,
+                                                   appAttestKeyId: appKeyId, heldKey: heldKey, object: object)
+        }
+        var seeds: [(String, [UInt8])] = []
+        seeds.append(("device-only", try seed(0, backing: "software", integrity: ["jb_files", "future_code"])))
+        seeds.append(("bad-signature", try seed(0, backing: "secure_enclave", integrity: ["debugger"], signedIntegrity: [])))
+        let data = DeviceKeyRegistration.clientData(challenge: challenge, publicKey: deviceKey.publicKeyPoint, backing: "secure_enclave",
+                                                    integrity: [])
+        let options = AttestationOptions(notBefore: now - 86_400, leafLifetime: 30 * 86_400, now: now)
+        let appDevice = try SoftwareDevice()
+        let attestation = try appDevice.mintAttestation(ca: ca, appId: appId, environment: .development, clientDataHash: SHA256.hash(data),
+                                                        options: options)
+        seeds.append(("attestation", try seed(1, backing: "secure_enclave", integrity: [], appKeyId: appDevice.keyId,
+                                              object: attestation.attestationObject)))
+        var held = try SoftwareDevice()
+        let assertion = try held.mintAssertion(appId: appId, clientData: data)
+        seeds.append(("assertion", try seed(2, backing: "secure_enclave", integrity: [], appKeyId: held.keyId,
+                                            heldKey: held.publicKeyPoint, object: assertion.assertionObject)))
+        return seeds
     }
 }
 

@@ -25,6 +25,7 @@ enum Harnesses {
         RESPHarness.harness,
         H2SessionHarness.harness,
         ProxyHeaderHarness.harness,
+        DeviceRegistrationHarness.harness,
     ]
 
     static func named(_ name: String) -> Harness? { all.first { $0.name == name } }

@@ -10,7 +10,8 @@ extension E2ETestCase {
     static let injectedOnValid: Set<String> = ["app-attest-verdict", "app-attest-key-id", "app-attest-counter",
                                                "app-attest-environment", "app-attest-reason",
                                                "app-attest-validation-category", "app-attest-bundle-version",
-                                               "app-attest-risk-metric"]
+                                               "app-attest-risk-metric", "app-attest-tier", "app-attest-platform-attested",
+                                               "app-attest-integrity"]
 
     /// A valid request is forwarded byte-identical with the verdict headers; the counter is stored and
     /// the challenge consumed.

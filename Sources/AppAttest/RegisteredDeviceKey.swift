@@ -1,0 +1,40 @@
+import AttestCrypto
+import GatewayRules
+
+/// What an accepted device-key registration establishes (`DeviceKeyRegistrationVerifier`), before
+/// the app's integrity policy and the store.
+public struct RegisteredDeviceKey: Sendable {
+    /// keyId = SHA-256 of the device key's point (32 bytes): the `kid`.
+    public let keyId: [UInt8]
+    /// The parsed device key.
+    public let publicKey: P256PublicKey
+    /// Where the key lives.
+    public let backing: DeviceKeyBacking
+    /// The integrity codes as sent (valid shape).
+    public let integrity: [String]
+    /// Whether App Attest vouched for the registration (a valid attestation or assertion).
+    public let platformAttested: Bool
+    /// Whether an App Attest attestation was spent on it (the attestation variant).
+    public let platformTokenSpent: Bool
+    /// The App Attest keyId that vouched, if any.
+    public let appAttestKeyId: [UInt8]?
+    /// The App ID App Attest vouched for (nil without App Attest: the caller decides the app).
+    public let appId: String?
+    /// The App Attest environment (nil without App Attest).
+    public let environment: AppAttestEnvironment?
+
+    /// Creates the result (the verifier's output).
+    public init(keyId: [UInt8], publicKey: P256PublicKey, backing: DeviceKeyBacking, integrity: [String],
+                platformAttested: Bool, platformTokenSpent: Bool, appAttestKeyId: [UInt8]?, appId: String?,
+                environment: AppAttestEnvironment?) {
+        self.keyId = keyId
+        self.publicKey = publicKey
+        self.backing = backing
+        self.integrity = integrity
+        self.platformAttested = platformAttested
+        self.platformTokenSpent = platformTokenSpent
+        self.appAttestKeyId = appAttestKeyId
+        self.appId = appId
+        self.environment = environment
+    }
+}

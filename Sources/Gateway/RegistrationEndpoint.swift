@@ -1,0 +1,213 @@
+import AppAttest
+import AttestCrypto
+import Dispatch
+import GatewayHTTP
+import GatewayRules
+import GatewayStore
+
+/// `POST {prefix}/register` (DESIGN.md section 8): registers a device key, at tier `attested` when
+/// App Attest vouches for it (an attestation over the registration client data, or an assertion by
+/// an App Attest key the gateway holds), else at tier `device`.
+///
+/// Order: body decoded (`RegistrationBody`) -> for an `appAttest` assertion, the App Attest key read
+/// from the store (`key_unknown`, `key_revoked`, `key_expired`, `app_not_allowed`) -> the pure
+/// `DeviceKeyRegistrationVerifier` -> the app (`appId`, or App Attest's) and its integrity policy
+/// (refuse, or lower the tier) -> the account header's keyed hash when the app counts keys per account
+/// -> `AttestStore.registerDeviceKey` (challenge of purpose `register` for keyId = SHA-256(publicKey),
+/// consumed with the write, atomically; expiry from the app's `registration_ttl`) -> the account
+/// index (`LifecycleEndpoints.indexRegistration`) -> `201` `{"kid", "tier",
+/// "platformAttested", "platformTokenSpent", "expiresAt", "renewAfter", "integrity", "backing"}`.
+///
+/// Nothing is written unless every check passed, with one exception by design: a registration whose
+/// device signature verified but whose App Attest attestation (a spent token) or integrity policy
+/// refused it records the key's `RegistrationBackoff` and answers `403 registration_refused` with
+/// `retryAt` (when an attestation was spent). Challenge failures carry a fresh `register` challenge.
+final class RegistrationEndpoint: Sendable {
+    let store: any AttestStore
+    let keys: KeyCache
+    let apps: [String: AppEntry]
+    let issuer: ChallengeIssuer
+    let clock: GatewayClock
+    let verifier: DeviceKeyRegistrationVerifier
+    let errorHeader: String
+    /// `registration_ttl` and keys per account (the account header's keyed hash, the account index).
+    let lifecycle: LifecycleEndpoints
+    /// Where verification (an attestation's chain building, about a millisecond) runs, off the event loops.
+    private let verifyQueue = DispatchQueue(label: "attest-gateway.registration", attributes: .concurrent)
+
+    init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer, clock: GatewayClock,
+         verifier: DeviceKeyRegistrationVerifier, errorHeader: String, lifecycle: LifecycleEndpoints) {
+        self.lifecycle = lifecycle
+        self.store = store
+        self.keys = keys
+        self.apps = apps
+        self.issuer = issuer
+        self.clock = clock
+        self.verifier = verifier
+        self.errorHeader = errorHeader
+    }
+
+    typealias Completion = @Sendable (HTTPResponse, RequestLogContext) -> Void
+
+    private static let route = "endpoint:register"
+
+    /// `POST {prefix}/register`.
+    func register(_ request: HTTPRequest, completion: @escaping Completion) {
+        let body: RegistrationBody
+        do {
+            body = try RegistrationBody(request.body, sha256: SHA256.hash)
+        } catch {
+            refuse(error.refusal, completion)
+            return
+        }
+        guard case .assertion? = body.registration.appAttest, let appKeyId = body.appAttestKeyId else {
+            verifyQueue.async { [self] in verify(body, heldKey: nil, headers: request.head.headers, completion) }
+            return
+        }
+        // The assertion variant: the App Attest key must be one the gateway attested and still trusts.
+        store.fetchKey(appKeyId) { [self] result in
+            switch result {
+            case .failure:
+                refuse(.storeUnavailable, keyId: body.keyId, completion)
+            case .success(nil):
+                refuse(.store(.keyUnknown), keyId: body.keyId, completion)
+            case .success(let record?):
+                if record.status == .revoked { return refuse(.store(.keyRevoked), keyId: body.keyId, completion) }
+                if let expiresAt = record.expiresAt, clock.now() >= expiresAt {
+                    return refuse(.store(.keyExpired), keyId: body.keyId, completion)
+                }
+                guard record.backing == nil, record.platformAttested else {
+                    return refuse(Refusal(status: 401, code: "evidence_kind_mismatch", action: .deny,
+                                          detail: "appAttest.keyId names a device key; appAttest takes an App Attest key"),
+                                  keyId: body.keyId, completion)
+                }
+                guard let app = apps[record.appId] else { return refuse(.appNotAllowed(record.appId), keyId: body.keyId, completion) }
+                guard let publicKey = try? P256PublicKey(x963: record.publicKey) else {
+                    return refuse(.internalError("stored key record is unreadable"), keyId: body.keyId, completion)
+                }
+                let held = DeviceKeyRegistrationVerifier.HeldKey(publicKey: publicKey, app: app.policy, environment: record.environment)
+                verifyQueue.async { [self] in verify(body, heldKey: held, headers: request.head.headers, completion) }
+            }
+        }
+    }
+
+    private func verify(_ body: RegistrationBody, heldKey: DeviceKeyRegistrationVerifier.HeldKey?, headers: HTTPHeaders,
+                        _ completion: @escaping Completion) {
+        let now = clock.now()
+        let keyId = body.keyId
+        let key: RegisteredDeviceKey
+        switch verifier.verify(body.registration, now: now / 1000, heldKey: heldKey) {
+        case .accepted(let accepted):
+            key = accepted
+        case .rejected(let reason, let detail, let spentAttestation):
+            guard spentAttestation else { return refuse(.verification(reason, detail: detail), keyId: keyId, completion) }
+            return refuseWithBackoff("App Attest refused the attestation (\(reason.rawValue)): \(detail)", keyId: keyId,
+                                     now: now, completion)
+        }
+
+        // The app: App Attest's, else the one named, else the only one configured.
+        let appId: String
+        if let vouched = key.appId {
+            if let named = body.appId, named != vouched {
+                return refuse(.registrationAppInvalid("appId \(named) differs from the app App Attest vouched for (\(vouched))"),
+                              keyId: keyId, completion)
+            }
+            appId = vouched
+        } else if let named = body.appId {
+            appId = named
+        } else if apps.count == 1, let only = apps.keys.first {
+            appId = only
+        } else {
+            return refuse(.registrationAppInvalid("several apps are configured: name one with \"appId\""), keyId: keyId, completion)
+        }
+        guard let app = apps[appId] else { return refuse(.appNotAllowed(appId), keyId: keyId, completion) }
+        if let environment = key.environment, !app.policy.environment.allows(environment) {
+            return refuse(.environmentNotAllowed(environment.rawValue), keyId: keyId, completion)
+        }
+
+        // Integrity policy: refuse, or lower the tier.
+        var tier: TrustTier = key.platformAttested ? .attested : .device
+        switch app.integrity.outcome(for: key.integrity) {
+        case .keep: break
+        case .lower: tier = .device
+        case .refuse(let code):
+            let why = "integrity code \(code) is refused for \(appId)"
+            if key.platformTokenSpent { return refuseWithBackoff(why, keyId: keyId, now: now, completion) }
+            return refuse(.registrationRefused(why, retryAt: nil, now: now / 1000), keyId: keyId, completion)
+        }
+        let environment = key.environment ?? (app.policy.environment.allows(.production) ? .production : .development)
+        let account = lifecycle.account(for: appId, headers: headers)
+        if let refusal = account.refusal { return refuse(refusal, keyId: keyId, completion) }
+        let record: KeyRecord
+        do {
+            record = try KeyRecord(keyId: keyId, publicKey: body.registration.publicKey, environment: environment, appId: appId,
+                                   createdAt: now, trustTier: tier, expiresAt: app.lifetime.expiresAt(now: now),
+                                   accountHash: account.hash, backing: key.backing, integrity: key.integrity,
+                                   platformAttested: key.platformAttested)
+        } catch {
+            return refuse(.internalError("registered key could not be recorded: \(error)"), keyId: keyId, completion)
+        }
+        store.registerDeviceKey(record, challenge: body.challenge, now: now) { [self] result in
+            switch result {
+            case .failure:
+                refuse(.storeUnavailable, keyId: keyId, completion)
+            case .success(.refused(let refusal)):
+                let answer = Refusal.store(refusal)
+                guard refusal == .challengeUnknown || refusal == .challengeExpired || refusal == .challengeWrongPurpose else {
+                    return refuse(answer, keyId: keyId, completion)
+                }
+                issuer.issue(keyId: keyId, purpose: .register) { [self] issued in
+                    var withChallenge = answer
+                    if case .success(let fresh) = issued { withChallenge.freshChallenge = (fresh.bytes, fresh.expiresAt) }
+                    refuse(withChallenge, keyId: keyId, completion)
+                }
+            case .success(.accepted):
+                keys.put(keyId, CachedKey(record: record, publicKey: key.publicKey, app: app.policy), shard: nil)
+                let answer = created(record: record, key: key, lifetime: app.lifetime)
+                // Keys per account: index the key and revoke the oldest beyond the limit, then answer.
+                lifecycle.indexRegistration(record) { _ in
+                    completion(answer, RequestLogContext(route: RegistrationEndpoint.route, keyId: keyId))
+                }
+            }
+        }
+    }
+
+    /// `403 registration_refused` with `retryAt` after recording one more refusal in a row.
+    private func refuseWithBackoff(_ why: String, keyId: KeyID, now: Int64, _ completion: @escaping Completion) {
+        store.recordRegistrationRefusal(keyId: keyId, now: now) { [self] result in
+            switch result {
+            case .failure:
+                refuse(.storeUnavailable, keyId: keyId, completion)
+            case .success(let backoff):
+                let retryAt = (backoff.retryAt + 999) / 1000
+                refuse(.registrationRefused(why + " (refusal \(backoff.refusals) in a row)", retryAt: retryAt, now: now / 1000),
+                       keyId: keyId, completion)
+            }
+        }
+    }
+
+    private func created(record: KeyRecord, key: RegisteredDeviceKey, lifetime: RegistrationLifetime) -> HTTPResponse {
+        var json = JSONWriter(capacity: 256)
+        json.beginObject()
+        json.field("kid", Base64.encode(record.keyId.bytes))
+        json.field("tier", record.trustTier.rawValue)
+        json.field("platformAttested", key.platformAttested)
+        json.field("platformTokenSpent", key.platformTokenSpent)
+        LifecycleEndpoints.expiryFields(&json, lifetime: lifetime, expiresAt: record.expiresAt)
+        json.beginArray("integrity")
+        for code in record.integrity { json.value(code) }
+        json.endArray()
+        json.field("backing", key.backing.rawValue)
+        json.endObject()
+        var headers = HTTPHeaders(reservingFields: 2, bytes: 64)
+        try? headers.add(name: "Content-Type", value: "application/json")
+        try? headers.add(name: "Cache-Control", value: "no-store")
+        return HTTPResponse(status: 201, headers: headers, body: json.bytes)
+    }
+
+    /// The refusal, logged with the device key's keyId once it decoded.
+    private func refuse(_ refusal: Refusal, keyId: KeyID? = nil, _ completion: Completion) {
+        completion(refusal.response(errorHeader: errorHeader),
+                   RequestLogContext(route: RegistrationEndpoint.route, verdict: nil, reason: refusal.code, keyId: keyId))
+    }
+}

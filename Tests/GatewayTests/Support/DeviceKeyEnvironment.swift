@@ -1,0 +1,147 @@
+import AppAttest
+import AttestCrypto
+import Foundation
+import GatewayStore
+import GatewayTestSupport
+import XCTest
+
+/// A gateway with device keys and tiers in its configuration (DESIGN.md section 8), over a real
+/// redis-server and the Python upstream: `/v1/attested` enforce (default `min_tier: attested`),
+/// `/v1/device` enforce with `min_tier: device`, `/v1/monitored` monitor (`min_tier: attested`). The
+/// app accepts development keys, refuses registrations reporting `debugger` and lowers those reporting
+/// `jb_files` to tier `device`.
+final class DeviceKeyEnvironment: GatewayClient, @unchecked Sendable {  // immutable after init; parts lock themselves
+    let redis: RedisServer
+    let upstream: UpstreamProcess
+    let clock = MovableClock()
+    let cas: TestCAs
+    let work: URL
+    let gateway: GatewayUnderTest
+
+    var port: UInt16 { gateway.port }
+
+    init() throws {
+        cas = try TestCAs.shared()
+        work = try E2EPaths.temporaryDirectory("devicekeys")
+        redis = try RedisServer()
+        upstream = try UpstreamProcess()
+        let yaml = """
+            listen: 127.0.0.1:0
+            admin: 127.0.0.1:0
+            store:
+              url: \(redis.url)
+            apps:
+              - app_id: \(E2EEnvironment.appId)
+                environment: development
+                integrity_refuse: [debugger]
+                integrity_lower: [jb_files]
+            trust:
+              extra_roots:
+            \(cas.trustedRoots.map { "    - \($0)" }.joined(separator: "\n"))
+            upstreams:
+              app: http://127.0.0.1:\(upstream.port)
+            routes:
+              - name: attested
+                path_prefix: /v1/attested
+                upstream: app
+              - name: device
+                path_prefix: /v1/device
+                upstream: app
+                min_tier: device
+              - name: monitored
+                path_prefix: /v1/monitored
+                upstream: app
+                mode: monitor
+
+            """
+        gateway = try GatewayUnderTest(yaml: yaml, baseDirectory: work.path, clock: clock.gatewayClock)
+    }
+
+    func stop() {
+        gateway.stop()
+        upstream.stop()
+        redis.stop()
+        try? FileManager.default.removeItem(at: work)
+    }
+
+    // MARK: - Client side of POST /register
+
+    /// A new device key held by openssl.
+    func makeKey(curve: String = "prime256v1") throws -> OpenSSLDeviceKey { try OpenSSLDeviceKey(directory: work, curve: curve) }
+
+    /// A challenge of `purpose` for `kid` (fails the test unless 201).
+    func challenge(kid: String, purpose: String = "register", file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        let reply = try requestChallenge(keyId: kid, purpose: purpose)
+        XCTAssertEqual(reply.status, 201, "challenge: \(reply)", file: file, line: line)
+        guard let challenge = reply.json["challenge"] as? String else { throw ChildProcessError.notReady("no challenge in \(reply)") }
+        return challenge
+    }
+
+    /// The registration client data (framed `register-v1`, challenge, publicKey, backing, codes).
+    static func clientData(challenge: String, point: [UInt8], backing: String, integrity: [String]) -> [UInt8] {
+        DeviceKeyRegistration.clientData(challenge: Array(Data(base64Encoded: challenge) ?? Data()), publicKey: point,
+                                         backing: backing, integrity: integrity)
+    }
+
+    /// `POST /app-attest/v1/register` with the JSON fields as given.
+    func register(_ fields: [String: Any]) throws -> HTTPReply {
+        let body = try JSONSerialization.data(withJSONObject: fields)
+        return try send("POST", "/app-attest/v1/register", headers: [("Content-Type", "application/json")], body: Array(body))
+    }
+
+    /// The usual registration body: `key` signs the client data over `challenge` (unless `signer`
+    /// or `signature` says otherwise), with `appAttest` when given.
+    func registrationFields(_ key: OpenSSLDeviceKey, challenge: String, backing: String = "software", integrity: [String] = [],
+                            signer: OpenSSLDeviceKey? = nil, appAttest: [String: String]? = nil,
+                            publicKey: [UInt8]? = nil) throws -> [String: Any] {
+        let point = publicKey ?? key.point
+        let data = DeviceKeyEnvironment.clientData(challenge: challenge, point: point, backing: backing, integrity: integrity)
+        var fields: [String: Any] = [
+            "publicKey": Data(point).base64EncodedString(), "challenge": challenge,
+            "signature": Data(try (signer ?? key).sign(data)).base64EncodedString(), "backing": backing, "integrity": integrity,
+        ]
+        if let appAttest { fields["appAttest"] = appAttest }
+        return fields
+    }
+
+    /// Registers `key` at tier device (fails the test unless 201).
+    @discardableResult
+    func registeredKey(integrity: [String] = [], file: StaticString = #filePath, line: UInt = #line) throws -> OpenSSLDeviceKey {
+        let key = try makeKey()
+        let reply = try register(try registrationFields(key, challenge: try challenge(kid: key.kid), integrity: integrity))
+        XCTAssertEqual(reply.status, 201, "register: \(reply)", file: file, line: line)
+        return key
+    }
+
+    /// A request on `target` signed by `key` (`App-Attest-Signature`) over binding v1, with an `assert`
+    /// challenge fetched unless given.
+    func signed(_ key: OpenSSLDeviceKey, method: String = "POST", target: String, body: [UInt8] = Array("{}".utf8),
+                challenge given: String? = nil, signer: OpenSSLDeviceKey? = nil) throws -> (headers: [(String, String)], challenge: String) {
+        let challenge = try given ?? self.challenge(kid: key.kid, purpose: "assert")
+        let clientData = try ClientDataBinding.v1(challenge: Array(Data(base64Encoded: challenge) ?? Data()), method: method,
+                                                  target: target, bodySHA256: SHA256.hash(body))
+        let signature = try (signer ?? key).sign(clientData)
+        return ([("App-Attest-Key-Id", key.kid), ("App-Attest-Challenge", challenge),
+                 ("App-Attest-Signature", Data(signature).base64EncodedString())], challenge)
+    }
+
+    /// `redis-cli` with the environment's server.
+    func redisCLI(_ arguments: String...) throws -> String {
+        try ChildProcess.run("redis-cli", ["-p", String(redis.port)] + arguments).output.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The Redis keys of `kid` (`KEYS aa:{<kid b64url>}:*`), sorted.
+    func redisKeys(kid: String) throws -> [String] {
+        try redisCLI("KEYS", "aa:{\(base64URL(kid))}:*").split(separator: "\n").map(String.init).sorted()
+    }
+}
+
+extension RefDevice {
+    /// An assertion over arbitrary client data (`ref_device.py assert-raw`).
+    func rawAssertion(clientData: [UInt8], counter: UInt32, appId: String = E2EEnvironment.appId) throws -> String {
+        let out = try RefDevice.run(["assert-raw", "--key", keyFile.path, "--app-id", appId, "--counter", String(counter),
+                                     "--client-data-b64", Data(clientData).base64EncodedString()])
+        guard let object = out["assertion"] as? String else { throw ChildProcessError.notReady("assert-raw: \(out)") }
+        return object
+    }
+}
