@@ -40,7 +40,10 @@ extension E2ETestCase {
         XCTAssertEqual(try env.storedCounter(device), 1)
         if env.storeKind == .redis {
             XCTAssertEqual(try env.redisKeyHash(device)["ctr"], "1")
-            XCTAssertEqual(try env.redisKeys(device), ["aa:{\(base64URL(device.keyId))}:key"], "the challenge was consumed")
+            // The challenge was consumed; what is left besides the record is the next challenge of the answer.
+            let next = try XCTUnwrap(reply.header("App-Attest-Next-Challenge"), "\(reply)")
+            XCTAssertEqual(try env.redisKeys(device), ["aa:{\(base64URL(device.keyId))}:ch:\(base64URL(next))",
+                                                       "aa:{\(base64URL(device.keyId))}:key"].sorted(), "the challenge was consumed")
         }
 
         // Without a body (client data carries SHA-256 of zero bytes).
