@@ -227,7 +227,8 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     }
 
     /// See `AttestStore.commitAssertion(keyId:challenge:counter:window:now:issuing:completion:)`: one
-    /// Lua script (`RedisScript.commitIssuing`), one round trip for the commit and the next challenge.
+    /// Lua script (`RedisScript.commit` with the next challenge's key and arguments), one round trip
+    /// for the commit and the next challenge.
     public func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
                                 issuing next: NextChallenge,
                                 completion: @escaping @Sendable (Result<AssertionCommit, StoreUnavailable>) -> Void) {
@@ -239,7 +240,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         args.append(decimal: StoreLimits.challengeLifetime(expiresAt: next.expiresAt, now: now) + challengeGrace)
         let keys = [schema.keyRecordName(keyId), schema.challengeName(keyId, challenge),
                     schema.challengeName(keyId, next.challenge)]
-        runScript(.commitIssuing, keys: keys, args: args) { result in
+        runScript(.commit, keys: keys, args: args) { result in
             completion(result.flatMap(RedisStore.decodeCommit).map { outcome in
                 AssertionCommit(outcome: outcome, nextIssued: AssertionCommit.issuesNext(after: outcome))
             })
