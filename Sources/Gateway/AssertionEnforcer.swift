@@ -57,8 +57,12 @@ final class AssertionEnforcer: Sendable {
     }
 
     /// Evaluates `request` (whose gateway headers were already stripped into `evidence`) for `route`.
-    func evaluate(_ evidence: Evidence, request: HTTPRequest, route: CompiledRoute,
+    /// `enforced`: the request's refusal will be answered (the route is `enforce` and, with
+    /// `enforce_percent`, the request is in the enforced cohort); only then do challenge refusals
+    /// carry a fresh challenge in their body. Defaults to the route's mode being `enforce`.
+    func evaluate(_ evidence: Evidence, request: HTTPRequest, route: CompiledRoute, enforced: Bool? = nil,
                   completion: @escaping @Sendable (Decision) -> Void) {
+        let enforced = enforced ?? (route.config.mode == .enforce)
         let names = family.configuration.evidence
         let shard = request.connection.loopIndex
         guard let rawKeyId = evidence.keyId, let rawChallenge = evidence.challenge, let rawAssertion = evidence.assertion else {
@@ -76,7 +80,7 @@ final class AssertionEnforcer: Sendable {
                 return
             }
             withChallenge(decision, keyId: keyId, known: false, shard: shard,
-                          intoRefusal: evidence.challenge == nil && route.config.mode == .enforce, completion: completion)
+                          intoRefusal: evidence.challenge == nil && enforced, completion: completion)
             return
         }
         if let duplicated = evidence.duplicated {
@@ -136,7 +140,7 @@ final class AssertionEnforcer: Sendable {
 
         let proceed: @Sendable (CachedKey) -> Void = { [self] key in
             verifyAndCommit(key: key, keyId: keyId, challenge: challenge, assertion: assertion, clientData: clientData,
-                            route: route, shard: shard, completion: completion)
+                            route: route, shard: shard, enforced: enforced, completion: completion)
         }
         if let cached = keys.get(keyId, shard: shard) {
             proceed(cached)
@@ -167,7 +171,7 @@ final class AssertionEnforcer: Sendable {
     }
 
     private func verifyAndCommit(key: CachedKey, keyId: KeyID, challenge: Challenge, assertion: [UInt8],
-                                 clientData: [UInt8], route: CompiledRoute, shard: Int,
+                                 clientData: [UInt8], route: CompiledRoute, shard: Int, enforced: Bool,
                                  completion: @escaping @Sendable (Decision) -> Void) {
         // Refusals before the commit: the key is known (cache or store), so they carry the next challenge.
         let refuse: (Refusal) -> Void = { [self] refusal in
@@ -198,6 +202,20 @@ final class AssertionEnforcer: Sendable {
             refuse(.verification(reason, detail: detail))
             return
         }
+        // iOS 27 signals policy (route over app): an `enforce` check that fails is a 403 before the
+        // commit (nothing changes); `monitor` failures travel with the valid verdict.
+        var signalCheck: SignalCheck?
+        if let policy = route.signalPolicy(appId: key.app.appId) {
+            let check = SignalCheck(verified.signals, policy: policy)
+            if let refusal = check.refusal {
+                var refused = invalid(refusal, keyId: keyId)
+                refused.report.signalDecisions = check.decisions
+                withChallenge(refused, keyId: keyId, known: true, shard: shard, intoRefusal: false, completion: completion)
+                return
+            }
+            signalCheck = check
+        }
+        let checked = signalCheck
 
         let decide: @Sendable (Result<AssertionCommit, StoreUnavailable>, NextChallenge?) -> Void = { [self] result, next in
             switch result {
@@ -212,6 +230,10 @@ final class AssertionEnforcer: Sendable {
                     report.counter = verified.counter
                     report.environment = key.environment.rawValue
                     report.signals = verified.signals
+                    if let checked {
+                        report.signalDecisions = checked.decisions
+                        report.signalPolicy = checked.monitored
+                    }
                     completion(Decision(report: report, refusal: nil, next: issued))
                 case .refused(let refusal):
                     if refusal == .keyUnknown { keys.remove(keyId) }
@@ -219,7 +241,7 @@ final class AssertionEnforcer: Sendable {
                     answer.next = issued
                     let challengeProblem = refusal == .challengeUnknown || refusal == .challengeExpired
                         || refusal == .challengeWrongPurpose
-                    guard challengeProblem, route.config.mode == .enforce else {
+                    guard challengeProblem, enforced else {
                         completion(answer)
                         return
                     }

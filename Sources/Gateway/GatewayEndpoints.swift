@@ -16,6 +16,8 @@ import GatewayStore
 ///   with the key's first `assert` challenge in `App-Attest-Next-Challenge` and
 ///   `App-Attest-Next-Challenge-Expires` when `endpoints.next_challenge` is on (`nextChallengeForNewKey`).
 /// Refusals follow DESIGN.md section 2; a challenge failure carries a fresh `attest` challenge.
+/// With `endpoints.fleet_attest_rate`, an `attest` challenge over the fleet's rate answers
+/// `429 attest_rate_limited` with `Retry-After` (the rest of the window, whole seconds, rounded up).
 final class GatewayEndpoints: Sendable {
     let store: any AttestStore
     let keys: KeyCache
@@ -27,12 +29,17 @@ final class GatewayEndpoints: Sendable {
     /// `endpoints.next_challenge`: a successful attestation's answer carries the key's first
     /// `assert` challenge (`NextChallengeHeaders`).
     let nextChallenge: Bool
+    /// `endpoints.fleet_attest_rate`: at most `count` attest challenges per window of
+    /// `windowMillis` across the fleet (store counter `attest`); nil: no limit.
+    let fleetAttestRate: (count: Int, windowMillis: Int64)?
     /// Where attestation verification (chain building, about a millisecond) runs, off the event loops.
     private let verifyQueue = DispatchQueue(label: "attest-gateway.attestation", attributes: .concurrent)
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer, clock: GatewayClock,
-         verifier: AttestationVerifier, errorHeader: String, nextChallenge: Bool = true) {
+         verifier: AttestationVerifier, errorHeader: String, nextChallenge: Bool = true,
+         fleetAttestRate: (count: Int, windowMillis: Int64)? = nil) {
         self.nextChallenge = nextChallenge
+        self.fleetAttestRate = fleetAttestRate
         self.store = store
         self.keys = keys
         self.apps = apps
@@ -79,6 +86,19 @@ final class GatewayEndpoints: Sendable {
                     completion(created(json.bytes), RequestLogContext(route: route, keyId: keyId))
                 }
             }
+        }
+        if purpose == .attest, let limit = fleetAttestRate {
+            // The fleet's attestation rate (issue 12): each attest challenge lets a device call
+            // Apple's attestation service once, so the limit is counted here.
+            store.acquireFleetSlot("attest", limit: limit.count, windowMillis: limit.windowMillis, now: clock.now()) { [self] result in
+                switch result {
+                case .failure: refuse(.storeUnavailable, route: route, keyId: keyId, completion)
+                case .success(.refused(let retryAfterMillis)):
+                    refuse(.attestRateLimited(retryAfter: Int((retryAfterMillis + 999) / 1000)), route: route, keyId: keyId, completion)
+                case .success(.granted): issue()
+                }
+            }
+            return
         }
         guard purpose == .assert, keys.get(keyId, shard: request.connection.loopIndex) == nil else {
             issue()

@@ -175,6 +175,20 @@ final class GatewayHandler: HTTPHandler {
             return
         }
         let evidence = family.stripAndExtract(&received)
+        // Gradual enforcement (`enforce_percent`): the keyId's cohort decides whether a refusal is
+        // answered (enforced) or forwarded with its verdict (monitored); a request without a usable
+        // keyId follows `missing_evidence`.
+        var answersRefusals = mode == .enforce
+        var cohortName: String?
+        if mode == .enforce, let percent = route.config.enforcePercent {
+            if let raw = evidence.keyId, let keyId = Base64.decode(raw), keyId.count == KeyID.byteCount {
+                answersRefusals = RouteConfiguration.cohortBucket(keyId: keyId) < percent
+            } else {
+                answersRefusals = route.config.missingEvidence == .enforce
+            }
+            cohortName = answersRefusals ? "enforced" : "monitored"
+        }
+        let enforced = answersRefusals, cohort = cohortName
         var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
                                   headers: received, body: request.body)
         forward.connectTimeout = route.connectTimeout
@@ -182,17 +196,24 @@ final class GatewayHandler: HTTPHandler {
         addForwardingHeaders(&forward, request: request, tables: tables, identity: decided.identity)
         let prepared = forward
         let names = family.configuration.injected
-        tables.enforcer.evaluate(evidence, request: request, route: route) { [self] decision in
+        let loop = request.connection.loopIndex
+        tables.enforcer.evaluate(evidence, request: request, route: route, enforced: enforced) { [self] decision in
             let context = decided.logging(RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
                                                               reason: decision.report.reason, keyId: decision.report.keyId))
-            if mode == .enforce, let refusal = decision.refusal {
+            if !decision.report.signalDecisions.isEmpty {
+                metrics.signalDecisions(decision.report.signalDecisions, route: route.config.name, loop: loop)
+            }
+            if let cohort { metrics.cohort(route: route.config.name, cohort: cohort, verdict: decision.report.verdict.rawValue, loop: loop) }
+            if enforced, let refusal = decision.refusal {
                 var response = render(refusal, tables, context.identity)
                 if let next = decision.next { NextChallengeHeaders.set(next, on: &response.headers) }
                 responder.respond(response, context: context)
                 return
             }
             var permitted = prepared
-            decision.report.apply(to: &permitted.headers, names: names)
+            var report = decision.report
+            report.cohort = cohort
+            report.apply(to: &permitted.headers, names: names)
             permitted.responseHeadFilter = NextChallengeHeaders.filter(decision.next)
             if decision.report.verdict == .valid, let keyId = decision.report.keyId {
                 permitted.upstreamFailureAnswer = upstreamFailureAnswer(keyId: keyId, next: decision.next, tables: tables,

@@ -83,7 +83,7 @@ final class GatewayTables: Sendable {
             guard let lease = pools[route.upstream] else {
                 throw GatewayStartupError("route \(route.name): unknown upstream \(route.upstream)")
             }
-            routes.append(CompiledRoute(config: route, upstream: lease.pool))
+            routes.append(CompiledRoute(config: route, upstream: lease.pool, apps: config.apps))
         }
 
         self.generation = generation
@@ -93,7 +93,10 @@ final class GatewayTables: Sendable {
         self.family = family
         endpoints = GatewayEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                      verifier: verifier, errorHeader: config.headers.error,
-                                     nextChallenge: config.endpoints.nextChallenge)
+                                     nextChallenge: config.endpoints.nextChallenge,
+                                     fleetAttestRate: config.endpoints.fleetAttestRate.map {
+                                         ($0.count, GatewayRuntime.millis($0.per))
+                                     })
         enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock, family: family,
                                      nextChallenge: config.endpoints.nextChallenge)
         forwarding = ForwardingHeaders(trusted: config.trustedProxies)

@@ -60,6 +60,12 @@ final class MeasuredStore: AttestStore {
                               completion: measured(.commitAssertion, completion))
     }
 
+    func acquireFleetSlot(_ name: String, limit: Int, windowMillis: UnixMillis, now: UnixMillis,
+                          completion: @escaping @Sendable (Result<FleetSlot, StoreUnavailable>) -> Void) {
+        inner.acquireFleetSlot(name, limit: limit, windowMillis: windowMillis, now: now,
+                               completion: measured(.fleetSlot, completion))
+    }
+
     func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         inner.revokeKey(keyId, completion: measured(.revokeKey, completion))
     }

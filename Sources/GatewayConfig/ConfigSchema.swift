@@ -14,6 +14,10 @@ enum ConfigSchema {
         case trust = "trust"
         case endpoints = "endpoints"
         case rateLimit = "endpoints.rate_limit"
+        case fleetAttestRate = "endpoints.fleet_attest_rate"
+        case signals = "signals"
+        case signalCategory = "signals.validation_category"
+        case signalVersion = "signals.bundle_version"
         case headers = "headers"
         case evidence = "headers.evidence"
         case injected = "headers.injected"
@@ -37,18 +41,22 @@ enum ConfigSchema {
         case .certificate: return ["chain", "key"]
         case .admin: return ["address", "ready_requires_store"]
         case .store: return ["url", "username", "password", "password_file", "command_timeout", "connect_timeout"]
-        case .app: return ["app_id", "environment"]
+        case .app: return ["app_id", "environment", "signals"]
         case .trust: return ["extra_roots"]
-        case .endpoints: return ["prefix", "challenge_ttl", "challenge_bytes", "rate_limit", "next_challenge"]
+        case .endpoints: return ["prefix", "challenge_ttl", "challenge_bytes", "rate_limit", "next_challenge", "fleet_attest_rate"]
         case .rateLimit: return ["requests_per_second", "burst"]
+        case .fleetAttestRate: return ["count", "per"]
+        case .signals: return ["validation_category", "bundle_version"]
+        case .signalCategory: return ["allowed", "action"]
+        case .signalVersion: return ["minimum", "action"]
         case .headers: return ["prefix", "evidence", "injected", "error"]
         case .evidence: return ["key_id", "challenge", "assertion", "client_data"]
-        case .injected: return ["verdict", "reason", "key_id", "counter", "environment", "risk_metric", "validation_category", "bundle_version"]
+        case .injected: return ["verdict", "reason", "key_id", "counter", "environment", "risk_metric", "validation_category", "bundle_version", "signal_policy", "cohort"]
         case .upstream: return ["url", "endpoints", "balance", "ejection", "dns_refresh", "health_check", "connect_timeout", "response_timeout", "max_idle_connections", "tls"]
         case .upstreamTLS: return ["ca", "server_name", "verify"]
         case .upstreamEjection: return ["consecutive_errors", "base_time", "max_time"]
         case .upstreamHealthCheck: return ["path", "interval", "timeout", "healthy_threshold", "unhealthy_threshold"]
-        case .route: return ["name", "path_prefix", "path", "methods", "upstream", "mode", "max_body", "on_store_error", "counter_window", "environment", "bind_headers", "apps", "connect_timeout", "response_timeout"]
+        case .route: return ["name", "path_prefix", "path", "methods", "upstream", "mode", "max_body", "on_store_error", "counter_window", "environment", "bind_headers", "apps", "connect_timeout", "response_timeout", "signals", "enforce_percent", "missing_evidence"]
         case .limits: return ["max_header_bytes", "max_headers", "max_connections"]
         case .http2: return ["max_concurrent_streams", "initial_window_size", "max_header_list_size"]
         case .timeouts: return ["header", "body", "idle", "drain", "tls_handshake"]

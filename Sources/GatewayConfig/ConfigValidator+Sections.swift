@@ -162,11 +162,12 @@ extension ConfigValidator {
                 missing(f, "app_id", " (TEAMID.bundle.identifier)")
             }
             let environment = optional(f, "environment", default: EnvironmentPolicy.production) { choice($0, $1, EnvironmentPolicy.self) }
-            guard let appID, let environment else { ok = false; continue }
+            let signals: SignalPolicy?? = f.node("signals").map { signalPolicy($0, itemPath.key("signals")).map { .some($0) } } ?? .some(nil)
+            guard let appID, let environment, let signals else { ok = false; continue }
             if environment == .any {
                 warn(itemPath.key("environment"), "\(appID) accepts development keys too (builds signed for development in Xcode); use production outside tests", f.mark("environment"))
             }
-            result.append(AppConfiguration(appID: appID, environment: environment))
+            result.append(AppConfiguration(appID: appID, environment: environment, signals: signals))
         }
         return ok ? result : nil
     }
@@ -293,9 +294,12 @@ extension ConfigValidator {
             }
         }
         let next = optional(f, "next_challenge", default: true) { boolean($0, $1) }
-        guard let prefix, let ttl, let bytes, rateLimitOK, let next else { return nil }
+        let fleet: EndpointsConfiguration.FleetRate?? = f.node("fleet_attest_rate").map {
+            fleetAttestRate($0, path.key("fleet_attest_rate")).map { .some($0) }
+        } ?? .some(nil)
+        guard let prefix, let ttl, let bytes, rateLimitOK, let next, let fleet else { return nil }
         return EndpointsConfiguration(prefix: prefix, challengeTTL: ttl, challengeBytes: bytes, rateLimit: rateLimit,
-                                      nextChallenge: next)
+                                      nextChallenge: next, fleetAttestRate: fleet)
     }
 
     // MARK: headers
@@ -372,7 +376,9 @@ extension ConfigValidator {
                 environment: name(inf, "environment", defaults.injected.environment, family: true),
                 riskMetric: name(inf, "risk_metric", defaults.injected.riskMetric, family: true),
                 validationCategory: name(inf, "validation_category", defaults.injected.validationCategory, family: true),
-                bundleVersion: name(inf, "bundle_version", defaults.injected.bundleVersion, family: true))
+                bundleVersion: name(inf, "bundle_version", defaults.injected.bundleVersion, family: true),
+                signalPolicy: name(inf, "signal_policy", defaults.injected.signalPolicy, family: true),
+                cohort: name(inf, "cohort", defaults.injected.cohort, family: true))
         } else if f.has("injected") { ok = false }
         let errorHeader = name(f, "error", defaults.error, family: false)
 

@@ -49,13 +49,21 @@ public struct HeadersConfiguration: Sendable, Hashable {
         /// `apple_bundle_version_01` of the trailing authenticatorData map, when present
         /// (default `App-Attest-Bundle-Version`).
         public var bundleVersion: String
+        /// The `signals` checks that failed under action `monitor`, comma-separated codes such as
+        /// `bundle_version_too_old` (default `App-Attest-Signal-Policy`).
+        public var signalPolicy: String
+        /// `enforced` or `monitored` on routes with `enforce_percent` (default `App-Attest-Cohort`).
+        public var cohort: String
 
         /// Creates the injected header names; each defaults as documented.
         public init(verdict: String = "App-Attest-Verdict", reason: String = "App-Attest-Reason",
                     keyID: String = "App-Attest-Key-Id", counter: String = "App-Attest-Counter",
                     environment: String = "App-Attest-Environment", riskMetric: String = "App-Attest-Risk-Metric",
                     validationCategory: String = "App-Attest-Validation-Category",
-                    bundleVersion: String = "App-Attest-Bundle-Version") {
+                    bundleVersion: String = "App-Attest-Bundle-Version",
+                    signalPolicy: String = "App-Attest-Signal-Policy", cohort: String = "App-Attest-Cohort") {
+            self.signalPolicy = signalPolicy
+            self.cohort = cohort
             self.verdict = verdict
             self.reason = reason
             self.keyID = keyID
@@ -67,7 +75,9 @@ public struct HeadersConfiguration: Sendable, Hashable {
         }
 
         /// All names.
-        public var all: [String] { [verdict, reason, keyID, counter, environment, riskMetric, validationCategory, bundleVersion] }
+        public var all: [String] {
+            [verdict, reason, keyID, counter, environment, riskMetric, validationCategory, bundleVersion, signalPolicy, cohort]
+        }
     }
 
     /// Prefix of the gateway's header family (default `App-Attest-`); compared case-insensitively.

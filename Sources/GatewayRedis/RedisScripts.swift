@@ -148,6 +148,16 @@ struct RedisScript: Sendable {
         return 1
         """, sha1: "e5db9b8b7d469c1b30f20e5bb87e4a06e93af5c9")
 
+    /// `acquireFleetSlot`. KEYS[1] the window's counter (`<p>:{fleet}:<name>:<window index>`).
+    /// ARGV: limit, counter TTL (ms, two windows). Returns 1 (within the limit) or 0 (over it); every
+    /// call counts.
+    static let fleet = RedisScript("""
+        local n = redis.call('INCR', KEYS[1])
+        if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+        if n > tonumber(ARGV[1]) then return 0 end
+        return 1
+        """, sha1: "76af0234bea29228fd2be83725cd000857397367")
+
     /// Every script, in the order they are loaded at connect.
-    static let all: [RedisScript] = [issue, register, commit, revoke, revokeAudited]
+    static let all: [RedisScript] = [issue, register, commit, revoke, revokeAudited, fleet]
 }

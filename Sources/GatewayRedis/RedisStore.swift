@@ -247,6 +247,24 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// See `AttestStore.acquireFleetSlot` (one Lua script: INCR with a TTL of two windows).
+    public func acquireFleetSlot(_ name: String, limit: Int, windowMillis: UnixMillis, now: UnixMillis,
+                                 completion: @escaping @Sendable (Result<FleetSlot, StoreUnavailable>) -> Void) {
+        let (index, remaining) = RedisStore.fleetWindow(now: now, windowMillis: windowMillis)
+        var args = RedisCommand(capacity: 32)
+        args.append(decimal: Int64(limit))
+        args.append(decimal: max(windowMillis, 1) * 2)
+        runScript(.fleet, keys: [schema.fleetCounterName(name, window: index)], args: args) { result in
+            completion(result.flatMap { reply in
+                switch reply {
+                case .integer(1): return .success(.granted)
+                case .integer(0): return .success(.refused(retryAfterMillis: remaining))
+                default: return .failure(RedisStore.unexpected(reply))
+                }
+            })
+        }
+    }
+
     /// See `AttestStore.revokeKey` (one Lua script).
     public func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         runScript(.revoke, keys: [schema.keyRecordName(keyId)], args: RedisCommand(capacity: 0)) { result in

@@ -77,6 +77,19 @@ public protocol AttestStore: AnyObject, Sendable {
                          issuing next: NextChallenge,
                          completion: @escaping @Sendable (Result<AssertionCommit, StoreUnavailable>) -> Void)
 
+    /// Counts one use of the fleet-wide limit `name` (issue 12, `endpoints.fleet_attest_rate`): at
+    /// most `limit` uses per fixed window of `windowMillis`, windows aligned to multiples of
+    /// `windowMillis` since the Unix epoch on the caller's `now`, shared by every process using the
+    /// same store (one counter per window, expiring after two windows). A use over the limit is
+    /// `.refused` with the time left in the window; it is counted too (it changes nothing that
+    /// matters: the window stays used up).
+    /// - Parameters:
+    ///   - name: 1...64 bytes of `[A-Za-z0-9_-]`.
+    ///   - limit: >= 1. `windowMillis`: >= 1.
+    /// Stores without the command answer `.failure` (fail closed) through the default implementation.
+    func acquireFleetSlot(_ name: String, limit: Int, windowMillis: UnixMillis, now: UnixMillis,
+                          completion: @escaping @Sendable (Result<FleetSlot, StoreUnavailable>) -> Void)
+
     /// Marks the key revoked (operator action). `.success(false)` when there is no such key.
     func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void)
 
@@ -96,6 +109,21 @@ public protocol AttestStore: AnyObject, Sendable {
     /// `RedisStore` closes its connections (sockets and timers) and stops reconnecting. Stored Redis
     /// data is untouched.
     func close()
+}
+
+extension AttestStore {
+    /// No fleet counters in this store: `.failure` (a configured fleet limit fails closed).
+    public func acquireFleetSlot(_ name: String, limit: Int, windowMillis: UnixMillis, now: UnixMillis,
+                                 completion: @escaping @Sendable (Result<FleetSlot, StoreUnavailable>) -> Void) {
+        completion(.failure(StoreUnavailable(.protocolError, detail: "this store keeps no fleet counters")))
+    }
+
+    /// The window a fleet counter is in (`now / windowMillis`) and the milliseconds left in it.
+    public static func fleetWindow(now: UnixMillis, windowMillis: UnixMillis) -> (index: Int64, remaining: UnixMillis) {
+        let window = max(windowMillis, 1)
+        let index = now >= 0 ? now / window : (now - window + 1) / window
+        return (index, max((index + 1) * window - now, 1))
+    }
 }
 
 extension AttestStore {

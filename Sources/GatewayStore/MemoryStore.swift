@@ -52,6 +52,8 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
     private var timer: DispatchSourceTimer?
     /// Set by `close()`: every call then fails as `.closed`.
     private var closed = false
+    /// Fleet counters by name: the window index and the uses counted in it.
+    private var fleetCounters: [String: (window: Int64, count: Int)] = [:]
 
     /// Creates an empty store and starts its sweep timer (unless `sweepInterval` is 0).
     public init(configuration: Configuration = Configuration()) {
@@ -107,6 +109,7 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
             closed = true
             keys = [:]
             challenges = [:]
+            fleetCounters = [:]
             purgeHeap = []
             defer { self.timer = nil }
             return self.timer
@@ -215,6 +218,21 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
         keys[keyId] = record
         challenges[slot] = nil
         return .accepted(record.committedFields)
+    }
+
+    /// See `AttestStore.acquireFleetSlot` (one process is the whole fleet; one counter per name).
+    public func acquireFleetSlot(_ name: String, limit: Int, windowMillis: UnixMillis, now: UnixMillis,
+                                 completion: @escaping @Sendable (Result<FleetSlot, StoreUnavailable>) -> Void) {
+        let (index, remaining) = MemoryStore.fleetWindow(now: now, windowMillis: windowMillis)
+        let result: Result<FleetSlot, StoreUnavailable> = lock.withLock {
+            if closed { return .failure(MemoryStore.closedError) }
+            var counter = fleetCounters[name] ?? (index, 0)
+            if counter.window != index { counter = (index, 0) }
+            counter.count += 1
+            fleetCounters[name] = counter
+            return .success(counter.count > limit ? .refused(retryAfterMillis: remaining) : .granted)
+        }
+        completion(result)
     }
 
     /// See `AttestStore.revokeKey`.

@@ -49,6 +49,11 @@ public final class LoopHoppingStore: AttestStore, Sendable {
                                             issuing: next, completion: completion) }
     }
 
+    public func acquireFleetSlot(_ name: String, limit: Int, windowMillis: UnixMillis, now: UnixMillis,
+                                 completion: @escaping @Sendable (Result<FleetSlot, StoreUnavailable>) -> Void) {
+        onLoop { self.inner.acquireFleetSlot(name, limit: limit, windowMillis: windowMillis, now: now, completion: completion) }
+    }
+
     public func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         onLoop { self.inner.revokeKey(keyId, completion: completion) }
     }
