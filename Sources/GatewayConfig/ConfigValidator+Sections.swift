@@ -366,7 +366,12 @@ extension ConfigValidator {
                 assertion: name(ef, "assertion", defaults.evidence.assertion, family: true),
                 clientData: name(ef, "client_data", defaults.evidence.clientData, family: true))
         } else if f.has("evidence") { ok = false }
+        // The names added with issue 12 follow the prefix when not written (`<prefix>Signal-Policy`,
+        // `<prefix>Cohort`), so a configuration that renamed the family before keeps loading.
         var injected = defaults.injected
+        injected.signalPolicy = prefix + "Signal-Policy"
+        injected.cohort = prefix + "Cohort"
+        let followed = injected
         if let inNode = f.node("injected"), let inf = fields(inNode, path.key("injected"), .injected) {
             injected = HeadersConfiguration.Injected(
                 verdict: name(inf, "verdict", defaults.injected.verdict, family: true),
@@ -377,8 +382,8 @@ extension ConfigValidator {
                 riskMetric: name(inf, "risk_metric", defaults.injected.riskMetric, family: true),
                 validationCategory: name(inf, "validation_category", defaults.injected.validationCategory, family: true),
                 bundleVersion: name(inf, "bundle_version", defaults.injected.bundleVersion, family: true),
-                signalPolicy: name(inf, "signal_policy", defaults.injected.signalPolicy, family: true),
-                cohort: name(inf, "cohort", defaults.injected.cohort, family: true))
+                signalPolicy: name(inf, "signal_policy", followed.signalPolicy, family: true),
+                cohort: name(inf, "cohort", followed.cohort, family: true))
         } else if f.has("injected") { ok = false }
         let errorHeader = name(f, "error", defaults.error, family: false)
 

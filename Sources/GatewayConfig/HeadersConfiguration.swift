@@ -50,9 +50,11 @@ public struct HeadersConfiguration: Sendable, Hashable {
         /// (default `App-Attest-Bundle-Version`).
         public var bundleVersion: String
         /// The `signals` checks that failed under action `monitor`, comma-separated codes such as
-        /// `bundle_version_too_old` (default `App-Attest-Signal-Policy`).
+        /// `bundle_version_too_old` (default `App-Attest-Signal-Policy`; in a configuration,
+        /// `<headers.prefix>Signal-Policy` unless written).
         public var signalPolicy: String
-        /// `enforced` or `monitored` on routes with `enforce_percent` (default `App-Attest-Cohort`).
+        /// `enforced` or `monitored` on routes with `enforce_percent` (default `App-Attest-Cohort`; in
+        /// a configuration, `<headers.prefix>Cohort` unless written).
         public var cohort: String
 
         /// Creates the injected header names; each defaults as documented.

@@ -29,11 +29,12 @@ final class MemoryStoreConformanceTests: XCTestCase {
     func test_pingSucceeds() throws { try suite().pingSucceeds() }
     func test_nextChallengeIssuedByCommit() throws { try suite().nextChallengeIssuedByCommit() }
     func test_nextChallengeFollowsTheKey() throws { try suite().nextChallengeFollowsTheKey() }
+    func test_fleetSlotsPerWindow() throws { try suite().fleetSlotsPerWindow() }
     func test_closedStoreAnswersUnavailable() throws { try suite().closedStoreAnswersUnavailable() }
 
     /// Fails when a check of `StoreConformance.checks` has no test method here.
     func testCoversEveryConformanceCheck() {
-        let covered: Set<String> = ["registerAndFetchRoundTrip", "fetchUnknownIsNil", "registerRefusalsChangeNothing", "reRegistrationRefusedWithoutTouchingCounter", "challengeConsumedExactlyOnce", "commitRefusalsChangeNothing", "commitReturnsStoredFields", "wrongChallengeDoesNotBurnPending", "challengeBoundToKeyAndPurpose", "challengeExpiryUsesInjectedNow", "counterStrictlyIncreasing", "windowOutOfOrderOnceAndTooOldRefused", "windowMatchesReferenceModel", "revokedKeyRefused", "deletedKeyUnknown", "expiredRegistrationRefused", "raceSameCommitAcceptedOnce", "raceSameCounterDistinctChallengesAcceptedOnce", "raceOutOfOrderWindowEachOnce", "binaryKeyIdsAndChallenges", "reissueReplacesPurposeAndExpiry", "pingSucceeds", "nextChallengeIssuedByCommit", "nextChallengeFollowsTheKey", "closedStoreAnswersUnavailable"]
+        let covered: Set<String> = ["registerAndFetchRoundTrip", "fetchUnknownIsNil", "registerRefusalsChangeNothing", "reRegistrationRefusedWithoutTouchingCounter", "challengeConsumedExactlyOnce", "commitRefusalsChangeNothing", "commitReturnsStoredFields", "wrongChallengeDoesNotBurnPending", "challengeBoundToKeyAndPurpose", "challengeExpiryUsesInjectedNow", "counterStrictlyIncreasing", "windowOutOfOrderOnceAndTooOldRefused", "windowMatchesReferenceModel", "revokedKeyRefused", "deletedKeyUnknown", "expiredRegistrationRefused", "raceSameCommitAcceptedOnce", "raceSameCounterDistinctChallengesAcceptedOnce", "raceOutOfOrderWindowEachOnce", "binaryKeyIdsAndChallenges", "reissueReplacesPurposeAndExpiry", "pingSucceeds", "nextChallengeIssuedByCommit", "nextChallengeFollowsTheKey", "fleetSlotsPerWindow", "closedStoreAnswersUnavailable"]
         XCTAssertEqual(Set(StoreConformance.checks.map(\.name)), covered)
     }
 }
@@ -73,4 +74,14 @@ final class DefaultCommitIssuingConformanceTests: XCTestCase {
 
     func test_nextChallengeIssuedByCommit() throws { try StoreConformance(store: PlainStore()).nextChallengeIssuedByCommit() }
     func test_nextChallengeFollowsTheKey() throws { try StoreConformance(store: PlainStore()).nextChallengeFollowsTheKey() }
+
+    /// A store without fleet counters fails closed: a configured fleet limit never admits silently.
+    func testFleetSlotWithoutCountersIsUnavailable() throws {
+        let result = try StoreConformance(store: PlainStore()).wait("acquireFleetSlot") { done in
+            PlainStore().acquireFleetSlot("attest", limit: 5, windowMillis: 1_000, now: 0, completion: done)
+        } as Result<FleetSlot, StoreUnavailable>
+        guard case .failure = result else { return XCTFail("expected a failure, got \(result)") }
+        // Failing variant: the memory store has counters.
+        XCTAssertEqual(try StoreConformance(store: MemoryStore()).fleetSlot("attest", limit: 5, window: 1_000, now: 0), .granted)
+    }
 }

@@ -58,6 +58,7 @@ public struct StoreConformance: Sendable {
         ("pingSucceeds", { try $0.pingSucceeds() }),
         ("nextChallengeIssuedByCommit", { try $0.nextChallengeIssuedByCommit() }),
         ("nextChallengeFollowsTheKey", { try $0.nextChallengeFollowsTheKey() }),
+        ("fleetSlotsPerWindow", { try $0.fleetSlotsPerWindow() }),
         // Closes the store: keep it last (suites that run every check on one store).
         ("closedStoreAnswersUnavailable", { try $0.closedStoreAnswersUnavailable() }),
     ]
@@ -413,6 +414,24 @@ public struct StoreConformance: Sendable {
         try expectRegister(expiring, challenge: forExpired.challenge, now: baseNow, refused: .challengeUnknown)
     }
 
+    /// `acquireFleetSlot`: `limit` uses per window, then refused with the time left in the window;
+    /// a new window starts over; names count apart.
+    public func fleetSlotsPerWindow() throws {
+        let name = "conformance" + String(UInt32.random(in: 0...UInt32.max))
+        let window: UnixMillis = 60_000
+        let start = (baseNow / window + 1) * window  // the start of a window
+        for i in 0..<3 {
+            try expect(try fleetSlot(name, limit: 3, window: window, now: start + UnixMillis(i) * 1_000) == .granted, "use \(i + 1) of 3")
+        }
+        try expect(try fleetSlot(name, limit: 3, window: window, now: start + 45_000) == .refused(retryAfterMillis: 15_000),
+                   "the 4th use is refused with the 15 s left in the window")
+        try expect(try fleetSlot(name, limit: 3, window: window, now: start + 59_999) == .refused(retryAfterMillis: 1), "still refused")
+        try expect(try fleetSlot(name + "-other", limit: 3, window: window, now: start + 45_000) == .granted, "another name counts apart")
+        try expect(try fleetSlot(name, limit: 3, window: window, now: start + window) == .granted, "the next window starts over")
+        try expect(try fleetSlot(name, limit: 1, window: window, now: start + window + 1) == .refused(retryAfterMillis: window - 1),
+                   "limit 1: the second use of the window is refused")
+    }
+
     /// A revoked key is refused with `key_revoked` and its challenge stays pending.
     public func revokedKeyRefused() throws {
         let record = try makeRecord()
@@ -681,6 +700,14 @@ public struct StoreConformance: Sendable {
                                                                       window: window, now: now, issuing: next, completion: $0) },
                  file: file, line: line)
             .mapError { ConformanceFailure(message: "commitAssertion(issuing:) unavailable: \($0)", file: file, line: line) }.get()
+    }
+
+    /// `acquireFleetSlot`'s answer (an unavailable store fails the check).
+    public func fleetSlot(_ name: String, limit: Int, window: UnixMillis, now: UnixMillis,
+                          file: StaticString = #filePath, line: UInt = #line) throws -> FleetSlot {
+        try wait("acquireFleetSlot", { store.acquireFleetSlot(name, limit: limit, windowMillis: window, now: now, completion: $0) },
+                 file: file, line: line)
+            .mapError { ConformanceFailure(message: "acquireFleetSlot unavailable: \($0)", file: file, line: line) }.get()
     }
 
     /// Issues a fresh assert challenge and commits `counter`, expecting acceptance.
