@@ -10,7 +10,8 @@ import GatewayStore
 ///
 /// Order: evidence present -> decodes -> client data rebuilt (and compared with a diagnostic copy) ->
 /// key known (cache, else one store read) -> route policy (app, environment) -> assertion verified
-/// (pure) -> store commit (challenge exists, unexpired, right purpose and key; counter admitted;
+/// (pure) -> iOS 27 `signals` policy (route over app, `SignalCheck`: an `enforce` check that fails
+/// is a 403, `monitor` failures travel with the valid verdict) -> store commit (challenge exists, unexpired, right purpose and key; counter admitted;
 /// consumed). Nothing in the store changes unless every step passed. A store outage yields verdict
 /// `unverified` with a 503 refusal, or no refusal when the route is `fail_open`.
 ///
