@@ -11,9 +11,20 @@ import GatewayStore
 /// Order: evidence present -> decodes -> client data rebuilt (and compared with a diagnostic copy) ->
 /// key known (cache, else one store read) -> route policy (app, environment, trust tier and evidence
 /// kind) -> assertion (or a device key's signature, `AssertionEnforcer+DeviceKeys`) verified
-/// (pure) -> store commit (challenge exists, unexpired, right purpose and key; counter admitted;
+/// (pure) -> iOS 27 `signals` policy (route over app, `SignalCheck`: an `enforce` check that fails
+/// is a 403, `monitor` failures travel with the valid verdict) -> store commit (challenge exists, unexpired, right purpose and key; counter admitted;
 /// consumed). Nothing in the store changes unless every step passed. A store outage yields verdict
 /// `unverified` with a 503 refusal, or no refusal when the route is `fail_open`.
+///
+/// Next challenge (`endpoints.next_challenge`, DESIGN.md section 9): when on, the decision for a
+/// request that named a known key (in the key cache, or an active record in the store) carries a
+/// fresh `assert` challenge for the answer, accepted or refused alike. At the commit it is minted
+/// by the gateway and stored by the commit's own script (`AttestStore.commitAssertion(…issuing:)`,
+/// one round trip); a refusal decided before the commit (bad signature, policy, a missing or
+/// undecodable field) issues it with one `issueChallenge`. Unknown, revoked and expired keys and
+/// store outages get none. A `401` whose cause is the challenge (its value refused by the commit, or
+/// the header missing while the keyId is known) carries a fresh challenge in its body on `enforce`
+/// routes, whether the switch is on or off (the same value as the next challenge when on).
 ///
 /// Thread-safe: immutable; completions may run on the caller's thread or the store's queue.
 final class AssertionEnforcer: Sendable {
@@ -22,6 +33,9 @@ final class AssertionEnforcer: Sendable {
     struct Decision: Sendable {
         var report: VerdictReport
         var refusal: Refusal?
+        /// The next challenge for the answer (forwarded or refused), when `next_challenge` is on and
+        /// the request named a known key.
+        var next: ChallengeIssuer.Issued? = nil
     }
 
     let store: any AttestStore
@@ -30,21 +44,29 @@ final class AssertionEnforcer: Sendable {
     let issuer: ChallengeIssuer
     let clock: GatewayClock
     let family: HeaderFamily
+    /// `endpoints.next_challenge`.
+    let nextChallenge: Bool
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer,
-         clock: GatewayClock, family: HeaderFamily) {
+         clock: GatewayClock, family: HeaderFamily, nextChallenge: Bool = true) {
         self.store = store
         self.keys = keys
         self.apps = apps
         self.issuer = issuer
         self.clock = clock
         self.family = family
+        self.nextChallenge = nextChallenge
     }
 
     /// Evaluates `request` (whose gateway headers were already stripped into `evidence`) for `route`.
-    func evaluate(_ evidence: Evidence, request: HTTPRequest, route: CompiledRoute,
+    /// `enforced`: the request's refusal will be answered (the route is `enforce` and, with
+    /// `enforce_percent`, the request is in the enforced cohort); only then do challenge refusals
+    /// carry a fresh challenge in their body. Defaults to the route's mode being `enforce`.
+    func evaluate(_ evidence: Evidence, request: HTTPRequest, route: CompiledRoute, enforced: Bool? = nil,
                   completion: @escaping @Sendable (Decision) -> Void) {
+        let enforced = enforced ?? (route.config.mode == .enforce)
         let names = family.configuration.evidence
+        let shard = request.connection.loopIndex
         // A device key sends App-Attest-Signature where an App Attest key sends its assertion.
         let deviceSignature = evidence.assertion == nil && evidence.signature != nil
         guard let rawKeyId = evidence.keyId, let rawChallenge = evidence.challenge,
@@ -53,8 +75,17 @@ final class AssertionEnforcer: Sendable {
             if evidence.keyId == nil { missing.append(names.keyID) }
             if evidence.challenge == nil { missing.append(names.challenge) }
             if evidence.assertion == nil && evidence.signature == nil { missing.append(names.assertion) }
-            completion(Decision(report: VerdictReport(.missing, reason: "assertion_missing"),
-                                refusal: .evidenceMissing(missing)))
+            let decision = Decision(report: VerdictReport(.missing, reason: "assertion_missing"),
+                                    refusal: .evidenceMissing(missing))
+            // A known keyId without a challenge gets a fresh one in the 401 (as the other challenge
+            // refusals do), and any known keyId gets the next challenge.
+            guard evidence.duplicated == nil, let rawKeyId = evidence.keyId, let bytes = Base64.decode(rawKeyId),
+                  let keyId = try? KeyID(bytes) else {
+                completion(decision)
+                return
+            }
+            withChallenge(decision, keyId: keyId, known: false, shard: shard,
+                          intoRefusal: evidence.challenge == nil && enforced, completion: completion)
             return
         }
         if let duplicated = evidence.duplicated {
@@ -69,16 +100,21 @@ final class AssertionEnforcer: Sendable {
             completion(invalid(.keyIdInvalid))
             return
         }
+        // Refusals from here on named a keyId: a known key gets the next challenge.
+        let refuse: @Sendable (Refusal) -> Void = { [self] refusal in
+            withChallenge(invalid(refusal, keyId: keyId), keyId: keyId, known: false, shard: shard, intoRefusal: false,
+                          completion: completion)
+        }
         guard let challengeBytes = Base64.decode(rawChallenge) else {
-            completion(invalid(.encodingInvalid(names.challenge), keyId: keyId))
+            refuse(.encodingInvalid(names.challenge))
             return
         }
         guard let challenge = try? Challenge(challengeBytes) else {
-            completion(invalid(.challengeInvalid, keyId: keyId))
+            refuse(.challengeInvalid)
             return
         }
         guard let assertion = Base64.decode(rawAssertion) else {
-            completion(invalid(.encodingInvalid(deviceSignature ? names.signature : names.assertion), keyId: keyId))
+            refuse(.encodingInvalid(deviceSignature ? names.signature : names.assertion))
             return
         }
 
@@ -87,7 +123,7 @@ final class AssertionEnforcer: Sendable {
         bound.reserveCapacity(route.boundNames.count)
         for (name, nameBytes) in route.boundNames {
             if request.head.headers.count(of: name) > 1 {
-                completion(invalid(.boundHeaderDuplicated(name), keyId: keyId))
+                refuse(.boundHeaderDuplicated(name))
                 return
             }
             let value = request.head.headers.firstBytes(name) ?? []
@@ -102,20 +138,20 @@ final class AssertionEnforcer: Sendable {
         }
         if let rawCopy = evidence.clientData {
             guard let copy = Base64.decode(rawCopy) else {
-                completion(invalid(.encodingInvalid(names.clientData), keyId: keyId))
+                refuse(.encodingInvalid(names.clientData))
                 return
             }
             guard ConstantTime.equals(copy, clientData) else {
-                completion(invalid(.clientDataMismatch, keyId: keyId))
+                refuse(.clientDataMismatch)
                 return
             }
         }
 
         let proceed: @Sendable (CachedKey) -> Void = { [self] key in
             verifyAndCommit(key: key, keyId: keyId, challenge: challenge, assertion: assertion, clientData: clientData,
-                            route: route, deviceSignature: deviceSignature, completion: completion)
+                            route: route, deviceSignature: deviceSignature, shard: shard, enforced: enforced,
+                            completion: completion)
         }
-        let shard = request.connection.loopIndex
         if let cached = keys.get(keyId, shard: shard) {
             proceed(cached)
             return
@@ -128,7 +164,9 @@ final class AssertionEnforcer: Sendable {
                 completion(invalid(.store(.keyUnknown), keyId: keyId))
             case .success(let record?):
                 guard let app = apps[record.appId] else {
-                    completion(invalid(.appNotAllowed(record.appId), keyId: keyId))
+                    let answer = invalid(.appNotAllowed(record.appId), keyId: keyId)
+                    guard record.status == .active else { return completion(answer) }
+                    withChallenge(answer, keyId: keyId, known: true, shard: shard, intoRefusal: false, completion: completion)
                     return
                 }
                 guard let publicKey = try? P256PublicKey(x963: record.publicKey) else {
@@ -143,30 +181,35 @@ final class AssertionEnforcer: Sendable {
     }
 
     private func verifyAndCommit(key: CachedKey, keyId: KeyID, challenge: Challenge, assertion: [UInt8],
-                                 clientData: [UInt8], route: CompiledRoute, deviceSignature: Bool,
+                                 clientData: [UInt8], route: CompiledRoute, deviceSignature: Bool, shard: Int, enforced: Bool,
                                  completion: @escaping @Sendable (Decision) -> Void) {
+        // Refusals before the commit: the key is known (cache or store), so they carry the next challenge.
+        let refuse: (Refusal) -> Void = { [self] refusal in
+            withChallenge(invalid(refusal, keyId: keyId), keyId: keyId, known: true, shard: shard, intoRefusal: false,
+                          completion: completion)
+        }
         // Route and app policy (403): valid evidence refused by configuration.
         if let allowed = route.allowedApps, !allowed.contains(key.app.appId) {
-            completion(invalid(.appNotAllowed(key.app.appId), keyId: keyId))
+            refuse(.appNotAllowed(key.app.appId))
             return
         }
         // Environments are App Attest's: a key App Attest did not vouch for has none to check.
         if key.platformAttested, let required = route.environment, required != key.environment {
-            completion(invalid(.environmentNotAllowed(key.environment.rawValue), keyId: keyId))
+            refuse(.environmentNotAllowed(key.environment.rawValue))
             return
         }
         if key.platformAttested, let app = apps[key.app.appId], !app.policy.environment.allows(key.environment) {
-            completion(invalid(.environmentNotAllowed(key.environment.rawValue), keyId: keyId))
+            refuse(.environmentNotAllowed(key.environment.rawValue))
             return
         }
         // Trust tier and evidence kind (DESIGN.md section 8).
-        if let refusal = tierRefusal(key: key, route: route, deviceSignature: deviceSignature) {
-            completion(invalid(refusal, keyId: keyId))
+        if let refusal = tierRefusal(key: key, route: route, deviceSignature: deviceSignature, enforced: enforced) {
+            refuse(refusal)
             return
         }
         if deviceSignature {
             verifySignatureAndCommit(key: key, keyId: keyId, challenge: challenge, signature: assertion, clientData: clientData,
-                                     route: route, completion: completion)
+                                     route: route, shard: shard, enforced: enforced, completion: completion)
             return
         }
 
@@ -177,40 +220,117 @@ final class AssertionEnforcer: Sendable {
         case .accepted(let accepted):
             verified = accepted
         case .rejected(let reason, let detail, _):
-            completion(invalid(.verification(reason, detail: detail), keyId: keyId))
+            refuse(.verification(reason, detail: detail))
             return
         }
+        // iOS 27 signals policy (route over app): an `enforce` check that fails is a 403 before the
+        // commit (nothing changes); `monitor` failures travel with the valid verdict.
+        var signalCheck: SignalCheck?
+        if let policy = route.signalPolicy(appId: key.app.appId) {
+            let check = SignalCheck(verified.signals, policy: policy)
+            if let refusal = check.refusal {
+                var refused = invalid(refusal, keyId: keyId)
+                refused.report.signalDecisions = check.decisions
+                withChallenge(refused, keyId: keyId, known: true, shard: shard, intoRefusal: false, completion: completion)
+                return
+            }
+            signalCheck = check
+        }
+        let checked = signalCheck
 
-        store.commitAssertion(keyId: keyId, challenge: challenge, counter: verified.counter,
-                              window: route.config.counterWindow, now: clock.now()) { [self] result in
+        let decide: @Sendable (Result<AssertionCommit, StoreUnavailable>, NextChallenge?) -> Void = { [self] result, next in
             switch result {
             case .failure:
                 completion(unavailable(route: route, keyId: keyId))
-            case .success(.accepted):
-                var report = VerdictReport(.valid, keyId: keyId)
-                report.keyIdBase64 = key.keyIdBase64
-                report.counter = verified.counter
-                report.environment = key.environment.rawValue
-                report.signals = verified.signals
-                addTier(of: key, route: route, to: &report)
-                completion(Decision(report: report, refusal: nil))
-            case .success(.refused(let refusal)):
-                if refusal == .keyUnknown { keys.remove(keyId) }
-                let answer = invalid(.store(refusal), keyId: keyId)
-                let challengeProblem = refusal == .challengeUnknown || refusal == .challengeExpired
-                    || refusal == .challengeWrongPurpose
-                guard challengeProblem, route.config.mode == .enforce else {
-                    completion(answer)
+            case .success(let commit):
+                let issued = commit.nextIssued ? next.map(ChallengeIssuer.issued) : nil
+                switch commit.outcome {
+                case .accepted:
+                    var report = VerdictReport(.valid, keyId: keyId)
+                    report.keyIdBase64 = key.keyIdBase64
+                    report.counter = verified.counter
+                    report.environment = key.environment.rawValue
+                    report.signals = verified.signals
+                    addTier(of: key, route: route, to: &report)
+                    if let checked {
+                        report.signalDecisions = checked.decisions
+                        report.signalPolicy = checked.monitored
+                    }
+                    completion(Decision(report: report, refusal: nil, next: issued))
+                case .refused(let refusal):
+                    if refusal == .keyUnknown { keys.remove(keyId) }
+                    var answer = invalid(.store(refusal), keyId: keyId)
+                    answer.next = issued
+                    let challengeProblem = refusal == .challengeUnknown || refusal == .challengeExpired
+                        || refusal == .challengeWrongPurpose
+                    guard challengeProblem, enforced else {
+                        completion(answer)
+                        return
+                    }
+                    // A 401 caused by the challenge carries a fresh one for this key (DESIGN.md section 2):
+                    // the next challenge the commit stored, else one issued now.
+                    if let issued {
+                        answer.refusal?.freshChallenge = (issued.bytes, issued.expiresAt)
+                        completion(answer)
+                        return
+                    }
+                    let refused = answer
+                    issuer.issue(keyId: keyId, purpose: .assert) { issued in
+                        var withChallenge = refused
+                        if case .success(let fresh) = issued {
+                            withChallenge.refusal?.freshChallenge = (fresh.bytes, fresh.expiresAt)
+                        }
+                        completion(withChallenge)
+                    }
+                }
+            }
+        }
+        let now = clock.now()
+        if nextChallenge, let next = issuer.mint(now: now, avoiding: challenge) {
+            store.commitAssertion(keyId: keyId, challenge: challenge, counter: verified.counter,
+                                  window: route.config.counterWindow, now: now, issuing: next) { result in
+                decide(result, next)
+            }
+        } else {
+            store.commitAssertion(keyId: keyId, challenge: challenge, counter: verified.counter,
+                                  window: route.config.counterWindow, now: now) { result in
+                decide(result.map { AssertionCommit(outcome: $0, nextIssued: false) }, nil)
+            }
+        }
+    }
+
+    /// Completes with `decision`, given a fresh `assert` challenge first when `keyId` is a known key
+    /// (`known`, else in the key cache, else an active record in the store: one read): as the next
+    /// challenge when `next_challenge` is on, and as the refusal's fresh challenge when `intoRefusal`.
+    /// An unknown key, a store failure or nothing to give leaves the decision as it is.
+    func withChallenge(_ decision: Decision, keyId: KeyID, known: Bool, shard: Int, intoRefusal: Bool,
+                               completion: @escaping @Sendable (Decision) -> Void) {
+        let intoRefusal = intoRefusal && decision.refusal != nil
+        guard nextChallenge || intoRefusal else {
+            completion(decision)
+            return
+        }
+        let issue: @Sendable () -> Void = { [self] in
+            issuer.issue(keyId: keyId, purpose: .assert) { [self] result in
+                guard case .success(let fresh) = result else {
+                    completion(decision)
                     return
                 }
-                // A 401 caused by the challenge carries a fresh one for this key (DESIGN.md section 2).
-                issuer.issue(keyId: keyId, purpose: .assert) { issued in
-                    var withChallenge = answer
-                    if case .success(let fresh) = issued {
-                        withChallenge.refusal?.freshChallenge = (fresh.bytes, fresh.expiresAt)
-                    }
-                    completion(withChallenge)
-                }
+                var given = decision
+                if nextChallenge { given.next = fresh }
+                if intoRefusal { given.refusal?.freshChallenge = (fresh.bytes, fresh.expiresAt) }
+                completion(given)
+            }
+        }
+        if known || keys.get(keyId, shard: shard) != nil {
+            issue()
+            return
+        }
+        store.fetchKey(keyId) { result in
+            if case .success(let record?) = result, record.status == .active {
+                issue()
+            } else {
+                completion(decision)
             }
         }
     }

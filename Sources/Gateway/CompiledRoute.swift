@@ -19,8 +19,21 @@ struct CompiledRoute: Sendable {
     /// The route's `connect_timeout` and `response_timeout` in seconds (nil: the upstream's).
     let connectTimeout: Double?
     let responseTimeout: Double?
+    /// The `signals` policy in force per app ID (the route's checks over the app's), only for apps
+    /// with at least one check; empty when no check applies on this route.
+    let signalPolicies: [String: SignalPolicy]
 
-    init(config: RouteConfiguration, upstream: UpstreamPool) {
+    /// - Parameter apps: the configured apps (their `signals` apply on the route unless it
+    ///   configures the same signal itself).
+    init(config: RouteConfiguration, upstream: UpstreamPool, apps: [AppConfiguration] = []) {
+        var policies: [String: SignalPolicy] = [:]
+        if config.mode != .off {
+            for app in apps {
+                let policy = config.signals?.overriding(app.signals) ?? app.signals ?? SignalPolicy()
+                if !policy.isEmpty { policies[app.appID.description] = policy }
+            }
+        }
+        signalPolicies = policies
         self.config = config
         self.upstream = upstream
         allowedApps = config.apps.map { Set($0.map { $0.description }) }
@@ -28,5 +41,11 @@ struct CompiledRoute: Sendable {
         boundNames = config.bindHeaders.map { ($0, Array($0.utf8)) }
         connectTimeout = config.connectTimeout.map(GatewayRuntime.seconds)
         responseTimeout = config.responseTimeout.map(GatewayRuntime.seconds)
+    }
+
+    /// The `signals` policy for a key of `appId` on this route, nil when none applies.
+    @inline(__always)
+    func signalPolicy(appId: String) -> SignalPolicy? {
+        signalPolicies.isEmpty ? nil : signalPolicies[appId]
     }
 }

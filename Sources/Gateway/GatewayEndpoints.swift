@@ -13,11 +13,15 @@ import GatewayStore
 /// - `POST <prefix>/attest` `{"keyId", "challenge", "attestation"}` (base64) -> Apple's nine server
 ///   steps with clientDataHash = SHA-256(challenge bytes), then the key record is stored and the
 ///   challenge consumed in one atomic store step -> `201` `{"keyId", "appId", "environment", "receipt",
-///   "expiresAt", "renewAfter"}` (the app's `registration_ttl`, unix seconds, null without one). With
-///   keys per account, the account header's keyed hash is stored with the key and the account's index
-///   updated (`LifecycleEndpoints.indexRegistration`) before the answer.
+///   "expiresAt", "renewAfter"}` (the app's `registration_ttl`, unix seconds, null without one), with
+///   the key's first `assert` challenge in `App-Attest-Next-Challenge` and
+///   `App-Attest-Next-Challenge-Expires` when `endpoints.next_challenge` is on (`nextChallengeForNewKey`).
+///   With keys per account, the account header's keyed hash is stored with the key and the account's
+///   index updated (`LifecycleEndpoints.indexRegistration`) before the answer.
 /// - `renew`, `forget` and the `renew`/`forget` challenge purposes: `LifecycleEndpoints`.
 /// Refusals follow DESIGN.md section 2; a challenge failure carries a fresh `attest` challenge.
+/// With `endpoints.fleet_attest_rate`, an `attest` challenge over the fleet's rate answers
+/// `429 attest_rate_limited` with `Retry-After` (the rest of the window, whole seconds, rounded up).
 final class GatewayEndpoints: Sendable {
     let store: any AttestStore
     let keys: KeyCache
@@ -28,11 +32,20 @@ final class GatewayEndpoints: Sendable {
     let errorHeader: String
     /// Renew, forget and keys per account (`registration_ttl`, the account index).
     let lifecycle: LifecycleEndpoints
+    /// `endpoints.next_challenge`: a successful attestation's answer carries the key's first
+    /// `assert` challenge (`NextChallengeHeaders`).
+    let nextChallenge: Bool
+    /// `endpoints.fleet_attest_rate`: at most `count` attest challenges per window of
+    /// `windowMillis` across the fleet (store counter `attest`); nil: no limit.
+    let fleetAttestRate: (count: Int, windowMillis: Int64)?
     /// Where attestation verification (chain building, about a millisecond) runs, off the event loops.
     private let verifyQueue = DispatchQueue(label: "attest-gateway.attestation", attributes: .concurrent)
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer, clock: GatewayClock,
-         verifier: AttestationVerifier, errorHeader: String, lifecycle: LifecycleEndpoints) {
+         verifier: AttestationVerifier, errorHeader: String, lifecycle: LifecycleEndpoints, nextChallenge: Bool = true,
+         fleetAttestRate: (count: Int, windowMillis: Int64)? = nil) {
+        self.nextChallenge = nextChallenge
+        self.fleetAttestRate = fleetAttestRate
         self.store = store
         self.keys = keys
         self.apps = apps
@@ -81,6 +94,19 @@ final class GatewayEndpoints: Sendable {
                     completion(created(json.bytes), RequestLogContext(route: route, keyId: keyId))
                 }
             }
+        }
+        if purpose == .attest, let limit = fleetAttestRate {
+            // The fleet's attestation rate (issue 12): each attest challenge lets a device call
+            // Apple's attestation service once, so the limit is counted here.
+            store.acquireFleetSlot("attest", limit: limit.count, windowMillis: limit.windowMillis, now: clock.now()) { [self] result in
+                switch result {
+                case .failure: refuse(.storeUnavailable, route: route, keyId: keyId, completion)
+                case .success(.refused(let retryAfterMillis)):
+                    refuse(.attestRateLimited(retryAfter: Int((retryAfterMillis + 999) / 1000)), route: route, keyId: keyId, completion)
+                case .success(.granted): issue()
+                }
+            }
+            return
         }
         // Assertions, renewals and forgetting need a key the gateway holds.
         guard purpose == .assert || purpose == .renew || purpose == .forget,
@@ -189,13 +215,30 @@ final class GatewayEndpoints: Sendable {
                     }
                     LifecycleEndpoints.expiryFields(&json, lifetime: lifetime, expiresAt: record.expiresAt)
                     json.endObject()
-                    let answer = created(json.bytes)
-                    // Keys per account: index the key and revoke the oldest beyond the limit, then answer.
-                    lifecycle.indexRegistration(record) { _ in
-                        completion(answer, RequestLogContext(route: route, keyId: keyId))
+                    let body = json.bytes
+                    // Keys per account: index the key and revoke the oldest beyond the limit, then answer
+                    // with the key's first assert challenge.
+                    lifecycle.indexRegistration(record) { [self] _ in
+                        nextChallengeForNewKey(keyId) { [self] next in
+                            var response = created(body)
+                            if let next { NextChallengeHeaders.set(next, on: &response.headers) }
+                            completion(response, RequestLogContext(route: route, keyId: keyId))
+                        }
                     }
                 }
             }
+        }
+    }
+
+    /// The first `assert` challenge of a key that was just registered, for the answer that registered
+    /// it (`NextChallengeHeaders` on the attestation answer; the place for any other registration
+    /// answer too: `RegistrationEndpoint` for `{prefix}/register`): nil when `next_challenge` is off or the
+    /// store could not issue it (the registration stands; the client asks `{prefix}/challenge`).
+    /// One `issueChallenge` (registration is rare: not folded into the register script).
+    func nextChallengeForNewKey(_ keyId: KeyID, completion: @escaping @Sendable (ChallengeIssuer.Issued?) -> Void) {
+        guard nextChallenge else { return completion(nil) }
+        issuer.issue(keyId: keyId, purpose: .assert) { result in
+            if case .success(let issued) = result { completion(issued) } else { completion(nil) }
         }
     }
 

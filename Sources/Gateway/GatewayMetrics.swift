@@ -21,6 +21,11 @@ import GatewayStore
 /// - `attest_gateway_store_commands_total{command}`, `attest_gateway_store_errors_total{command, reason}`
 ///   and `attest_gateway_store_command_duration_seconds{command}` (histogram). The state of the store's
 ///   connections and its outages are `StoreHealth`'s (readiness).
+/// - `attest_gateway_signal_decisions_total{route, signal, value, decision, action}`: the `signals`
+///   policy decisions (issue 12), by carried value (at most `maximumSignalSeries` label sets per
+///   loop, then `value="other"`);
+/// - `attest_gateway_cohort_requests_total{route, cohort, verdict}`: requests of routes with
+///   `enforce_percent`, by cohort.
 ///
 /// Every label value is non-empty (`none` stands for an absent one). Histogram buckets span the
 /// configured timeouts (`Buckets.spanning(_:)`).
@@ -106,11 +111,34 @@ final class GatewayMetrics: Sendable {
         let version: String
     }
 
+    private struct SignalKey: Hashable, Comparable {
+        let route: String
+        let signal: String
+        let value: String
+        let decision: String
+        let action: String
+        static func < (a: SignalKey, b: SignalKey) -> Bool {
+            (a.route, a.signal, a.value, a.decision, a.action) < (b.route, b.signal, b.value, b.decision, b.action)
+        }
+    }
+
+    private struct CohortKey: Hashable, Comparable {
+        let route: String
+        let cohort: String
+        let verdict: String
+        static func < (a: CohortKey, b: CohortKey) -> Bool { (a.route, a.cohort, a.verdict) < (b.route, b.cohort, b.verdict) }
+    }
+
+    /// Most distinct label sets of `attest_gateway_signal_decisions_total` per loop; further values
+    /// are counted as `value="other"` (a bundle version label per app release is fine, unbounded is not).
+    static let maximumSignalSeries = 512
+
     /// Store command names (label `command`).
     enum StoreCommand: String, CaseIterable, Sendable {
         case issueChallenge = "issue_challenge", registerKey = "register_key", fetchKey = "fetch_key"
         case commitAssertion = "commit_assertion", revokeKey = "revoke_key", deleteKey = "delete_key", ping
         case renewKey = "renew_key", forgetKey = "forget_key", accountIndex = "account_index"
+        case fleetSlot = "fleet_slot"
     }
 
     /// One loop's counts.
@@ -129,9 +157,13 @@ final class GatewayMetrics: Sendable {
         var storeCommands: [String: UInt64] = [:]
         var storeErrors: [LabelPair: UInt64] = [:]
         var storeDurations: [String: Histogram] = [:]
+        var signalDecisions: [SignalKey: UInt64] = [:]
+        var cohorts: [CohortKey: UInt64] = [:]
 
         /// Adds `other`'s counts to these.
         mutating func merge(_ other: State) {
+            signalDecisions.merge(other.signalDecisions, uniquingKeysWith: +)
+            cohorts.merge(other.cohorts, uniquingKeysWith: +)
             requests.merge(other.requests, uniquingKeysWith: +)
             refusals.merge(other.refusals, uniquingKeysWith: +)
             handshakes.merge(other.handshakes, uniquingKeysWith: +)
@@ -272,6 +304,27 @@ final class GatewayMetrics: Sendable {
         }
     }
 
+    /// Counts the `signals` policy decisions of one request (`attest_gateway_signal_decisions_total`).
+    func signalDecisions(_ decisions: [SignalCheck.Decision], route: String, loop: Int) {
+        shards.withShard(loop) { state in
+            for d in decisions {
+                var key = SignalKey(route: route, signal: d.signal, value: d.value, decision: d.outcome, action: d.action)
+                if state.signalDecisions[key] == nil && state.signalDecisions.count >= GatewayMetrics.maximumSignalSeries {
+                    key = SignalKey(route: route, signal: d.signal, value: "other", decision: d.outcome, action: d.action)
+                }
+                state.signalDecisions[key, default: 0] += 1
+            }
+        }
+    }
+
+    /// Counts one request of a route with `enforce_percent` by cohort and verdict
+    /// (`attest_gateway_cohort_requests_total`).
+    func cohort(route: String, cohort: String, verdict: String, loop: Int) {
+        shards.withShard(loop) { state in
+            state.cohorts[CohortKey(route: route, cohort: cohort, verdict: verdict), default: 0] += 1
+        }
+    }
+
     /// Label `reason` of a store failure.
     static func storeErrorReason(_ reason: StoreUnavailable.Reason) -> String {
         switch reason {
@@ -336,6 +389,15 @@ final class GatewayMetrics: Sendable {
         pairs(&out, "attest_gateway_store_errors_total", ("command", "reason"), s.storeErrors)
         histogram(&out, "attest_gateway_store_command_duration_seconds", "Time from submitting a store command to its answer or failure.",
                   label: "command", s.storeDurations, storeBuckets)
+        family(&out, "attest_gateway_signal_decisions_total", "counter", "iOS 27 signals policy decisions by route, signal, carried value, decision (allowed, refused, absent) and action.")
+        for (key, count) in s.signalDecisions.sorted(by: { $0.key < $1.key }) {
+            sample(&out, "attest_gateway_signal_decisions_total", [("route", key.route), ("signal", key.signal), ("value", key.value),
+                                                                   ("decision", key.decision), ("action", key.action)], count)
+        }
+        family(&out, "attest_gateway_cohort_requests_total", "counter", "Requests of routes with enforce_percent by cohort (enforced, monitored) and verdict.")
+        for (key, count) in s.cohorts.sorted(by: { $0.key < $1.key }) {
+            sample(&out, "attest_gateway_cohort_requests_total", [("route", key.route), ("cohort", key.cohort), ("verdict", key.verdict)], count)
+        }
         for item in extra {
             out += "# HELP \(item.name) \(item.help)\n# TYPE \(item.name) gauge\n\(item.name) \(item.value)\n"
         }

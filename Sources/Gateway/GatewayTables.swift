@@ -87,7 +87,7 @@ final class GatewayTables: Sendable {
             guard let lease = pools[route.upstream] else {
                 throw GatewayStartupError("route \(route.name): unknown upstream \(route.upstream)")
             }
-            routes.append(CompiledRoute(config: route, upstream: lease.pool))
+            routes.append(CompiledRoute(config: route, upstream: lease.pool, apps: config.apps))
         }
 
         self.generation = generation
@@ -98,11 +98,17 @@ final class GatewayTables: Sendable {
         lifecycle = LifecycleEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                        errorHeader: config.headers.error)
         endpoints = GatewayEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
-                                     verifier: verifier, errorHeader: config.headers.error, lifecycle: lifecycle)
-        enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock, family: family)
+                                     verifier: verifier, errorHeader: config.headers.error, lifecycle: lifecycle,
+                                     nextChallenge: config.endpoints.nextChallenge,
+                                     fleetAttestRate: config.endpoints.fleetAttestRate.map {
+                                         ($0.count, GatewayRuntime.millis($0.per))
+                                     })
+        enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock, family: family,
+                                     nextChallenge: config.endpoints.nextChallenge)
         registration = RegistrationEndpoint(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                             verifier: DeviceKeyRegistrationVerifier(attestations: verifier),
-                                            errorHeader: config.headers.error, lifecycle: lifecycle)
+                                            errorHeader: config.headers.error, lifecycle: lifecycle,
+                                            firstChallenge: endpoints.nextChallengeForNewKey)
         forwarding = ForwardingHeaders(trusted: config.trustedProxies)
         endpointsPrefix = Array(config.endpoints.prefix.utf8)
         rateLimit = config.endpoints.rateLimit

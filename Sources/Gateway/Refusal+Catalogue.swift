@@ -116,6 +116,18 @@ extension Refusal {
         Refusal(status: 400, code: "json_invalid", action: .deny, detail: detail)
     }
 
+    /// 403: a verified assertion's iOS 27 signal fails the route's or app's `signals` policy under
+    /// action `enforce` (`validation_category_not_allowed`, `bundle_version_too_old`).
+    static func signalRefused(code: String, detail: String) -> Refusal {
+        Refusal(status: 403, code: code, action: .deny, detail: detail)
+    }
+
+    /// 429: the fleet-wide `endpoints.fleet_attest_rate` is used up for this window.
+    static func attestRateLimited(retryAfter: Int) -> Refusal {
+        Refusal(status: 429, code: "attest_rate_limited", action: .retry,
+                detail: "the fleet's attestation rate is used up: retry after \(retryAfter) s", retryAfter: retryAfter)
+    }
+
     /// 429: too many requests from this client.
     static func rateLimited(retryAfter: Int) -> Refusal {
         Refusal(status: 429, code: "rate_limited", action: .retry, detail: "too many requests; slow down", retryAfter: retryAfter)

@@ -15,7 +15,8 @@ import GatewayStore
 /// (refuse, or lower the tier) -> the account header's keyed hash when the app counts keys per account
 /// -> `AttestStore.registerDeviceKey` (challenge of purpose `register` for keyId = SHA-256(publicKey),
 /// consumed with the write, atomically; expiry from the app's `registration_ttl`) -> the account
-/// index (`LifecycleEndpoints.indexRegistration`) -> `201` `{"kid", "tier",
+/// index (`LifecycleEndpoints.indexRegistration`) -> `201` (with the key's first `assert` challenge in
+/// `App-Attest-Next-Challenge` when `endpoints.next_challenge` is on) `{"kid", "tier",
 /// "platformAttested", "platformTokenSpent", "expiresAt", "renewAfter", "integrity", "backing"}`.
 ///
 /// Nothing is written unless every check passed, with one exception by design: a registration whose
@@ -32,12 +33,17 @@ final class RegistrationEndpoint: Sendable {
     let errorHeader: String
     /// `registration_ttl` and keys per account (the account header's keyed hash, the account index).
     let lifecycle: LifecycleEndpoints
+    /// The new key's first `assert` challenge for the `201` (`GatewayEndpoints.nextChallengeForNewKey`:
+    /// nil when `endpoints.next_challenge` is off or the store could not issue it).
+    let firstChallenge: @Sendable (KeyID, @escaping @Sendable (ChallengeIssuer.Issued?) -> Void) -> Void
     /// Where verification (an attestation's chain building, about a millisecond) runs, off the event loops.
     private let verifyQueue = DispatchQueue(label: "attest-gateway.registration", attributes: .concurrent)
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer, clock: GatewayClock,
-         verifier: DeviceKeyRegistrationVerifier, errorHeader: String, lifecycle: LifecycleEndpoints) {
+         verifier: DeviceKeyRegistrationVerifier, errorHeader: String, lifecycle: LifecycleEndpoints,
+         firstChallenge: @escaping @Sendable (KeyID, @escaping @Sendable (ChallengeIssuer.Issued?) -> Void) -> Void) {
         self.lifecycle = lifecycle
+        self.firstChallenge = firstChallenge
         self.store = store
         self.keys = keys
         self.apps = apps
@@ -165,8 +171,12 @@ final class RegistrationEndpoint: Sendable {
                 keys.put(keyId, CachedKey(record: record, publicKey: key.publicKey, app: app.policy), shard: nil)
                 let answer = created(record: record, key: key, lifetime: app.lifetime)
                 // Keys per account: index the key and revoke the oldest beyond the limit, then answer.
-                lifecycle.indexRegistration(record) { _ in
-                    completion(answer, RequestLogContext(route: RegistrationEndpoint.route, keyId: keyId))
+                lifecycle.indexRegistration(record) { [self] _ in
+                    firstChallenge(keyId) { next in
+                        var response = answer
+                        if let next { NextChallengeHeaders.set(next, on: &response.headers) }
+                        completion(response, RequestLogContext(route: RegistrationEndpoint.route, keyId: keyId))
+                    }
                 }
             }
         }

@@ -28,6 +28,12 @@ struct VerdictReport: Sendable {
     var platformAttested: Bool?
     /// The key's integrity codes joined by `,` (valid only, when any).
     var integrity: String?
+    /// The `signals` policy decisions of the assertion (counted in metrics, by value).
+    var signalDecisions: [SignalCheck.Decision] = []
+    /// Codes of failed `monitor` signal checks (valid only), for `App-Attest-Signal-Policy`.
+    var signalPolicy: [String] = []
+    /// `enforced` or `monitored` on routes with `enforce_percent`, for `App-Attest-Cohort`.
+    var cohort: String?
 
     init(_ verdict: Verdict, reason: String? = nil, keyId: KeyID? = nil) {
         self.verdict = verdict
@@ -40,7 +46,9 @@ struct VerdictReport: Sendable {
     func apply(to headers: inout HTTPHeaders, names: HeadersConfiguration.Injected) {
         try? headers.replaceOrAdd(name: names.verdict, value: verdict.rawValue)
         if let reason { try? headers.replaceOrAdd(name: names.reason, value: reason) }
+        if let cohort { try? headers.replaceOrAdd(name: names.cohort, value: cohort) }
         guard verdict == .valid else { return }
+        if !signalPolicy.isEmpty { try? headers.replaceOrAdd(name: names.signalPolicy, value: signalPolicy.joined(separator: ",")) }
         if let keyId { try? headers.replaceOrAdd(name: names.keyID, value: keyIdBase64 ?? Base64.encode(keyId.bytes)) }
         if let counter { try? headers.replaceOrAdd(name: names.counter, value: String(counter)) }
         if let environment { try? headers.replaceOrAdd(name: names.environment, value: environment) }

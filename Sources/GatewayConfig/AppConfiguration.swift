@@ -14,10 +14,14 @@ public struct AppConfiguration: Sendable, Hashable {
     /// What integrity codes of a device-key registration do (`integrity_refuse`, `integrity_lower`;
     /// DESIGN.md section 8). Default: nothing refused or lowered.
     public var integrity = IntegrityPolicy()
+    /// Policy on the iOS 27 signals of this app's assertions (`signals`), on every route (a route's
+    /// own `signals` replace it signal by signal).
+    public var signals: SignalPolicy?
 
     /// Creates an app entry.
-    public init(appID: AppID, environment: EnvironmentPolicy = .production) {
+    public init(appID: AppID, environment: EnvironmentPolicy = .production, signals: SignalPolicy? = nil) {
         self.appID = appID
         self.environment = environment
+        self.signals = signals
     }
 }

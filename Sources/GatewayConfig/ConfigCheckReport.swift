@@ -100,6 +100,7 @@ public struct ConfigCheckReport: Sendable {
         if !c.trust.extraRoots.isEmpty {
             out += "trust      TEST ROOTS: \(c.trust.extraRoots.joined(separator: ", "))\n"
         }
+        for app in c.apps { if let s = app.signals { out += "signals    \(app.appID): \(Self.summary(s))\n" } }
         out += "endpoints  \(c.endpoints.prefix)/{challenge,attest,register,renew,forget} (served before routes; challenge ttl \(DurationSyntax.format(c.endpoints.challengeTTL)), \(c.endpoints.challengeBytes) bytes)\n"
         out += "upstreams  \(c.upstreams.map { "\($0.name) = \(Self.endpoints($0))" + Self.summary($0.tls) }.joined(separator: ", "))\n"
         out += "routes (first match wins):\n"
@@ -113,6 +114,8 @@ public struct ConfigCheckReport: Sendable {
                 if let e = r.environment { line += ", \(e.rawValue) only" }
                 if !r.bindHeaders.isEmpty { line += ", binds \(r.bindHeaders.joined(separator: ","))" }
                 if let apps = r.apps { line += ", apps \(apps.map(\.description).joined(separator: ","))" }
+                if let p = r.enforcePercent { line += ", enforce_percent \(p) (missing evidence: \(r.missingEvidence.rawValue))" }
+                if let s = r.signals { line += ", signals \(Self.summary(s))" }
             } else {
                 line += ", max_body \(ByteSize.format(r.maxBody))"
             }
@@ -122,6 +125,18 @@ public struct ConfigCheckReport: Sendable {
             out += line + "\n"
         }
         standardOutput = ConfigRedaction.apply(loaded.redactions, to: out)
+    }
+
+    /// `bundle_version >= 2.3 enforce, validation_category in {01000000} monitor`.
+    private static func summary(_ s: SignalPolicy) -> String {
+        var parts: [String] = []
+        if let v = s.bundleVersion { parts.append("bundle_version >= \(v.minimum) \(v.action.rawValue)") }
+        if let c = s.validationCategory {
+            let digits = Array("0123456789abcdef")
+            let hex = c.allowed.map { bytes in String(bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] }) }
+            parts.append("validation_category in {\(hex.joined(separator: ","))} \(c.action.rawValue)")
+        }
+        return parts.joined(separator: ", ")
     }
 
     /// `URL`, or `[URL, URL] round_robin` (plus `, health GET /path`) for several endpoints.

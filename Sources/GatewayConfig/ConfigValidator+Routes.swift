@@ -198,11 +198,26 @@ extension ConfigValidator {
 
         let connect: Duration?? = f.node("connect_timeout").map { duration($0, p.key("connect_timeout"), .milliseconds(1) ... .seconds(60)).map { .some($0) } } ?? .some(nil)
         let response: Duration?? = f.node("response_timeout").map { duration($0, p.key("response_timeout"), .milliseconds(1) ... .seconds(3600)).map { .some($0) } } ?? .some(nil)
+        let signals: SignalPolicy?? = f.node("signals").map { signalPolicy($0, p.key("signals")).map { .some($0) } } ?? .some(nil)
+        let percent: Int?? = f.node("enforce_percent").map { integer($0, p.key("enforce_percent"), 0...100).map { .some($0) } } ?? .some(nil)
+        let missingEvidence = optional(f, "missing_evidence", default: RouteConfiguration.MissingEvidence.monitor) {
+            choice($0, $1, RouteConfiguration.MissingEvidence.self)
+        }
+        if case .some(.some) = percent, let mode, mode != .enforce {
+            error(p.key("enforce_percent"), "enforce_percent ramps enforcement on a route in mode enforce; this route is in mode \(mode.rawValue)", f.mark("enforce_percent"))
+            ok = false
+        }
+        if f.has("missing_evidence"), case .some(.none) = percent {
+            error(p.key("missing_evidence"), "missing_evidence applies with enforce_percent only (a route without it enforces every request)", f.mark("missing_evidence"))
+            ok = false
+        }
         let minTier = optional(f, "min_tier", default: RouteConfiguration.MinimumTier.attested) { choice($0, $1, RouteConfiguration.MinimumTier.self) }
-        guard ok, let match, let upstream, let mode, let maxBody, let onStoreError, let window, let connect, let response, let minTier else { return nil }
+        guard ok, let match, let upstream, let mode, let maxBody, let onStoreError, let window, let connect, let response,
+              let signals, let percent, let missingEvidence, let minTier else { return nil }
         var route = RouteConfiguration(name: name, match: match, methods: methods, upstream: upstream, mode: mode, maxBody: maxBody,
-                                       onStoreError: onStoreError, counterWindow: window, environment: environment,
-                                       bindHeaders: bind, apps: apps, connectTimeout: connect, responseTimeout: response)
+                                  onStoreError: onStoreError, counterWindow: window, environment: environment,
+                                  bindHeaders: bind, apps: apps, connectTimeout: connect, responseTimeout: response,
+                                  signals: signals, enforcePercent: percent, missingEvidence: missingEvidence)
         route.minTier = minTier
         return route
     }
@@ -261,7 +276,7 @@ extension ConfigValidator {
 
             // Settings that only matter when verifying.
             if route.mode == .off {
-                let ignored = ["on_store_error", "counter_window", "environment", "bind_headers", "apps", "min_tier"].filter { src.fields.has($0) }
+                let ignored = ["on_store_error", "counter_window", "environment", "bind_headers", "apps", "min_tier", "signals"].filter { src.fields.has($0) }
                 if !ignored.isEmpty {
                     warn(p.key("mode"), "\(ignored.joined(separator: ", ")) \(ignored.count == 1 ? "has" : "have") no effect with mode off", src.fields.mark("mode"))
                 }

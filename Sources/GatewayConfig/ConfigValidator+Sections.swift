@@ -162,11 +162,12 @@ extension ConfigValidator {
                 missing(f, "app_id", " (TEAMID.bundle.identifier)")
             }
             let environment = optional(f, "environment", default: EnvironmentPolicy.production) { choice($0, $1, EnvironmentPolicy.self) }
-            guard let appID, let environment else { ok = false; continue }
+            let signals: SignalPolicy?? = f.node("signals").map { signalPolicy($0, itemPath.key("signals")).map { .some($0) } } ?? .some(nil)
+            guard let appID, let environment, let signals else { ok = false; continue }
             if environment == .any {
                 warn(itemPath.key("environment"), "\(appID) accepts development keys too (builds signed for development in Xcode); use production outside tests", f.mark("environment"))
             }
-            var app = AppConfiguration(appID: appID, environment: environment)
+            var app = AppConfiguration(appID: appID, environment: environment, signals: signals)
             guard appLifecycle(f, itemPath, into: &app) else { ok = false; continue }
             guard let integrity = integrityPolicy(f, itemPath) else { ok = false; continue }
             app.integrity = integrity
@@ -326,8 +327,13 @@ extension ConfigValidator {
                 rateLimitOK = false
             }
         }
-        guard let prefix, let ttl, let bytes, rateLimitOK else { return nil }
-        return EndpointsConfiguration(prefix: prefix, challengeTTL: ttl, challengeBytes: bytes, rateLimit: rateLimit)
+        let next = optional(f, "next_challenge", default: true) { boolean($0, $1) }
+        let fleet: EndpointsConfiguration.FleetRate?? = f.node("fleet_attest_rate").map {
+            fleetAttestRate($0, path.key("fleet_attest_rate")).map { .some($0) }
+        } ?? .some(nil)
+        guard let prefix, let ttl, let bytes, rateLimitOK, let next, let fleet else { return nil }
+        return EndpointsConfiguration(prefix: prefix, challengeTTL: ttl, challengeBytes: bytes, rateLimit: rateLimit,
+                                      nextChallenge: next, fleetAttestRate: fleet)
     }
 
     // MARK: headers
@@ -395,7 +401,12 @@ extension ConfigValidator {
                 clientData: name(ef, "client_data", defaults.evidence.clientData, family: true),
                 signature: name(ef, "signature", defaults.evidence.signature, family: true))
         } else if f.has("evidence") { ok = false }
+        // The names added with issue 12 follow the prefix when not written (`<prefix>Signal-Policy`,
+        // `<prefix>Cohort`), so a configuration that renamed the family before keeps loading.
         var injected = defaults.injected
+        injected.signalPolicy = prefix + "Signal-Policy"
+        injected.cohort = prefix + "Cohort"
+        let followed = injected
         if let inNode = f.node("injected"), let inf = fields(inNode, path.key("injected"), .injected) {
             injected = HeadersConfiguration.Injected(
                 verdict: name(inf, "verdict", defaults.injected.verdict, family: true),
@@ -408,7 +419,9 @@ extension ConfigValidator {
                 bundleVersion: name(inf, "bundle_version", defaults.injected.bundleVersion, family: true),
                 tier: name(inf, "tier", defaults.injected.tier, family: true),
                 platformAttested: name(inf, "platform_attested", defaults.injected.platformAttested, family: true),
-                integrity: name(inf, "integrity", defaults.injected.integrity, family: true))
+                integrity: name(inf, "integrity", defaults.injected.integrity, family: true),
+                signalPolicy: name(inf, "signal_policy", followed.signalPolicy, family: true),
+                cohort: name(inf, "cohort", followed.cohort, family: true))
         } else if f.has("injected") { ok = false }
         let errorHeader = name(f, "error", defaults.error, family: false)
 

@@ -14,6 +14,31 @@ public struct EndpointsConfiguration: Sendable, Hashable {
     public var challengeBytes: Int
     /// Per-client rate limit of the endpoints (`rate_limit`; nil: none, the default).
     public var rateLimit: RateLimit?
+    /// `next_challenge` (default true): every answer of an `enforce` or `monitor` route to a request
+    /// that named a known key carries `App-Attest-Next-Challenge` and
+    /// `App-Attest-Next-Challenge-Expires` (DESIGN.md section 9), and so does a successful
+    /// attestation. false: no answer carries them (upstream copies are dropped either way).
+    public var nextChallenge: Bool
+    /// `fleet_attest_rate` (nil: none, the default): at most `count` attest challenges per `per`
+    /// across every gateway sharing the store, so that a rollout cannot call Apple's attestation
+    /// service faster than planned. Over it, `POST {prefix}/challenge` with purpose `attest`
+    /// answers `429 attest_rate_limited` with `Retry-After` (the seconds left in the window).
+    public var fleetAttestRate: FleetRate?
+
+    /// A fleet-wide limit in fixed windows (`fleet_attest_rate`): `count` per `per`, windows aligned
+    /// to multiples of `per` since the Unix epoch, counted in the store.
+    public struct FleetRate: Sendable, Hashable {
+        /// Most attest challenges per window (1...1000000).
+        public var count: Int
+        /// The window (1s...1h).
+        public var per: Duration
+
+        /// A limit of `count` per `per`.
+        public init(count: Int, per: Duration) {
+            self.count = count
+            self.per = per
+        }
+    }
 
     /// A token bucket per client address (`endpoints.rate_limit`): `burst` requests at once, refilled
     /// at `requestsPerSecond`. Requests over it answer `429 rate_limited` with `Retry-After`.
@@ -39,11 +64,13 @@ public struct EndpointsConfiguration: Sendable, Hashable {
 
     /// Creates the endpoints configuration; every value defaults as documented.
     public init(prefix: String = defaultPrefix, challengeTTL: Duration = defaultChallengeTTL, challengeBytes: Int = defaultChallengeBytes,
-                rateLimit: RateLimit? = nil) {
+                rateLimit: RateLimit? = nil, nextChallenge: Bool = true, fleetAttestRate: FleetRate? = nil) {
+        self.fleetAttestRate = fleetAttestRate
         self.prefix = prefix
         self.challengeTTL = challengeTTL
         self.challengeBytes = challengeBytes
         self.rateLimit = rateLimit
+        self.nextChallenge = nextChallenge
     }
 
     /// `{prefix}/challenge`.

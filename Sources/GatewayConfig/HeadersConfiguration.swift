@@ -60,6 +60,13 @@ public struct HeadersConfiguration: Sendable, Hashable {
         public var platformAttested: String
         /// The key's integrity codes, comma-separated, when any (default `App-Attest-Integrity`).
         public var integrity: String
+        /// The `signals` checks that failed under action `monitor`, comma-separated codes such as
+        /// `bundle_version_too_old` (default `App-Attest-Signal-Policy`; in a configuration,
+        /// `<headers.prefix>Signal-Policy` unless written).
+        public var signalPolicy: String
+        /// `enforced` or `monitored` on routes with `enforce_percent` (default `App-Attest-Cohort`; in
+        /// a configuration, `<headers.prefix>Cohort` unless written).
+        public var cohort: String
 
         /// Creates the injected header names; each defaults as documented.
         public init(verdict: String = "App-Attest-Verdict", reason: String = "App-Attest-Reason",
@@ -67,10 +74,13 @@ public struct HeadersConfiguration: Sendable, Hashable {
                     environment: String = "App-Attest-Environment", riskMetric: String = "App-Attest-Risk-Metric",
                     validationCategory: String = "App-Attest-Validation-Category",
                     bundleVersion: String = "App-Attest-Bundle-Version", tier: String = "App-Attest-Tier",
-                    platformAttested: String = "App-Attest-Platform-Attested", integrity: String = "App-Attest-Integrity") {
+                    platformAttested: String = "App-Attest-Platform-Attested", integrity: String = "App-Attest-Integrity",
+                    signalPolicy: String = "App-Attest-Signal-Policy", cohort: String = "App-Attest-Cohort") {
             self.tier = tier
             self.platformAttested = platformAttested
             self.integrity = integrity
+            self.signalPolicy = signalPolicy
+            self.cohort = cohort
             self.verdict = verdict
             self.reason = reason
             self.keyID = keyID
@@ -84,7 +94,7 @@ public struct HeadersConfiguration: Sendable, Hashable {
         /// All names.
         public var all: [String] {
             [verdict, reason, keyID, counter, environment, riskMetric, validationCategory, bundleVersion, tier, platformAttested,
-             integrity]
+             integrity, signalPolicy, cohort]
         }
     }
 

@@ -80,6 +80,25 @@ public struct RouteConfiguration: Sendable, Hashable {
     public var bindHeaders: [String]
     /// App IDs allowed on this route (nil: every configured app).
     public var apps: [AppID]?
+    /// Policy on the iOS 27 signals (`signals`), over the app's for each signal it configures.
+    public var signals: SignalPolicy?
+    /// `enforce_percent` (0...100, mode enforce only; nil: every key enforced): the share of keys
+    /// enforced, chosen by a stable hash of the keyId (`cohort(keyId:)`); the other keys are
+    /// monitored (verified, verdict sent upstream, forwarded).
+    public var enforcePercent: Int?
+    /// `missing_evidence` (with `enforce_percent` below 100): how a request without a usable keyId
+    /// (no `App-Attest-Key-Id`, or one that does not decode) is treated, since it has no cohort.
+    public var missingEvidence: MissingEvidence
+
+    /// How requests without a keyId are treated during a gradual rollout (`missing_evidence`).
+    public enum MissingEvidence: String, Sendable, Hashable, CaseIterable {
+        /// Forwarded with verdict `missing`, as on a monitored route (the default: app versions that
+        /// do not send evidence yet keep working while the rollout ramps).
+        case monitor
+        /// Refused `401 assertion_missing`, as on a fully enforced route.
+        case enforce
+    }
+
     /// Overrides the upstream's `connect_timeout` for this route's requests (`connect_timeout`, 1ms..1m).
     public var connectTimeout: Duration?
     /// Overrides the upstream's `response_timeout` for this route's requests (`response_timeout`, 1ms..1h).
@@ -99,7 +118,11 @@ public struct RouteConfiguration: Sendable, Hashable {
     public init(name: String, match: PathMatch, methods: [String] = [], upstream: String, mode: Mode = .enforce,
                 maxBody: Int = defaultMaxBody, onStoreError: StoreErrorPolicy = .failClosed, counterWindow: Int = 0,
                 environment: AppAttestEnvironment? = nil, bindHeaders: [String] = [], apps: [AppID]? = nil,
-                connectTimeout: Duration? = nil, responseTimeout: Duration? = nil) {
+                connectTimeout: Duration? = nil, responseTimeout: Duration? = nil, signals: SignalPolicy? = nil,
+                enforcePercent: Int? = nil, missingEvidence: MissingEvidence = .monitor) {
+        self.signals = signals
+        self.enforcePercent = enforcePercent
+        self.missingEvidence = missingEvidence
         self.connectTimeout = connectTimeout
         self.responseTimeout = responseTimeout
         self.name = name
@@ -113,5 +136,15 @@ public struct RouteConfiguration: Sendable, Hashable {
         self.environment = environment
         self.bindHeaders = bindHeaders
         self.apps = apps
+    }
+
+    /// The cohort bucket of a keyId, 0...99: the first 8 bytes of the (32-byte, uniformly
+    /// distributed) keyId as a big-endian integer, modulo 100. Stable across requests, processes and
+    /// gateways; a key is enforced when its bucket is below `enforce_percent`, so raising the
+    /// percentage only adds keys to the enforced cohort.
+    public static func cohortBucket(keyId: [UInt8]) -> Int {
+        var value: UInt64 = 0
+        for byte in keyId.prefix(8) { value = value << 8 | UInt64(byte) }
+        return Int(value % 100)
     }
 }

@@ -6,7 +6,8 @@ import GatewayStore
 /// Keys (`<p>` = the configured prefix, `aa` by default; base64url unpadded, RFC 4648 section 5):
 /// - `<p>:{<keyId>}:key` - hash, the key record, no TTL (needs `maxmemory-policy noeviction`: an evicted
 ///   record would turn a registered key into `key_unknown`, and a lost counter would re-open replays);
-/// - `<p>:{<keyId>}:ch:<challenge>` - hash `p` (purpose) and `exp` (expiresAt, ms), TTL = lifetime + grace.
+/// - `<p>:{<keyId>}:ch:<challenge>` - hash `p` (purpose) and `exp` (expiresAt, ms), TTL = lifetime + grace;
+/// - `<p>:{fleet}:<name>:<window>` - a fleet-wide counter (`acquireFleetSlot`), TTL two windows.
 /// The `{keyId}` hash tag puts all records of a key in one Redis Cluster slot, as every script requires.
 ///
 /// Key record fields: `pk` public key (65 bytes), `ctr` highest counter (decimal), `win` replay window
@@ -75,6 +76,17 @@ struct RedisKeySchema: Sendable {
         name.append(contentsOf: keyId.base64URL)
         name.append(contentsOf: RedisKeySchema.backoffSuffix)
         return name
+    }
+
+    /// `<prefix>:{fleet}:<name>:<window index>`: a fleet-wide counter (`acquireFleetSlot`); every
+    /// fleet counter shares the `{fleet}` hash tag.
+    func fleetCounterName(_ name: String, window: Int64) -> [UInt8] {
+        var out = prefix
+        out.append(contentsOf: ":{fleet}:".utf8)
+        out.append(contentsOf: name.utf8)
+        out.append(0x3a)
+        out.append(contentsOf: String(window).utf8)
+        return out
     }
 
     /// Fields read by `fetchKey`, in the order of `HMGET`.

@@ -48,22 +48,36 @@ struct RedisScript: Sendable {
         return 'ok'
         """, sha1: "7b8dff1107d6953de6c22134339c76edef60353c")
 
-    /// `commitAssertion`. KEYS[1] key record hash, KEYS[2] challenge hash. ARGV: counter, window W
-    /// (0...128), now (ms). Returns `{code}` on refusal (`key_unknown`, `key_revoked`, `key_expired`,
+    /// `commitAssertion`, and `commitAssertion(…issuing:)` with a next challenge. KEYS[1] key record
+    /// hash, KEYS[2] presented challenge hash, [KEYS[3] next challenge hash: same hash tag, never the
+    /// presented one]. ARGV: counter, window W (0...128), now (ms) [, next expiresAt (ms), next Redis
+    /// TTL (ms, >= 1)]. Returns `{code}` on refusal (`key_unknown`, `key_revoked`, `key_expired`,
     /// `challenge_unknown`, `challenge_expired`, `challenge_wrong_purpose`, `counter_replay`) or
     /// `{'ok', highest}` after storing the new highest counter and 16-byte window (layout of
     /// `ReplayWindow`) and deleting the challenge. It reads only the key fields it checks or updates
     /// (counter, status, expiry, window); the rest is cached by the gateway.
+    ///
+    /// With a next challenge (ARGV[4] present), once the key checks passed (exists, active,
+    /// unexpired) `issue()` writes it (`p` assert, `exp`, PEXPIRE) before any reply, refusals of the
+    /// challenge and the counter included. On acceptance that `HSET` is the first write (a Redis out
+    /// of memory refuses it before anything changed), then the key record, then the `DEL` of the
+    /// presented challenge. A corrupt replay window is an error before any write. Without one,
+    /// `issue()` does nothing.
     static let commit = RedisScript("""
         local k = redis.call('HMGET', KEYS[1], 'ctr', 'status', 'exp', 'win')
         if not k[1] then return {'key_unknown'} end
         if k[2] ~= 'active' then return {'key_revoked'} end
         local now = tonumber(ARGV[3])
         if k[3] and now >= tonumber(k[3]) then return {'key_expired'} end
+        local function issue()
+          if not ARGV[4] then return end
+          redis.call('HSET', KEYS[3], 'p', 'assert', 'exp', ARGV[4])
+          redis.call('PEXPIRE', KEYS[3], ARGV[5])
+        end
         local c = redis.call('HMGET', KEYS[2], 'p', 'exp')
-        if not c[1] or not c[2] then return {'challenge_unknown'} end
-        if now >= tonumber(c[2]) then return {'challenge_expired'} end
-        if c[1] ~= 'assert' then return {'challenge_wrong_purpose'} end
+        if not c[1] or not c[2] then issue() return {'challenge_unknown'} end
+        if now >= tonumber(c[2]) then issue() return {'challenge_expired'} end
+        if c[1] ~= 'assert' then issue() return {'challenge_wrong_purpose'} end
         local highest = tonumber(k[1])
         local counter = tonumber(ARGV[1])
         local size = tonumber(ARGV[2])
@@ -99,18 +113,19 @@ struct RedisScript: Sendable {
           highest = counter
         else
           local d = highest - counter
-          if d < 1 or d > size then return {'counter_replay'} end
+          if d < 1 or d > size then issue() return {'counter_replay'} end
           local m = d - 1
           local j = math.floor(m / 8) + 1
           local mask = bit.lshift(1, m % 8)
-          if bit.band(b[j], mask) ~= 0 then return {'counter_replay'} end
+          if bit.band(b[j], mask) ~= 0 then issue() return {'counter_replay'} end
           b[j] = bit.bor(b[j], mask)
         end
         local h = string.format('%d', highest)
+        issue()
         redis.call('HSET', KEYS[1], 'ctr', h, 'win', string.char(unpack(b)))
         redis.call('DEL', KEYS[2])
         return {'ok', h}
-        """, sha1: "bb85578265933e8f60adca5dadb38d6444a3cd3c")
+        """, sha1: "cb96dc2832b596475c7328eb26c696aad7165103")
 
     /// `revokeKey`. KEYS[1] key record hash. Returns 1 after setting `status` to `revoked`, 0 when the key
     /// does not exist (nothing is created).
@@ -183,7 +198,17 @@ struct RedisScript: Sendable {
         return {string.format('%d', n), retry}
         """, sha1: "c4967f6a407b0cc04aacceb37b4c20b1166a0679")
 
+    /// `acquireFleetSlot`. KEYS[1] the window's counter (`<p>:{fleet}:<name>:<window index>`).
+    /// ARGV: limit, counter TTL (ms, two windows). Returns 1 (within the limit) or 0 (over it); every
+    /// call counts.
+    static let fleet = RedisScript("""
+        local n = redis.call('INCR', KEYS[1])
+        if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+        if n > tonumber(ARGV[1]) then return 0 end
+        return 1
+        """, sha1: "76af0234bea29228fd2be83725cd000857397367")
+
     /// Every script, in the order they are loaded at connect.
     static let all: [RedisScript] = [issue, register, commit, revoke, revokeAudited, registerDevice, commitSigned,
-                                     registrationRefused] + lifecycle
+                                     registrationRefused, fleet] + lifecycle
 }

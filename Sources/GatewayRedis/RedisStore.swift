@@ -226,6 +226,45 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// See `AttestStore.commitAssertion(keyId:challenge:counter:window:now:issuing:completion:)`: one
+    /// Lua script (`RedisScript.commit` with the next challenge's key and arguments), one round trip
+    /// for the commit and the next challenge.
+    public func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
+                                issuing next: NextChallenge,
+                                completion: @escaping @Sendable (Result<AssertionCommit, StoreUnavailable>) -> Void) {
+        var args = RedisCommand(capacity: 96)
+        args.append(decimal: Int64(counter))
+        args.append(decimal: Int64(ReplayWindow.clampedSize(window)))
+        args.append(decimal: now)
+        args.append(decimal: next.expiresAt)
+        args.append(decimal: StoreLimits.challengeLifetime(expiresAt: next.expiresAt, now: now) + challengeGrace)
+        let keys = [schema.keyRecordName(keyId), schema.challengeName(keyId, challenge),
+                    schema.challengeName(keyId, next.challenge)]
+        runScript(.commit, keys: keys, args: args) { result in
+            completion(result.flatMap(RedisStore.decodeCommit).map { outcome in
+                AssertionCommit(outcome: outcome, nextIssued: AssertionCommit.issuesNext(after: outcome))
+            })
+        }
+    }
+
+    /// See `AttestStore.acquireFleetSlot` (one Lua script: INCR with a TTL of two windows).
+    public func acquireFleetSlot(_ name: String, limit: Int, windowMillis: UnixMillis, now: UnixMillis,
+                                 completion: @escaping @Sendable (Result<FleetSlot, StoreUnavailable>) -> Void) {
+        let (index, remaining) = RedisStore.fleetWindow(now: now, windowMillis: windowMillis)
+        var args = RedisCommand(capacity: 32)
+        args.append(decimal: Int64(limit))
+        args.append(decimal: max(windowMillis, 1) * 2)
+        runScript(.fleet, keys: [schema.fleetCounterName(name, window: index)], args: args) { result in
+            completion(result.flatMap { reply in
+                switch reply {
+                case .integer(1): return .success(.granted)
+                case .integer(0): return .success(.refused(retryAfterMillis: remaining))
+                default: return .failure(RedisStore.unexpected(reply))
+                }
+            })
+        }
+    }
+
     /// See `AttestStore.revokeKey` (one Lua script).
     public func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         runScript(.revoke, keys: [schema.keyRecordName(keyId)], args: RedisCommand(capacity: 0)) { result in

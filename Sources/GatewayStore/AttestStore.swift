@@ -59,6 +59,37 @@ public protocol AttestStore: AnyObject, Sendable {
     func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
                          completion: @escaping @Sendable (Result<StoreOutcome<CommittedAssertion>, StoreUnavailable>) -> Void)
 
+    /// `commitAssertion` that also stores `next`, the challenge of the client's next protected
+    /// request (DESIGN.md section 9, "Next challenge"), in the same atomic step and store round trip.
+    ///
+    /// The commit's checks, order and effects are exactly those of `commitAssertion` (on a refusal
+    /// the key record and the presented challenge are unchanged). Independently of the outcome,
+    /// `next` is stored under `keyId` with purpose `assert` and expiry `next.expiresAt` whenever the
+    /// key exists, is active and unexpired: after an acceptance and after the refusals
+    /// `challenge_unknown`, `challenge_expired`, `challenge_wrong_purpose` and `counter_replay`
+    /// (`AssertionCommit.issuesNext(after:)`); never for `key_unknown`, `key_revoked`, `key_expired`.
+    /// `AssertionCommit.nextIssued` says whether it was stored.
+    ///
+    /// The default implementation (for stores without a combined command) runs `commitAssertion` and
+    /// then `issueChallenge`: two round trips, the same answers; an `issueChallenge` failure after a
+    /// commit is reported as `nextIssued == false`, never as a failed commit.
+    func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
+                         issuing next: NextChallenge,
+                         completion: @escaping @Sendable (Result<AssertionCommit, StoreUnavailable>) -> Void)
+
+    /// Counts one use of the fleet-wide limit `name` (issue 12, `endpoints.fleet_attest_rate`): at
+    /// most `limit` uses per fixed window of `windowMillis`, windows aligned to multiples of
+    /// `windowMillis` since the Unix epoch on the caller's `now`, shared by every process using the
+    /// same store (one counter per window, expiring after two windows). A use over the limit is
+    /// `.refused` with the time left in the window; it is counted too (it changes nothing that
+    /// matters: the window stays used up).
+    /// - Parameters:
+    ///   - name: 1...64 bytes of `[A-Za-z0-9_-]`.
+    ///   - limit: >= 1. `windowMillis`: >= 1.
+    /// Stores without the command answer `.failure` (fail closed) through the default implementation.
+    func acquireFleetSlot(_ name: String, limit: Int, windowMillis: UnixMillis, now: UnixMillis,
+                          completion: @escaping @Sendable (Result<FleetSlot, StoreUnavailable>) -> Void)
+
     /// Marks the key revoked (operator action). `.success(false)` when there is no such key.
     func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void)
 
@@ -106,6 +137,45 @@ public protocol AttestStore: AnyObject, Sendable {
     /// `RedisStore` closes its connections (sockets and timers) and stops reconnecting. Stored Redis
     /// data is untouched.
     func close()
+}
+
+extension AttestStore {
+    /// No fleet counters in this store: `.failure` (a configured fleet limit fails closed).
+    public func acquireFleetSlot(_ name: String, limit: Int, windowMillis: UnixMillis, now: UnixMillis,
+                                 completion: @escaping @Sendable (Result<FleetSlot, StoreUnavailable>) -> Void) {
+        completion(.failure(StoreUnavailable(.protocolError, detail: "this store keeps no fleet counters")))
+    }
+
+    /// The window a fleet counter is in (`now / windowMillis`) and the milliseconds left in it.
+    public static func fleetWindow(now: UnixMillis, windowMillis: UnixMillis) -> (index: Int64, remaining: UnixMillis) {
+        let window = max(windowMillis, 1)
+        let index = now >= 0 ? now / window : (now - window + 1) / window
+        return (index, max((index + 1) * window - now, 1))
+    }
+}
+
+extension AttestStore {
+    /// Two round trips: `commitAssertion`, then `issueChallenge` when the outcome keeps the key in
+    /// use (see the requirement's documentation).
+    public func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
+                                issuing next: NextChallenge,
+                                completion: @escaping @Sendable (Result<AssertionCommit, StoreUnavailable>) -> Void) {
+        commitAssertion(keyId: keyId, challenge: challenge, counter: counter, window: window, now: now) { [self] result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(error))
+            case .success(let outcome):
+                guard AssertionCommit.issuesNext(after: outcome) else {
+                    completion(.success(AssertionCommit(outcome: outcome, nextIssued: false)))
+                    return
+                }
+                issueChallenge(next.challenge, keyId: keyId, purpose: .assert, expiresAt: next.expiresAt, now: now) { issued in
+                    let stored = if case .success = issued { true } else { false }
+                    completion(.success(AssertionCommit(outcome: outcome, nextIssued: stored)))
+                }
+            }
+        }
+    }
 }
 
 /// Limits shared by the store implementations.

@@ -23,6 +23,33 @@ final class ConfigCheckReportTests: XCTestCase {
         """), report.standardOutput)
     }
 
+    /// The rollout policy (issue 12) is listed where set: app signals, a route's enforce_percent and
+    /// signals, the fleet attest rate; a configuration without them prints none of it.
+    func testRolloutPolicyIsListedWhenSet() throws {
+        let folder = try ConfigTestHelpers.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("gw.yaml")
+        let yaml = ConfigTestHelpers.minimal(routes: """
+        routes:
+          - path_prefix: /
+            upstream: app
+            enforce_percent: 25
+            signals: {validation_category: {allowed: ["0100000A"], action: monitor}}
+        """, extra: "endpoints: {fleet_attest_rate: {count: 50, per: 1m}}").replacingOccurrences(
+            of: "  - app_id: ABCDE12345.com.example.app", with: """
+          - app_id: ABCDE12345.com.example.app
+            signals: {bundle_version: {minimum: "2.3", action: enforce}}
+        """)
+        try yaml.write(to: file, atomically: true, encoding: .utf8)
+        let out = ConfigCheckReport.check(path: file.path).standardOutput
+        XCTAssertTrue(out.contains("\nsignals    ABCDE12345.com.example.app: bundle_version >= 2.3 enforce\n"), out)
+        XCTAssertTrue(out.contains("; fleet attest rate 50 per 1m)\n"), out)
+        XCTAssertTrue(out.contains(", enforce_percent 25 (missing evidence: monitor), signals validation_category in {0100000a} monitor\n"), out)
+        try ConfigTestHelpers.minimal().write(to: file, atomically: true, encoding: .utf8)
+        let plain = ConfigCheckReport.check(path: file.path).standardOutput
+        XCTAssertFalse(plain.contains("signals") || plain.contains("enforce_percent") || plain.contains("fleet"), plain)
+    }
+
     func testTrustedProxiesAreListedWhenSet() throws {
         let folder = try ConfigTestHelpers.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }

@@ -51,7 +51,7 @@ final class ValidationTests: XCTestCase {
             "routes[0].pathPrefix: unknown key; did you mean path_prefix? (line 8, column 5)",
             "routes[0].max-body: unknown key; did you mean max_body? (line 10, column 5)",
             "routes[0].listen: unknown key here; listen is a key of top level (line 11, column 5)",
-            "routes[0].colour: unknown key (known keys: name, path_prefix, path, methods, upstream, mode, max_body, on_store_error, counter_window, environment, bind_headers, apps, connect_timeout, response_timeout, min_tier) (line 12, column 5)",
+            "routes[0].colour: unknown key (known keys: name, path_prefix, path, methods, upstream, mode, max_body, on_store_error, counter_window, environment, bind_headers, apps, connect_timeout, response_timeout, min_tier, signals, enforce_percent, missing_evidence) (line 12, column 5)",
             // No "upstreams: required key is missing" or "path_prefix missing": one mistake, one message.
         ])
     }
@@ -182,6 +182,116 @@ final class ValidationTests: XCTestCase {
         XCTAssertEqual(lines("endpoints: {challenge_bytes: 65}"), ["endpoints.challenge_bytes: must be from 16 to 64, got 65 (line 10, column 30)"])
     }
 
+    /// `endpoints.next_challenge`: on by default, `false` turns it off, anything but a YAML 1.2
+    /// boolean is an error naming the key.
+    func testEndpointsNextChallenge() {
+        XCTAssertEqual(loadOK(ConfigTestHelpers.minimal())?.configuration.endpoints.nextChallenge, true)
+        XCTAssertEqual(loadOK(ConfigTestHelpers.minimal(extra: "endpoints: {next_challenge: false}"))?.configuration.endpoints.nextChallenge,
+                       false)
+        XCTAssertEqual(loadOK(ConfigTestHelpers.minimal(extra: "endpoints: {next_challenge: true}"))?.configuration.endpoints.nextChallenge,
+                       true)
+        for bad in ["yes", "off", "1", "\"false\""] {
+            let errors = errorLines(ConfigTestHelpers.minimal(extra: "endpoints: {next_challenge: \(bad)}"))
+            XCTAssertEqual(errors.count, 1, "\(bad): \(errors)")
+            XCTAssertTrue(errors.first?.hasPrefix("endpoints.next_challenge: ") ?? false, "\(bad): \(errors)")
+        }
+    }
+
+    /// `signals` on apps and routes: both checks parse, the route's replaces the app's signal by
+    /// signal; malformed values, missing keys and an empty policy are errors naming the key.
+    func testSignalsRules() throws {
+        let yaml = ConfigTestHelpers.minimal(routes: """
+        routes:
+          - path_prefix: /strict
+            upstream: app
+            signals:
+              bundle_version: {minimum: "3.1", action: enforce}
+          - path_prefix: /
+            upstream: app
+        """).replacingOccurrences(of: "  - app_id: ABCDE12345.com.example.app", with: """
+          - app_id: ABCDE12345.com.example.app
+            signals:
+              validation_category: {allowed: ["01000000", "0300AbCd"], action: monitor}
+              bundle_version: {minimum: 2.3, action: monitor}
+        """)
+        let loaded = try XCTUnwrap(loadOK(yaml))
+        let app = try XCTUnwrap(loaded.configuration.apps.first?.signals)
+        XCTAssertEqual(app.validationCategory?.allowed, [[1, 0, 0, 0], [3, 0, 0xAB, 0xCD]])
+        XCTAssertEqual(app.validationCategory?.action, .monitor)
+        XCTAssertEqual(app.bundleVersion?.minimum, DottedVersion("2.3"))
+        let route = try XCTUnwrap(loaded.configuration.routes.first?.signals)
+        XCTAssertNil(route.validationCategory)
+        let merged = route.overriding(app)
+        XCTAssertEqual(merged.bundleVersion, SignalPolicy.BundleVersion(minimum: try XCTUnwrap(DottedVersion("3.1")), action: .enforce),
+                       "the route's check replaces the app's")
+        XCTAssertEqual(merged.validationCategory, app.validationCategory, "the app's other check stays")
+        XCTAssertNil(loaded.configuration.routes.last?.signals)
+
+        func lines(_ signals: String) -> [String] {
+            errorLines(ConfigTestHelpers.minimal(routes: "routes:\n  - path_prefix: /\n    upstream: app\n    signals: \(signals)"))
+        }
+        XCTAssertEqual(lines("{bundle_version: {minimum: 2.3-beta, action: enforce}}"),
+                       ["routes[0].signals.bundle_version.minimum: \"2.3-beta\" is not a dotted number such as 2, 2.3 or 2.3.10 (CFBundleVersion) (line 10, column 41)"])
+        XCTAssertEqual(lines("{bundle_version: {minimum: 2, action: block}}").first?.hasPrefix("routes[0].signals.bundle_version.action: expected one of monitor | enforce"), true)
+        XCTAssertEqual(lines("{bundle_version: {minimum: 2}}").first?.hasPrefix("routes[0].signals.bundle_version.action: required key is missing"), true)
+        XCTAssertEqual(lines("{validation_category: {allowed: [], action: enforce}}").first?.hasPrefix("routes[0].signals.validation_category.allowed: list at least one"), true)
+        XCTAssertEqual(lines("{validation_category: {allowed: [\"0g\"], action: enforce}}").first?.hasPrefix("routes[0].signals.validation_category.allowed[0]: \"0g\" is not 1 to 64 bytes of hex"), true)
+        XCTAssertEqual(lines("{validation_category: {allowed: [\"010\"], action: enforce}}").count, 1, "odd length")
+        XCTAssertEqual(lines("{validation_category: {allowed: [\"01\", \"01\"], action: enforce}}").first?.contains("01 is listed twice") ?? false, true)
+        XCTAssertEqual(lines("{}").first?.hasPrefix("routes[0].signals: configure validation_category and/or bundle_version"), true)
+        XCTAssertEqual(lines("{bundle_versoin: {minimum: 2, action: enforce}}").first?.hasPrefix("routes[0].signals.bundle_versoin: unknown key; did you mean bundle_version?"), true)
+    }
+
+    /// `enforce_percent` (0...100, mode enforce only) and `missing_evidence` (only with it).
+    func testEnforcePercentRules() throws {
+        func route(_ extra: String) -> String {
+            ConfigTestHelpers.minimal(routes: "routes:\n  - path_prefix: /\n    upstream: app\n" + extra)
+        }
+        let loaded = try XCTUnwrap(loadOK(route("    enforce_percent: 25\n    missing_evidence: enforce")))
+        XCTAssertEqual(loaded.configuration.routes.first?.enforcePercent, 25)
+        XCTAssertEqual(loaded.configuration.routes.first?.missingEvidence, .enforce)
+        let defaults = try XCTUnwrap(loadOK(route("    enforce_percent: 0")))
+        XCTAssertEqual(defaults.configuration.routes.first?.missingEvidence, .monitor, "missing evidence is monitored by default")
+        XCTAssertNil(try XCTUnwrap(loadOK(route(""))).configuration.routes.first?.enforcePercent)
+        XCTAssertEqual(errorLines(route("    enforce_percent: 101")), ["routes[0].enforce_percent: must be from 0 to 100, got 101 (line 10, column 22)"])
+        XCTAssertEqual(errorLines(route("    mode: monitor\n    enforce_percent: 50")),
+                       ["routes[0].enforce_percent: enforce_percent ramps enforcement on a route in mode enforce; this route is in mode monitor (line 11, column 22)"])
+        XCTAssertEqual(errorLines(route("    missing_evidence: enforce")),
+                       ["routes[0].missing_evidence: missing_evidence applies with enforce_percent only (a route without it enforces every request) (line 10, column 23)"])
+        XCTAssertEqual(errorLines(route("    enforce_percent: 5\n    missing_evidence: refuse")).first?.hasPrefix("routes[0].missing_evidence: expected one of monitor | enforce"), true)
+    }
+
+    /// The cohort is a stable function of the keyId: the first 8 bytes, big-endian, modulo 100.
+    func testCohortBucketIsStableAndSpread() {
+        XCTAssertEqual(RouteConfiguration.cohortBucket(keyId: [UInt8](repeating: 0, count: 32)), 0)
+        XCTAssertEqual(RouteConfiguration.cohortBucket(keyId: [0, 0, 0, 0, 0, 0, 0, 99] + [UInt8](repeating: 0xFF, count: 24)), 99)
+        XCTAssertEqual(RouteConfiguration.cohortBucket(keyId: [0, 0, 0, 0, 0, 0, 0, 100] + [UInt8](repeating: 7, count: 24)), 0,
+                       "only the first 8 bytes count")
+        var generator = SystemRandomNumberGenerator()
+        var counts = [Int](repeating: 0, count: 100)
+        for _ in 0..<20_000 {
+            let bucket = RouteConfiguration.cohortBucket(keyId: (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
+            counts[bucket] += 1
+        }
+        XCTAssertEqual(counts.filter { $0 == 0 }.count, 0, "every bucket is reached")
+        XCTAssertLessThan(counts.max() ?? 0, 400, "no bucket takes twice its share (200 expected)")
+    }
+
+    /// `endpoints.fleet_attest_rate`: count required (1...1000000), per 1s...1h (default 1s).
+    func testFleetAttestRateRules() throws {
+        let loaded = try XCTUnwrap(loadOK(ConfigTestHelpers.minimal(extra: "endpoints: {fleet_attest_rate: {count: 50, per: 1m}}")))
+        XCTAssertEqual(loaded.configuration.endpoints.fleetAttestRate, EndpointsConfiguration.FleetRate(count: 50, per: .seconds(60)))
+        XCTAssertEqual(try XCTUnwrap(loadOK(ConfigTestHelpers.minimal(extra: "endpoints: {fleet_attest_rate: {count: 5}}")))
+            .configuration.endpoints.fleetAttestRate?.per, .seconds(1))
+        XCTAssertNil(try XCTUnwrap(loadOK(ConfigTestHelpers.minimal())).configuration.endpoints.fleetAttestRate)
+        XCTAssertEqual(errorLines(ConfigTestHelpers.minimal(extra: "endpoints: {fleet_attest_rate: {per: 1s}}")).first?
+            .hasPrefix("endpoints.fleet_attest_rate.count: required key is missing"), true)
+        XCTAssertEqual(errorLines(ConfigTestHelpers.minimal(extra: "endpoints: {fleet_attest_rate: {count: 0}}")).first?
+            .hasPrefix("endpoints.fleet_attest_rate.count: must be from 1 to 1000000, got 0"), true)
+        XCTAssertEqual(errorLines(ConfigTestHelpers.minimal(extra: "endpoints: {fleet_attest_rate: {count: 1, per: 2h}}")).first?
+            .hasPrefix("endpoints.fleet_attest_rate.per: must be from 1s to 1h, got 2h"), true)
+    }
+
     func testRouteInsideEndpointsPrefixIsRefused() {
         let lines = errorLines(ConfigTestHelpers.minimal(routes: """
         routes:
@@ -211,7 +321,7 @@ final class ValidationTests: XCTestCase {
             "headers.evidence.assertion: App-Attest-Assertion (default) does not start with headers.prefix Attest-: set headers.evidence.assertion too (line 11, column 3)",
             "headers.evidence.client_data: App-Attest-Client-Data (default) does not start with headers.prefix Attest-: set headers.evidence.client_data too (line 11, column 3)",
             "headers.evidence.signature: App-Attest-Signature (default) does not start with headers.prefix Attest-: set headers.evidence.signature too (line 11, column 3)",
-        ] + ConfigSchema.keys(.injected).map { key in
+        ] + ConfigSchema.keys(.injected).filter { !["signal_policy", "cohort"].contains($0) }.map { key in
             let name = HeadersConfiguration.Injected().all[ConfigSchema.keys(.injected).firstIndex(of: key)!]
             return "headers.injected.\(key): \(name) (default) does not start with headers.prefix Attest-: set headers.injected.\(key) too (line 11, column 3)"
         })
@@ -231,6 +341,12 @@ final class ValidationTests: XCTestCase {
         XCTAssertEqual(loaded?.configuration.headers.prefix, "X-Attest-")
         XCTAssertEqual(loaded?.configuration.headers.isOwnHeader("x-attest-verdict"), true)
         XCTAssertEqual(loaded?.configuration.headers.lowercasedPrefixBytes, Array("x-attest-".utf8))
+        // The names added later follow the prefix unless written (older renamed configurations load).
+        XCTAssertEqual(loaded?.configuration.headers.injected.signalPolicy, "X-Attest-Signal-Policy")
+        XCTAssertEqual(loaded?.configuration.headers.injected.cohort, "X-Attest-Cohort")
+        XCTAssertEqual(loadOK(ConfigTestHelpers.minimal())?.configuration.headers.injected.cohort, "App-Attest-Cohort")
+        XCTAssertEqual(lines("headers:\n  injected: {cohort: X-Cohort}"),
+                       ["headers.injected.cohort: X-Cohort must start with headers.prefix (App-Attest-) so that ingress strips client copies of it (line 11, column 22)"])
     }
 
     // MARK: upstreams

@@ -25,6 +25,8 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
     static let unknownAppId = "QQQQQ11111.com.example.unknown"
 
     let storeKind: StoreKind
+    /// `endpoints.next_challenge` of the gateway.
+    let nextChallenge: Bool
     /// How the tests' requests reach the data listener (a TLS transport makes the listener TLS).
     let transport: ClientTransport
     let redis: RedisServer?
@@ -43,8 +45,13 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
 
     /// - Parameter admin: the `admin:` value (an address, or a mapping such as
     ///   `{address: 127.0.0.1:0, ready_requires_store: true}`).
-    init(store: StoreKind, transport: ClientTransport = .http1, admin: String = "127.0.0.1:0") throws {
+    /// - Parameters:
+    ///   - nextChallenge: `endpoints.next_challenge` (default true, as the gateway's default).
+    ///   - policy: the class's extra configuration (app signals, extra routes, fleet attest rate).
+    init(store: StoreKind, transport: ClientTransport = .http1, admin: String = "127.0.0.1:0",
+         nextChallenge: Bool = true, policy: E2EPolicy = E2EPolicy()) throws {
         storeKind = store
+        self.nextChallenge = nextChallenge
         self.transport = transport
         cas = try TestCAs.shared()
         work = try E2EPaths.temporaryDirectory("env")
@@ -58,7 +65,8 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
             listen = "[{address: \"127.0.0.1:0\", tls: {certificates: [{chain: \"\(certificate.chainPath)\", key: \"\(certificate.keyPath)\"}]}}]"
         }
         let yaml = E2EEnvironment.yaml(store: redis?.url ?? "memory", upstreamPort: upstream.port, deadPort: deadPort,
-                                       roots: cas.trustedRoots, listen: listen, admin: admin)
+                                       roots: cas.trustedRoots, listen: listen, admin: admin, nextChallenge: nextChallenge,
+                                       policy: policy)
         gateway = try GatewayUnderTest(yaml: yaml, baseDirectory: work.path, clock: clock.gatewayClock)
     }
 
@@ -71,8 +79,12 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
 
     /// The standard configuration.
     static func yaml(store: String, upstreamPort: UInt16, deadPort: UInt16, roots: [String], access: Bool = false,
-                     listen: String = "127.0.0.1:0", admin: String = "127.0.0.1:0") -> String {
-        """
+                     listen: String = "127.0.0.1:0", admin: String = "127.0.0.1:0", nextChallenge: Bool = true,
+                     policy: E2EPolicy = E2EPolicy()) -> String {
+        var endpoints: [String] = []
+        if !nextChallenge { endpoints.append("next_challenge: false") }
+        if let rate = policy.fleetAttestRate { endpoints.append("fleet_attest_rate: \(rate)") }
+        return """
         listen: \(listen)
         admin: \(admin)
         trusted_proxies: [127.0.0.2/32]
@@ -83,9 +95,11 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
         apps:
           - app_id: \(appId)
             environment: development
+        \(policy.appSignals.map { "    signals: \($0)" } ?? "")
         trust:
           extra_roots:
         \(roots.map { "    - \($0)" }.joined(separator: "\n"))
+        \(endpoints.isEmpty ? "" : "endpoints: {\(endpoints.joined(separator: ", "))}")
         upstreams:
           app: http://127.0.0.1:\(upstreamPort)
           down: http://127.0.0.1:\(deadPort)
@@ -128,6 +142,7 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
             upstream: app
             mode: off
             response_timeout: 300ms
+        \(policy.extraRoutes)
         timeouts:
           header: 1s
           drain: 5s
@@ -182,6 +197,16 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
         let out = try ChildProcess.run("redis-cli", ["-p", String(redis.port), "KEYS", "aa:{\(base64URL(device.keyId))}:*"]).output
         return out.split(separator: "\n").map(String.init).filter { !$0.isEmpty }.sorted()
     }
+}
+
+/// Extra configuration of an E2E class (issue 12 policies): inline YAML pieces.
+struct E2EPolicy {
+    /// `apps[0].signals` as an inline mapping, or nil.
+    var appSignals: String?
+    /// Route items appended to `routes:` (each line indented by 2 spaces, `- name: ...`).
+    var extraRoutes: String = ""
+    /// `endpoints.fleet_attest_rate` as an inline mapping, or nil.
+    var fleetAttestRate: String?
 }
 
 /// A request signed by a device, with its evidence.

@@ -154,14 +154,14 @@ final class LifecycleGateway: GatewayClient, @unchecked Sendable {  // immutable
         return signature.base64EncodedString()
     }
 
-    /// Stores a `device`-tier record for `key` directly (issue + register through the store API), with
-    /// the app's expiry from the movable clock.
+    /// Stores a `device`-tier device-key record for `key` directly (issue + register through the store
+    /// API; backing `software`, as `POST /register` writes it), with the app's expiry from the movable clock.
     func registerDeviceKey(_ key: DeviceKey) throws {
         let keyId = try KeyID(Array(Data(base64Encoded: key.keyId)!))
         let now = clock.now()
         let record = try KeyRecord(keyId: keyId, publicKey: key.point, environment: .development, appId: LifecycleGateway.appId,
-                                   createdAt: now, trustTier: TrustTier(rawValue: "device")!,
-                                   expiresAt: now + LifecycleGateway.ttlSeconds * 1000)
+                                   createdAt: now, trustTier: .device,
+                                   expiresAt: now + LifecycleGateway.ttlSeconds * 1000, backing: .software)
         let challenge = try Challenge((0..<32).map { _ in UInt8.random(in: 0...255) })
         let store = gateway.store
         try storeCall { store.issueChallenge(challenge, keyId: keyId, purpose: .attest, expiresAt: now + 60_000, now: now, completion: $0) }.get()
