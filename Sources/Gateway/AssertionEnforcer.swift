@@ -105,7 +105,7 @@ final class AssertionEnforcer: Sendable {
 
         let proceed: @Sendable (CachedKey) -> Void = { [self] key in
             verifyAndCommit(key: key, keyId: keyId, challenge: challenge, assertion: assertion, clientData: clientData,
-                            route: route, completion: completion)
+                            bodySHA256: bodyHash, route: route, completion: completion)
         }
         let shard = request.connection.loopIndex
         if let cached = keys.get(keyId, shard: shard) {
@@ -127,7 +127,8 @@ final class AssertionEnforcer: Sendable {
                     completion(invalid(.internalError("stored key record is unreadable"), keyId: keyId))
                     return
                 }
-                let cached = CachedKey(keyId: keyId, publicKey: publicKey, app: app.policy, environment: record.environment)
+                let cached = CachedKey(keyId: keyId, publicKey: publicKey, app: app.policy, environment: record.environment,
+                                       tier: record.trustTier)
                 keys.put(keyId, cached, shard: shard)
                 proceed(cached)
             }
@@ -135,7 +136,7 @@ final class AssertionEnforcer: Sendable {
     }
 
     private func verifyAndCommit(key: CachedKey, keyId: KeyID, challenge: Challenge, assertion: [UInt8],
-                                 clientData: [UInt8], route: CompiledRoute,
+                                 clientData: [UInt8], bodySHA256: [UInt8], route: CompiledRoute,
                                  completion: @escaping @Sendable (Decision) -> Void) {
         // Route and app policy (403): valid evidence refused by configuration.
         if let allowed = route.allowedApps, !allowed.contains(key.app.appId) {
@@ -173,6 +174,9 @@ final class AssertionEnforcer: Sendable {
                 report.counter = verified.counter
                 report.environment = key.environment.rawValue
                 report.signals = verified.signals
+                report.tier = key.tier.rawValue
+                report.appId = key.app.appId
+                report.bodySHA256 = bodySHA256
                 completion(Decision(report: report, refusal: nil))
             case .success(.refused(let refusal)):
                 if refusal == .keyUnknown { keys.remove(keyId) }

@@ -17,8 +17,11 @@ struct CachedKey: Sendable {
     /// The keyId in standard base64, as injected upstream with a `valid` verdict (encoded once here
     /// rather than on every request).
     let keyIdBase64: String
+    /// How the key was established (`KeyRecord.trustTier`).
+    let tier: TrustTier
 
-    init(keyId: KeyID, publicKey: P256PublicKey, app: AppPolicy, environment: AppAttestEnvironment) {
+    init(keyId: KeyID, publicKey: P256PublicKey, app: AppPolicy, environment: AppAttestEnvironment, tier: TrustTier = .appAttest) {
+        self.tier = tier
         self.publicKey = publicKey
         self.app = app
         self.environment = environment

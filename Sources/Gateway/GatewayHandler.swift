@@ -60,6 +60,8 @@ final class GatewayHandler: HTTPHandler {
             return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:attest")
         case .unknownEndpoint:
             return refuse(.unknownEndpoint, destination, tables, identity, route: "endpoint:unknown")
+        case .jwksEndpoint:
+            return jwksHead(head, destination, tables, identity)
         case .noRoute:
             return refuse(.noRoute, destination, tables, identity, route: nil)
         case .route(let index):
@@ -81,7 +83,7 @@ final class GatewayHandler: HTTPHandler {
             tables.endpoints.attest(request) { response, log in
                 responder.respond(context.identity?.echo(on: response) ?? response, context: context.logging(log))
             }
-        case .unknownEndpoint:
+        case .unknownEndpoint, .jwksEndpoint:
             responder.respond(render(.unknownEndpoint, tables, context.identity))
         case .noRoute:
             responder.respond(render(.noRoute, tables, context.identity))
@@ -130,6 +132,7 @@ final class GatewayHandler: HTTPHandler {
 
     private static let challengeSuffix = Array("/challenge".utf8)
     private static let attestSuffix = Array("/attest".utf8)
+    private static let jwksSuffix = Array("/jwks.json".utf8)
 
     /// Where a request goes: the endpoints take precedence over routes (Config/REFERENCE.md).
     /// Called once per request, by `headDecision`.
@@ -141,6 +144,7 @@ final class GatewayHandler: HTTPHandler {
             if rest.isEmpty || rest.first == UInt8(ascii: "/") {
                 if rest.elementsEqual(GatewayHandler.challengeSuffix) { return .challengeEndpoint }
                 if rest.elementsEqual(GatewayHandler.attestSuffix) { return .attestEndpoint }
+                if rest.elementsEqual(GatewayHandler.jwksSuffix), tables.verdictTokens != nil { return .jwksEndpoint }
                 return .unknownEndpoint
             }
         }
@@ -189,6 +193,13 @@ final class GatewayHandler: HTTPHandler {
             }
             var permitted = prepared
             decision.report.apply(to: &permitted.headers, names: names)
+            if let tokens = tables.verdictTokens,
+               tokens.attach(to: &permitted.headers, report: decision.report, request: request, riskHeader: names.riskMetric) == .noKey,
+               mode == .enforce, route.config.onStoreError != .failOpen {
+                // No signing key yet (generated keys not read from the store): as a store outage.
+                responder.respond(render(.storeUnavailable, tables, context.identity), context: context)
+                return
+            }
             if decision.report.verdict == .valid, let keyId = decision.report.keyId {
                 permitted.upstreamFailureAnswer = upstreamFailureAnswer(keyId: keyId, tables: tables, identity: context.identity)
             }
@@ -224,6 +235,16 @@ final class GatewayHandler: HTTPHandler {
             identity.apply(to: &forward.headers)
             forward.responseField = (RequestIdentity.requestIDField, identity.requestID)
         }
+    }
+
+    /// `{prefix}/jwks.json` answers GET and HEAD with the verdict tokens' public keys.
+    private func jwksHead(_ head: HTTPRequestHead, _ destination: Destination, _ tables: GatewayTables,
+                          _ identity: RequestIdentity) -> HTTPHeadDecision<GatewayRequestContext> {
+        guard head.method == .get || head.method == .head, let tokens = tables.verdictTokens else {
+            return refuse(.methodNotAllowed, destination, tables, identity, route: "endpoint:jwks")
+        }
+        return .respond(identity.echo(on: tokens.jwksResponse()), context: GatewayRequestContext(
+            destination: destination, tables: tables, log: RequestLogContext(route: "endpoint:jwks"), identity: identity))
     }
 
     /// The gateway's endpoints take POST, within the client's rate limit.

@@ -5,6 +5,8 @@ struct GatewayRequestContext: Sendable {
     /// (Config/REFERENCE.md).
     enum Destination: Sendable, Equatable {
         case challengeEndpoint, attestEndpoint, unknownEndpoint, noRoute
+        /// `{prefix}/jwks.json`: the verdict tokens' public keys (`VerdictTokenIssuer`).
+        case jwksEndpoint
         /// The index of the first matching route in `tables.routes`.
         case route(Int)
     }

@@ -21,6 +21,13 @@ struct VerdictReport: Sendable {
     var environment: String?
     /// iOS 27 authenticatorData signals of the assertion (valid only).
     var signals: AuthenticatorSignals?
+    /// The key's trust tier (valid only; the verdict token's `tier` claim).
+    var tier: String?
+    /// The key's App ID (valid only; selects the app's `verdict_token` section).
+    var appId: String?
+    /// SHA-256 of the body as the client-data binding computed it (the verdict token's body digest),
+    /// when the enforcer got that far.
+    var bodySHA256: [UInt8]?
 
     init(_ verdict: Verdict, reason: String? = nil, keyId: KeyID? = nil) {
         self.verdict = verdict

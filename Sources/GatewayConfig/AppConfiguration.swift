@@ -6,6 +6,8 @@ public struct AppConfiguration: Sendable, Hashable {
     public var appID: AppID
     /// Allowed environments (default production; `GatewayRules.EnvironmentPolicy`, the verifier's type too).
     public var environment: EnvironmentPolicy
+    /// Signed verdicts for this app's keys (`apps[].verdict_token`); nil: the top-level section applies.
+    public var verdictToken: VerdictTokenConfiguration?
 
     /// Creates an app entry.
     public init(appID: AppID, environment: EnvironmentPolicy = .production) {

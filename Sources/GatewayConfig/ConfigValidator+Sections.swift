@@ -128,7 +128,7 @@ extension ConfigValidator {
 
     // MARK: apps
 
-    func apps(_ root: Fields, marks: inout Marks) -> [AppConfiguration]? {
+    func apps(_ root: Fields, marks: inout Marks, storeIsMemory: Bool = true) -> [AppConfiguration]? {
         let path = root.path.key("apps")
         guard let node = root.node("apps") else {
             missing(root, "apps", ": list at least one app (- app_id: TEAMID.bundle.id) whose keys may attest")
@@ -162,11 +162,14 @@ extension ConfigValidator {
                 missing(f, "app_id", " (TEAMID.bundle.identifier)")
             }
             let environment = optional(f, "environment", default: EnvironmentPolicy.production) { choice($0, $1, EnvironmentPolicy.self) }
-            guard let appID, let environment else { ok = false; continue }
+            let verdictToken = self.verdictToken(f, storeIsMemory: storeIsMemory)
+            guard let appID, let environment, let verdictToken else { ok = false; continue }
             if environment == .any {
                 warn(itemPath.key("environment"), "\(appID) accepts development keys too (builds signed for development in Xcode); use production outside tests", f.mark("environment"))
             }
-            result.append(AppConfiguration(appID: appID, environment: environment))
+            var app = AppConfiguration(appID: appID, environment: environment)
+            app.verdictToken = verdictToken
+            result.append(app)
         }
         return ok ? result : nil
     }
