@@ -258,6 +258,7 @@ public final class GatewayRuntime: Sendable {
         adminHandler.beginDraining()
         let grace = GatewayRuntime.seconds(loaded.configuration.timeouts.drain)
         let pools = tables.latestTables.pools.values.map { $0.pool }
+        tables.latestTables.verdictTokens?.signers.forEach { $0.stop() }
         let adminServer = self.adminServer
         let store = self.store
         let accessLog = self.accessLog

@@ -33,8 +33,8 @@ final class VerdictTokenIssuer: Sendable {
     /// Every distinct signer (JWKS).
     let signers: [VerdictTokenSigner]
 
-    /// The signers of `configuration`, or nil when no section is configured. Signers of `previous`
-    /// whose section did not change are kept (their keys, their schedule).
+    /// The signers of `configuration`, or nil when no section is configured. Signers of generated
+    /// keys in `previous` whose section did not change are kept (their keys, their schedule).
     /// - Throws: `GatewayStartupError` for an unusable key file.
     static func make(configuration: GatewayConfiguration, clock: GatewayClock, store: any AttestStore,
                      events: (@Sendable (String, [(String, String)]) -> Void)?, previous: VerdictTokenIssuer?) throws -> VerdictTokenIssuer? {
@@ -43,7 +43,10 @@ final class VerdictTokenIssuer: Sendable {
         var made: [VerdictTokenSigner] = []
         func signer(_ section: VerdictTokenConfiguration, path: String) throws -> VerdictTokenSigner {
             if let same = made.first(where: { $0.configuration == section }) { return same }
-            if let kept = previous?.signers.first(where: { $0.configuration == section }) {
+            // Generated keys keep their signer (schedule, keys in memory); key files and secrets are
+            // read again, so that a reload picks up files replaced in place.
+            if case .generated? = section.keys, section.algorithm == .es256,
+               let kept = previous?.signers.first(where: { $0.configuration == section }) {
                 made.append(kept)
                 return kept
             }

@@ -90,6 +90,9 @@ final class VerdictTokenSigner: @unchecked Sendable {  // `installed` is a Mutex
 
     deinit { timer?.cancel() }
 
+    /// Stops looking at the store (shutdown); the keys in memory still sign.
+    func stop() { timer?.cancel() }
+
     /// The rotation schedule of generated keys (nil otherwise).
     var policy: VerdictKeyRotation.Policy? {
         guard case .generated(_, let rotation, let ahead)? = configuration.keys, configuration.algorithm == .es256 else { return nil }
