@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 @testable import Gateway
 import GatewayConfig
+import GatewayHTTP
 import GatewayRedis
 import GatewayStore
 import GatewayTestSupport
@@ -89,5 +90,12 @@ final class VerdictKeyFleetTests: XCTestCase {
         XCTAssertEqual(outcome.withLock { $0 }, false)
         XCTAssertNil(signer.currentKey(now: GatewayClock.system.now()))
         XCTAssertTrue(signer.publishedKeys.isEmpty)
+        // What the handler is told: no key (an enforce route answers 503, monitor forwards without a token).
+        let issuer = VerdictTokenIssuer(headerName: "App-Attest-Verdict-Token", gateway: signer, apps: [:], signers: [signer])
+        var headers = HTTPHeaders()
+        XCTAssertEqual(issuer.attach(to: &headers, report: VerdictReport(.missing), request: try VerdictTokenTests.request(),
+                                     riskHeader: "App-Attest-Risk-Metric"), .noKey)
+        XCTAssertNil(headers.first("App-Attest-Verdict-Token"))
+        XCTAssertEqual(String(decoding: issuer.jwks(), as: UTF8.self), "{\"keys\":[]}")
     }
 }

@@ -303,6 +303,8 @@ final class VerdictTokenPythonTests: XCTestCase {
         XCTAssertEqual(monitored.tokens.count, 1, "\(monitored.tokens)")
         XCTAssertEqual(Self.kid(monitored.token ?? ""), "inline")
         XCTAssertFalse(monitored.tokens.contains { $0.contains("forged") })
+        XCTAssertEqual(try gateway.send("POST", "/app-attest/v1/jwks.json").status, 405)
+        XCTAssertEqual(try gateway.send("GET", "/app-attest/v1/jwks.json").status, 200)
         // Failing variant: without verdict_token, monitored requests get no token either.
         let plain = try Gateway(section: "", redis: false)
         defer { plain.stop() }
