@@ -88,6 +88,15 @@ final class VerdictTokenSigner: @unchecked Sendable {  // `installed` is a Mutex
         }
     }
 
+    /// What is wrong with a `key_files` entry (unreadable, not an unencrypted PEM private key, not
+    /// P-256), nil when it can sign: `check-config` and reloads report it at its key path.
+    static func keyFileProblem(_ path: String) -> String? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return "cannot read \(path)" }
+        guard let key = try? ECPrivateKey(pem: text) else { return "\(path) is not an unencrypted PEM private key" }
+        guard (try? VerdictSigningKey(es256: key)) != nil else { return "\(path) is not a P-256 key (ES256 needs P-256)" }
+        return nil
+    }
+
     deinit { timer?.cancel() }
 
     /// Stops looking at the store (shutdown); the keys in memory still sign.

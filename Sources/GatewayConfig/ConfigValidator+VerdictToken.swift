@@ -54,7 +54,10 @@ extension ConfigValidator {
                         ok = false
                         continue
                     }
-                    files.append(NetworkSyntax.resolvePath(text, baseDirectory: baseDirectory))
+                    let resolved = NetworkSyntax.resolvePath(text, baseDirectory: baseDirectory)
+                    files.append(resolved)
+                    tlsFiles.append(TLSFileReference(path: path.key("key_files").index(i).description, mark: item.mark,
+                                                     files: .signingKey(resolved)))
                 }
                 result.keys = .files(files)
             } else {

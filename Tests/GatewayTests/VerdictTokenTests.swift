@@ -179,6 +179,33 @@ final class VerdictTokenTests: XCTestCase {
         XCTAssertNil(none.first("App-Attest-Verdict-Token"))
     }
 
+    func testCheckConfigReportsAKeyFileThatCannotSign() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("verdict-check-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try ECPrivateKey(generatingOn: .p256).pkcs8PEM().write(to: folder.appendingPathComponent("good.pem"), atomically: true, encoding: .utf8)
+        try ECPrivateKey(generatingOn: .p384).pkcs8PEM().write(to: folder.appendingPathComponent("p384.pem"), atomically: true, encoding: .utf8)
+        try "not a key".write(to: folder.appendingPathComponent("text.pem"), atomically: true, encoding: .utf8)
+        func check(_ files: String) throws -> Result<LoadedConfiguration, ConfigError> {
+            let file = folder.appendingPathComponent("gateway.yaml")
+            try """
+                listen: 127.0.0.1:8080
+                apps: [{app_id: ABCDE12345.com.example.app}]
+                upstreams: {app: "http://127.0.0.1:8081"}
+                routes: [{path_prefix: /, upstream: app}]
+                verdict_token: {key_files: [\(files)]}
+                """.write(to: file, atomically: true, encoding: .utf8)
+            return ConfigCheckReport.validate(path: file.path, checkFiles: { TLSFileChecker.check($0) })
+        }
+        if case .failure(let error) = try check("good.pem") { XCTFail("\(error)") }
+        guard case .failure(let error) = try check("good.pem, p384.pem, text.pem, absent.pem") else { return XCTFail("bad key files accepted") }
+        let lines = error.issues.map { "\($0.path): \($0.message)" }
+        XCTAssertEqual(lines.count, 3, "\(lines)")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("verdict_token.key_files[1]: ") && $0.contains("not a P-256 key") }, "\(lines)")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("verdict_token.key_files[2]: ") && $0.contains("not an unencrypted PEM private key") }, "\(lines)")
+        XCTAssertTrue(lines.contains { $0.hasPrefix("verdict_token.key_files[3]: cannot read") }, "\(lines)")
+    }
+
     /// Not a timing assertion: prints what one token costs on this machine (claims, base64url,
     /// signature), for the README.
     func testPrintsMicrosecondsPerToken() throws {
