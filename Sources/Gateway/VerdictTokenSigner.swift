@@ -41,6 +41,8 @@ final class VerdictTokenSigner: @unchecked Sendable {  // `installed` is a Mutex
     private var timer: DispatchSourceTimer?
     /// Successful refreshes so far (tests wait for one).
     private let refreshes = Atomic<Int>(0)
+    /// Whether the last refresh failed: a failure is logged once, when it starts, not on every tick.
+    private let failing = Atomic<Bool>(false)
 
     /// Builds the signer of `configuration`; generated keys start their first refresh now.
     /// - Throws: `GatewayStartupError` naming `path` when a key file cannot be read or is not a
@@ -134,14 +136,14 @@ final class VerdictTokenSigner: @unchecked Sendable {  // `installed` is a Mutex
         keyStore.load(key: storeKey) { [self] result in
             switch result {
             case .failure(let error):
-                events?("verdict_keys_unavailable", [("store_key", storeKey), ("detail", "\(error)")])
+                failed("verdict_keys_unavailable", [("store_key", storeKey), ("detail", "\(error)")])
                 completion?(false)
             case .success(let found):
                 var rotation = VerdictKeyRotation()
                 if let found {
                     guard let decoded = VerdictKeyRotation(decoding: found.document) else {
-                        events?("verdict_keys_unreadable", [("store_key", storeKey),
-                                                            ("effect", "signing with the keys in memory; delete the key to start a new set")])
+                        failed("verdict_keys_unreadable", [("store_key", storeKey),
+                                                           ("effect", "signing with the keys in memory; delete the key to start a new set")])
                         completion?(false)
                         return
                     }
@@ -156,7 +158,7 @@ final class VerdictTokenSigner: @unchecked Sendable {  // `installed` is a Mutex
                         return (try VerdictSigningKey(es256: key).kid, try key.pkcs8DER())
                     }
                 } catch {
-                    events?("verdict_keys_unavailable", [("store_key", storeKey), ("detail", "key generation failed: \(error)")])
+                    failed("verdict_keys_unavailable", [("store_key", storeKey), ("detail", "key generation failed: \(error)")])
                     completion?(false)
                     return
                 }
@@ -177,7 +179,7 @@ final class VerdictTokenSigner: @unchecked Sendable {  // `installed` is a Mutex
                     case .success(false):
                         completion?(false)
                     case .failure(let error):
-                        events?("verdict_keys_unavailable", [("store_key", storeKey), ("detail", "\(error)")])
+                        failed("verdict_keys_unavailable", [("store_key", storeKey), ("detail", "\(error)")])
                         completion?(false)
                     }
                 }
@@ -185,8 +187,16 @@ final class VerdictTokenSigner: @unchecked Sendable {  // `installed` is a Mutex
         }
     }
 
+    /// Logs a failed refresh when the previous one succeeded (one line per outage).
+    private func failed(_ name: String, _ fields: [(String, String)]) {
+        if !failing.exchange(true, ordering: .acquiringAndReleasing) { events?(name, fields) }
+    }
+
     /// Makes `rotation` the keys in use (keys already parsed are reused).
     private func install(_ rotation: VerdictKeyRotation) {
+        if failing.exchange(false, ordering: .acquiringAndReleasing), case .generated(let storeKey, _, _)? = configuration.keys {
+            events?("verdict_keys_recovered", [("store_key", storeKey)])
+        }
         let previous = installed.withLock { $0 }
         guard previous.rotation != rotation || previous.keys.isEmpty else {
             refreshes.add(1, ordering: .releasing)

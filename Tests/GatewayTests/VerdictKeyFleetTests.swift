@@ -82,12 +82,17 @@ final class VerdictKeyFleetTests: XCTestCase {
         let dead = try ReservedPort()
         let store = try RedisStore(url: "redis://127.0.0.1:\(dead.port)/0")
         defer { store.close() }
-        let signer = try VerdictTokenSigner(configuration: Self.section, path: "verdict_token", clock: .system, store: store, events: nil)
-        let done = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Bool?>(nil)
-        signer.refresh { ok in outcome.withLock { $0 = ok }; done.signal() }
-        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
-        XCTAssertEqual(outcome.withLock { $0 }, false)
+        let logged = Mutex<[String]>([])
+        let signer = try VerdictTokenSigner(configuration: Self.section, path: "verdict_token", clock: .system, store: store,
+                                            events: { name, _ in logged.withLock { $0.append(name) } })
+        for _ in 0..<3 {
+            let done = DispatchSemaphore(value: 0)
+            let outcome = Mutex<Bool?>(nil)
+            signer.refresh { ok in outcome.withLock { $0 = ok }; done.signal() }
+            XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+            XCTAssertEqual(outcome.withLock { $0 }, false)
+        }
+        XCTAssertEqual(logged.withLock { $0 }, ["verdict_keys_unavailable"], "one line per outage, not one per look")
         XCTAssertNil(signer.currentKey(now: GatewayClock.system.now()))
         XCTAssertTrue(signer.publishedKeys.isEmpty)
         // What the handler is told: no key (an enforce route answers 503, monitor forwards without a token).
