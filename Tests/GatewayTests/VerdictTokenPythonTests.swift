@@ -9,7 +9,8 @@ import XCTest
 /// and curl), verified by an independent implementation: PyJWT + cryptography running the Python
 /// snippet of Config/REFERENCE.md as written (`Fixtures/verify_verdict_token.py`), across a key
 /// rotation (ES256, generated in Redis) and a secret rotation (HS256), with failing variants
-/// (tampered claim, expired token, unknown kid, token for another request).
+/// (tampered claim, expired token, unknown kid, token for another request). Over HTTP/1.1 and h2c
+/// (the token is set on the forward, whatever the client's protocol).
 final class VerdictTokenPythonTests: XCTestCase {
     /// A gateway of the standard end-to-end configuration plus a `verdict_token` section.
     final class Gateway: GatewayClient {
@@ -69,8 +70,9 @@ final class VerdictTokenPythonTests: XCTestCase {
 
     /// Sends through the gateway and reads back what the upstream saw.
     static func forward(_ gateway: Gateway, _ method: String, _ target: String, body: [UInt8] = [],
-                        headers: [(String, String)] = [], file: StaticString = #filePath, line: UInt = #line) throws -> Forwarded {
-        let reply = try gateway.send(method, target, headers: headers, body: body.isEmpty ? nil : body)
+                        headers: [(String, String)] = [], via: ClientTransport? = nil,
+                        file: StaticString = #filePath, line: UInt = #line) throws -> Forwarded {
+        let reply = try gateway.send(method, target, headers: headers, body: body.isEmpty ? nil : body, via: via)
         XCTAssertEqual(reply.status, 200, "\(method) \(target): \(reply)", file: file, line: line)
         let seen = (reply.json["headers"] as? [[String]]) ?? []
         func values(_ name: String) -> [String] { seen.filter { $0.first?.lowercased() == name.lowercased() }.map { $0[1] } }
@@ -259,7 +261,7 @@ final class VerdictTokenPythonTests: XCTestCase {
         }
         let gateway = try Gateway(section: section("s1"), redis: false)
         defer { gateway.stop() }
-        let before = try Self.forward(gateway, "POST", "/v1/monitored/x", body: [1, 2, 3])
+        let before = try Self.forward(gateway, "POST", "/v1/monitored/x", body: [1, 2, 3], via: .h2c)
         try gateway.reload(section: section("s2"))
         let after = try Self.forward(gateway, "POST", "/v1/monitored/y", body: [4])
         let old = try XCTUnwrap(before.token), new = try XCTUnwrap(after.token)
@@ -296,6 +298,9 @@ final class VerdictTokenPythonTests: XCTestCase {
             """, redis: false)
         defer { gateway.stop() }
         let forged = [("App-Attest-Verdict-Token", "forged.by.client"), ("app-attest-verdict-token", "forged.again.client")]
+        let overHTTP2 = try Self.forward(gateway, "GET", "/v1/monitored/h2", headers: forged, via: .h2c)
+        XCTAssertEqual(overHTTP2.tokens.count, 1, "HTTP/2: \(overHTTP2.tokens)")
+        XCTAssertEqual(Self.kid(overHTTP2.token ?? ""), "inline")
         let open = try Self.forward(gateway, "GET", "/v1/open/x", headers: forged)
         XCTAssertEqual(open.tokens, [], "off routes get no token and no client copy")
         XCTAssertNil(open.verdict)
