@@ -287,6 +287,17 @@ final class VerdictTokenPythonTests: XCTestCase {
         let wrong = try Self.verify([(old, "POST", "/v1/monitored/x", [1, 2, 3])],
                                     environment: ["VERDICT_SECRET_IDS": "s1", "VERDICT_SECRET_s1": secrets["s2"]!])
         XCTAssertEqual(wrong[0]["error"] as? String, "InvalidSignatureError", "\(wrong)")
+
+        // An expired HS256 token is refused (lifetime 1s after a reload; polled, no fixed wait).
+        try gateway.reload(section: section("s2") + "  lifetime: 1s\n")
+        let short = try XCTUnwrap(try Self.forward(gateway, "GET", "/v1/monitored/short").token)
+        var last: [String: Any] = [:]
+        waitFor("the HS256 token to expire", timeout: 15) {
+            last = (try? Self.verify([(short, "GET", "/v1/monitored/short", [])], environment: both))?.first ?? [:]
+            if last["ok"] as? Bool == true { usleep(300_000) }
+            return last["error"] as? String == "ExpiredSignatureError"
+        }
+        XCTAssertEqual(last["error"] as? String, "ExpiredSignatureError", "\(last)")
     }
 
     func testAClientSentTokenIsStrippedOnEveryRoute() throws {
