@@ -7,6 +7,24 @@ extension ConfigValidator {
     /// Range of `verdict_token.rotation`.
     static let verdictRotationRange: ClosedRange<Duration> = .seconds(2) ... .seconds(366 * 24 * 3600)
 
+    /// Sections generating keys under the same `store_key` share one key set, so they must agree on
+    /// its schedule (otherwise replicas would rotate it by two rules).
+    func crossCheckVerdictTokens(topLevel: VerdictTokenConfiguration?, apps: [AppConfiguration]) {
+        var first: [String: (ConfigPath, VerdictTokenConfiguration)] = [:]
+        let sections = [(ConfigPath.root.key("verdict_token"), topLevel)]
+            + apps.enumerated().map { (ConfigPath.root.key("apps").index($0.offset).key("verdict_token"), $0.element.verdictToken) }
+        for case let (path, section?) in sections {
+            guard case .generated(let storeKey, _, _)? = section.keys else { continue }
+            if let (earlier, other) = first[storeKey] {
+                if other.keys != section.keys || other.lifetime != section.lifetime {
+                    error(path.key("store_key"), "\(storeKey) is also the key set of \(earlier) with another rotation, publish_ahead or lifetime: sections sharing a key set need the same schedule (or give each its own store_key)", nil)
+                }
+            } else {
+                first[storeKey] = (path, section)
+            }
+        }
+    }
+
     /// The section at `key` of `parent`; `.some(nil)` when absent, nil when invalid (errors recorded).
     func verdictToken(_ parent: Fields, storeIsMemory: Bool) -> VerdictTokenConfiguration?? {
         guard let node = parent.node("verdict_token") else { return .some(nil) }

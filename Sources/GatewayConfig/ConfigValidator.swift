@@ -233,6 +233,7 @@ extension ConfigValidator {
                            upstreamsComplete: upstreams != nil, routes: routes.valid, routesComplete: routes.complete,
                            storeWasWritten: root.has("store")), marks: marks)
         guard let verdictToken else { return nil }
+        if let apps { crossCheckVerdictTokens(topLevel: verdictToken, apps: apps) }
         guard let listen, let admin, let readyRequiresStore, let trustedProxies, let store, let apps, let trust, let endpoints, let headers, let upstreams,
               routes.complete, let limits, let http2, let timeouts, let log else { return nil }
         var configuration = GatewayConfiguration(

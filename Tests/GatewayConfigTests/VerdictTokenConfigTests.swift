@@ -79,6 +79,10 @@ final class VerdictTokenConfigTests: XCTestCase {
             let lines = errorLines(yaml(section))
             XCTAssertTrue(lines.contains { $0.contains(expected) }, "\(section): missing \(expected) in\n\(lines.joined(separator: "\n"))")
         }
+        let shared = errorLines(yaml("verdict_token: {rotation: 24h}", app: "    verdict_token: {rotation: 48h}"))
+        XCTAssertTrue(shared.contains { $0.contains("apps[0].verdict_token.store_key: aa:verdict-keys is also the key set of verdict_token") }, "\(shared)")
+        XCTAssertNotNil(loadOK(yaml("verdict_token: {rotation: 24h}", app: "    verdict_token: {rotation: 48h, store_key: app:keys}")))
+        XCTAssertNotNil(loadOK(yaml("verdict_token: {rotation: 24h}", app: "    verdict_token: {rotation: 24h}")))
         let app = errorLines(yaml("", app: "    verdict_token: {algorithm: HS256}"))
         XCTAssertTrue(app.contains { $0.contains("apps[0].verdict_token.secret_file: required key is missing") }, "\(app)")
     }
