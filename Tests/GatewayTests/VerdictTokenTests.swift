@@ -1,11 +1,13 @@
 import AppAttest
 import AttestCrypto
+import Dispatch
 import Foundation
 @testable import Gateway
 import GatewayConfig
 import GatewayHTTP
 import GatewayRules
 import GatewayStore
+import Synchronization
 import XCTest
 
 /// Verdict tokens as the gateway writes them (`VerdictSigningKey`, `VerdictClaims`,
@@ -98,6 +100,26 @@ final class VerdictTokenTests: XCTestCase {
         XCTAssertEqual(c["exp"] as? Int, 1_767_225_660)
         XCTAssertEqual((c["jti"] as? String)?.count, 22)
         XCTAssertNil(c["reason"])
+    }
+
+    func testOneKeySignsFromManyThreadsAtOnce() throws {
+        let key = try ECPrivateKey(generatingOn: .p256)
+        let signing = try VerdictSigningKey(es256: key)
+        let publicKey = try key.publicKey()
+        let tokens = Mutex<[[UInt8]]>([])
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for i in 0..<25 {
+                if let token = try? signing.sign(payload: Array("{\"t\":\(thread),\"i\":\(i)}".utf8)) {
+                    tokens.withLock { $0.append(token) }
+                }
+            }
+        }
+        let all = tokens.withLock { $0 }
+        XCTAssertEqual(all.count, 200)
+        for token in all {
+            let parts = try Self.parts(token)
+            XCTAssertEqual(publicKey.verify(signature: try ECDSASignature.der(fromFixedWidth: parts.signature), message: parts.signingInput), .valid)
+        }
     }
 
     func testInvalidVerdictsCarryTheReasonAndNoKeyFacts() throws {
