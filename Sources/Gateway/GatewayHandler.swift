@@ -13,7 +13,8 @@ import Synchronization
 /// mode strips every header of the gateway's family from the request (any case, every copy) and sets
 /// the forwarding family (`ForwardingHeaders`); `off` routes then forward as they are; `enforce` and
 /// `monitor` routes run the `AssertionEnforcer` and forward with the verdict headers set by
-/// replacement - or, on `enforce`, answer the refusal.
+/// replacement (and, with `verdict_token`, the signed token: `VerdictTokenIssuer`) - or, on
+/// `enforce`, answer the refusal. `<prefix>/jwks.json` serves the tokens' public keys.
 final class GatewayHandler: HTTPHandler {
     typealias RequestContext = GatewayRequestContext
     typealias Destination = GatewayRequestContext.Destination
