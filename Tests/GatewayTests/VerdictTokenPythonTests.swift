@@ -23,10 +23,12 @@ final class VerdictTokenPythonTests: XCTestCase {
         let gateway: GatewayUnderTest
         var port: UInt16 { gateway.port }
 
-        init(section: String, redis useRedis: Bool) throws {
+        /// - Parameter redisDown: the redis-server is stopped before the gateway starts.
+        init(section: String, redis useRedis: Bool, redisDown: Bool = false) throws {
             cas = try TestCAs.shared()
             work = try E2EPaths.temporaryDirectory("verdict")
             redis = useRedis ? try RedisServer() : nil
+            if redisDown { redis?.stop() }
             upstream = try UpstreamProcess()
             dead = try ReservedPort()
             file = work.appendingPathComponent("gateway.yaml")
@@ -219,6 +221,35 @@ final class VerdictTokenPythonTests: XCTestCase {
         XCTAssertTrue(thumbprints.output.contains("\"mismatches\": []"), thumbprints.output)
         // One key set for the fleet, in Redis.
         XCTAssertFalse(try gateway.redis!.cli("HGET", "test:verdict-keys", "doc").isEmpty)
+    }
+
+    func testNoKeyUntilTheStoreAnswersThenKeysOutliveAnOutage() throws {
+        let gateway = try Gateway(section: """
+            verdict_token:
+              rotation: 1h
+              publish_ahead: 1s
+            """, redis: true, redisDown: true)
+        defer { gateway.stop() }
+        // Redis down since the start: no key, so monitor forwards without a token and the JWKS is empty.
+        let before = try Self.forward(gateway, "GET", "/v1/monitored/a")
+        XCTAssertEqual(before.verdict, "missing")
+        XCTAssertEqual(before.tokens, [])
+        XCTAssertEqual(try Self.jwksKids(gateway.jwksURL), [])
+        // Redis back: the gateway creates the fleet's set on its next look (every 250 ms here).
+        try gateway.redis?.start()
+        var kids: [String] = []
+        waitFor("the key set once Redis answers", timeout: 15) {
+            kids = (try? Self.jwksKids(gateway.jwksURL)) ?? []
+            return !kids.isEmpty
+        }
+        let during = try Self.forward(gateway, "GET", "/v1/monitored/b")
+        XCTAssertEqual(during.token.flatMap(Self.kid), kids.first)
+        // Redis down again: the keys in memory keep signing.
+        gateway.redis?.stop()
+        let after = try Self.forward(gateway, "GET", "/v1/monitored/c")
+        XCTAssertEqual(after.token.flatMap(Self.kid), kids.first)
+        let results = try Self.verify([(after.token ?? "", "GET", "/v1/monitored/c", [])], environment: ["VERDICT_JWKS_URL": gateway.jwksURL])
+        XCTAssertEqual(results[0]["ok"] as? Bool, true, "\(results)")
     }
 
     func testKeyFilesSignWithTheFirstPublishAllAndTokensExpire() throws {
