@@ -1,12 +1,17 @@
 internal import COpenSSL
+import Synchronization
 
 /// An EC private key on P-256 or P-384 for the **signing side** (the software device / simulator and
 /// test CAs): generation, PKCS#8 import/export, ECDSA signing with SHA-256 or SHA-384.
 ///
 /// Signatures are DER `ECDSA-Sig-Value` (SEC 1), randomized by OpenSSL (no two are alike).
-/// **Thread-safe**: immutable after init; each signature uses its own `EVP_MD_CTX`/`EVP_PKEY_CTX`.
-public final class ECPrivateKey: @unchecked Sendable {  // immutable; OpenSSL 3 EVP_PKEY is safe for concurrent read use
+/// **Thread-safe**: the key is immutable after init. A signature borrows the key's cached,
+/// sign-initialised `EVP_PKEY_CTX` when `signLock` is free (no per-call context setup: the gateway
+/// signs a verdict token per forwarded request); otherwise it makes its own from the shared `EVP_PKEY`.
+public final class ECPrivateKey: @unchecked Sendable {  // EVP_PKEY immutable (safe for concurrent use); the cached EVP_PKEY_CTX is guarded by `signLock`
     let pkey: OpaquePointer
+    /// A sign-initialised context reused by one caller at a time.
+    private let signLock = Mutex<OpaquePointer?>(nil)
     /// The key's curve.
     public let curve: ECCurve
     /// The public point `04 || X || Y` (65 bytes on P-256, 97 on P-384).
@@ -61,7 +66,12 @@ public final class ECPrivateKey: @unchecked Sendable {  // immutable; OpenSSL 3 
         self.curve = curve
     }
 
-    deinit { EVP_PKEY_free(pkey) }
+    deinit {
+        signLock.withLock { context in
+            if let context { EVP_PKEY_CTX_free(context) }
+        }
+        EVP_PKEY_free(pkey)
+    }
 
     /// The public half as a `P256PublicKey` (P-256 keys only).
     public func publicKey() throws -> P256PublicKey {
@@ -97,6 +107,18 @@ public final class ECPrivateKey: @unchecked Sendable {  // immutable; OpenSSL 3 
     /// pre-hashed digest) and for callers that hash incrementally.
     public func signature(forDigest digest: [UInt8]) throws -> [UInt8] {
         guard !digest.isEmpty else { throw CryptoError.invalidArgument("empty digest") }
+        // Fast path: the cached context, if no other thread is using it.
+        let cached: [UInt8]?? = signLock.withLockIfAvailable { context -> [UInt8]? in
+            if context == nil {
+                guard let fresh = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else { return nil }
+                guard EVP_PKEY_sign_init(fresh) == 1 else { EVP_PKEY_CTX_free(fresh); return nil }
+                context = fresh
+            }
+            guard let ctx = context else { return nil }
+            return ECPrivateKey.sign(ctx, digest)
+        }
+        if let cached, let signature = cached { return signature }
+        ERR_clear_error()
         let ctx = try OpenSSLHandle(EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil), "EVP_PKEY_CTX_new_from_pkey") { EVP_PKEY_CTX_free($0) }
         return try ctx.withPointer { c in
             guard EVP_PKEY_sign_init(c) == 1 else { throw CryptoError.openSSLFailure("EVP_PKEY_sign_init") }
@@ -111,5 +133,16 @@ public final class ECPrivateKey: @unchecked Sendable {  // immutable; OpenSSL 3 
             guard rc == 1 else { throw CryptoError.openSSLFailure("EVP_PKEY_sign") }
             return Array(out.prefix(length))
         }
+    }
+
+    /// One ECDSA signature over `digest` with an initialised context; nil when OpenSSL fails.
+    private static func sign(_ ctx: OpaquePointer, _ digest: [UInt8]) -> [UInt8]? {
+        var length = 0
+        guard digest.withUnsafeBufferPointer({ EVP_PKEY_sign(ctx, nil, &length, $0.baseAddress, $0.count) }) == 1 else { return nil }
+        var out = [UInt8](repeating: 0, count: length)
+        let rc = out.withUnsafeMutableBufferPointer { o in
+            digest.withUnsafeBufferPointer { EVP_PKEY_sign(ctx, o.baseAddress, &length, $0.baseAddress, $0.count) }
+        }
+        return rc == 1 ? Array(out.prefix(length)) : nil
     }
 }

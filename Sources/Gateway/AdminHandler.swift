@@ -15,6 +15,8 @@ import Synchronization
 ///   `{"ready":false,"status":"draining",...}`. Never any store error text (unauthenticated callers):
 ///   the details are in the `store_unavailable` log line.
 /// - `GET /metrics`: Prometheus text.
+/// - `GET /jwks.json`: the verdict tokens' public keys (`VerdictTokenIssuer.jwks`), when
+///   `verdict_token` is configured; 404 otherwise.
 ///
 /// No per-request context (`Void`): nothing is logged per admin request.
 final class AdminHandler: HTTPHandler {
@@ -32,9 +34,13 @@ final class AdminHandler: HTTPHandler {
     /// Configuration reload counters (nil: not exposed).
     let reloads: ConfigReloadStatistics?
     private let draining = Atomic<Bool>(false)
+    /// `GET /jwks.json`: the verdict tokens' public keys of the tables in force (nil answer: 404).
+    let jwks: (@Sendable () -> HTTPResponse?)?
 
     init(store: any AttestStore, metrics: GatewayMetrics, keys: KeyCache, accessLog: AccessLog? = nil,
-         storeHealth: StoreHealth, readyRequiresStore: Bool = false, reloads: ConfigReloadStatistics? = nil) {
+         storeHealth: StoreHealth, readyRequiresStore: Bool = false, reloads: ConfigReloadStatistics? = nil,
+         jwks: (@Sendable () -> HTTPResponse?)? = nil) {
+        self.jwks = jwks
         self.storeHealth = storeHealth
         self.readyRequiresStore = readyRequiresStore
         self.accessLog = accessLog
@@ -101,6 +107,8 @@ final class AdminHandler: HTTPHandler {
             }
             if let reloads { text += reloads.prometheusText() }
             responder.respond(HTTPResponse(status: 200, headers: headers, body: Array(text.utf8)))
+        case "/jwks.json" where jwks?() != nil:
+            responder.respond(jwks?() ?? AdminHandler.json(404, [("error", "not_found")]))
         default:
             responder.respond(AdminHandler.json(404, [("error", "not_found")]))
         }

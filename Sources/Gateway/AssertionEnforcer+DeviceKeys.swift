@@ -39,7 +39,7 @@ extension AssertionEnforcer {
 
     /// Verifies a device key's signature over `clientData`, then commits the challenge.
     func verifySignatureAndCommit(key: CachedKey, keyId: KeyID, challenge: Challenge, signature: [UInt8],
-                                  clientData: [UInt8], route: CompiledRoute, shard: Int, enforced: Bool,
+                                  clientData: [UInt8], bodySHA256: [UInt8], route: CompiledRoute, shard: Int, enforced: Bool,
                                   completion: @escaping @Sendable (Decision) -> Void) {
         // The key is known: every answer from here on carries the next challenge (when on).
         let finish: @Sendable (Decision) -> Void = { [self] decision in
@@ -65,6 +65,8 @@ extension AssertionEnforcer {
                 report.keyIdBase64 = key.keyIdBase64
                 report.environment = key.platformAttested ? key.environment.rawValue : nil
                 addTier(of: key, route: route, to: &report)
+                report.appId = key.app.appId
+                report.bodySHA256 = bodySHA256
                 finish(Decision(report: report, refusal: nil))
             case .success(.refused(let refusal)):
                 if refusal == .keyUnknown { keys.remove(keyId) }

@@ -149,8 +149,8 @@ final class AssertionEnforcer: Sendable {
 
         let proceed: @Sendable (CachedKey) -> Void = { [self] key in
             verifyAndCommit(key: key, keyId: keyId, challenge: challenge, assertion: assertion, clientData: clientData,
-                            route: route, deviceSignature: deviceSignature, shard: shard, enforced: enforced,
-                            completion: completion)
+                            bodySHA256: bodyHash, route: route, deviceSignature: deviceSignature, shard: shard,
+                            enforced: enforced, completion: completion)
         }
         if let cached = keys.get(keyId, shard: shard) {
             proceed(cached)
@@ -181,7 +181,8 @@ final class AssertionEnforcer: Sendable {
     }
 
     private func verifyAndCommit(key: CachedKey, keyId: KeyID, challenge: Challenge, assertion: [UInt8],
-                                 clientData: [UInt8], route: CompiledRoute, deviceSignature: Bool, shard: Int, enforced: Bool,
+                                 clientData: [UInt8], bodySHA256: [UInt8], route: CompiledRoute, deviceSignature: Bool,
+                                 shard: Int, enforced: Bool,
                                  completion: @escaping @Sendable (Decision) -> Void) {
         // Refusals before the commit: the key is known (cache or store), so they carry the next challenge.
         let refuse: (Refusal) -> Void = { [self] refusal in
@@ -209,7 +210,7 @@ final class AssertionEnforcer: Sendable {
         }
         if deviceSignature {
             verifySignatureAndCommit(key: key, keyId: keyId, challenge: challenge, signature: assertion, clientData: clientData,
-                                     route: route, shard: shard, enforced: enforced, completion: completion)
+                                     bodySHA256: bodySHA256, route: route, shard: shard, enforced: enforced, completion: completion)
             return
         }
 
@@ -252,6 +253,8 @@ final class AssertionEnforcer: Sendable {
                     report.environment = key.environment.rawValue
                     report.signals = verified.signals
                     addTier(of: key, route: route, to: &report)
+                    report.appId = key.app.appId
+                    report.bodySHA256 = bodySHA256
                     if let checked {
                         report.signalDecisions = checked.decisions
                         report.signalPolicy = checked.monitored

@@ -13,8 +13,10 @@ import Synchronization
 /// mode strips every header of the gateway's family from the request (any case, every copy) and sets
 /// the forwarding family (`ForwardingHeaders`); `off` routes then forward as they are; `enforce` and
 /// `monitor` routes run the `AssertionEnforcer` and forward with the verdict headers set by
-/// replacement - or, on `enforce`, answer the refusal. Either answer carries the decision's next
-/// challenge (`NextChallengeHeaders`); upstream copies of those fields are dropped on every route.
+/// replacement (and, with `verdict_token`, the signed token: `VerdictTokenIssuer`) - or, on
+/// `enforce`, answer the refusal. Either answer carries the decision's next challenge
+/// (`NextChallengeHeaders`); upstream copies of those fields are dropped on every route.
+/// `<prefix>/jwks.json` serves the tokens' public keys.
 final class GatewayHandler: HTTPHandler {
     typealias RequestContext = GatewayRequestContext
     typealias Destination = GatewayRequestContext.Destination
@@ -65,6 +67,8 @@ final class GatewayHandler: HTTPHandler {
             return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:register")
         case .unknownEndpoint:
             return refuse(.unknownEndpoint, destination, tables, identity, route: "endpoint:unknown")
+        case .jwksEndpoint:
+            return jwksHead(head, destination, tables, identity)
         case .noRoute:
             return refuse(.noRoute, destination, tables, identity, route: nil)
         case .route(let index):
@@ -94,7 +98,7 @@ final class GatewayHandler: HTTPHandler {
             tables.registration.register(request) { response, log in
                 responder.respond(context.identity?.echo(on: response) ?? response, context: context.logging(log))
             }
-        case .unknownEndpoint:
+        case .unknownEndpoint, .jwksEndpoint:
             responder.respond(render(.unknownEndpoint, tables, context.identity))
         case .noRoute:
             responder.respond(render(.noRoute, tables, context.identity))
@@ -146,6 +150,7 @@ final class GatewayHandler: HTTPHandler {
     private static let renewSuffix = Array("/renew".utf8)
     private static let forgetSuffix = Array("/forget".utf8)
     private static let registerSuffix = Array("/register".utf8)
+    private static let jwksSuffix = Array("/jwks.json".utf8)
 
     /// Where a request goes: the endpoints take precedence over routes (Config/REFERENCE.md).
     /// Called once per request, by `headDecision`.
@@ -160,6 +165,7 @@ final class GatewayHandler: HTTPHandler {
                 if rest.elementsEqual(GatewayHandler.renewSuffix) { return .lifecycleEndpoint(.renew) }
                 if rest.elementsEqual(GatewayHandler.forgetSuffix) { return .lifecycleEndpoint(.forget) }
                 if rest.elementsEqual(GatewayHandler.registerSuffix) { return .registerEndpoint }
+                if rest.elementsEqual(GatewayHandler.jwksSuffix), tables.verdictTokens != nil { return .jwksEndpoint }
                 return .unknownEndpoint
             }
         }
@@ -235,6 +241,13 @@ final class GatewayHandler: HTTPHandler {
             report.cohort = cohort
             report.apply(to: &permitted.headers, names: names)
             permitted.responseHeadFilter = NextChallengeHeaders.filter(decision.next)
+            if let tokens = tables.verdictTokens,
+               tokens.attach(to: &permitted.headers, report: report, request: request, riskHeader: names.riskMetric) == .noKey,
+               enforced, route.config.onStoreError != .failOpen {
+                // No signing key yet (generated keys not read from the store): as a store outage.
+                responder.respond(render(.storeUnavailable, tables, context.identity), context: context)
+                return
+            }
             if decision.report.verdict == .valid, let keyId = decision.report.keyId {
                 permitted.upstreamFailureAnswer = upstreamFailureAnswer(keyId: keyId, next: decision.next, tables: tables,
                                                                         identity: context.identity)
@@ -281,6 +294,16 @@ final class GatewayHandler: HTTPHandler {
             identity.apply(to: &forward.headers)
             forward.responseField = (RequestIdentity.requestIDField, identity.requestID)
         }
+    }
+
+    /// `{prefix}/jwks.json` answers GET and HEAD with the verdict tokens' public keys.
+    private func jwksHead(_ head: HTTPRequestHead, _ destination: Destination, _ tables: GatewayTables,
+                          _ identity: RequestIdentity) -> HTTPHeadDecision<GatewayRequestContext> {
+        guard head.method == .get || head.method == .head, let tokens = tables.verdictTokens else {
+            return refuse(.methodNotAllowed, destination, tables, identity, route: "endpoint:jwks")
+        }
+        return .respond(identity.echo(on: tokens.jwksResponse()), context: GatewayRequestContext(
+            destination: destination, tables: tables, log: RequestLogContext(route: "endpoint:jwks"), identity: identity))
     }
 
     /// The gateway's endpoints take POST, within the client's rate limit.

@@ -9,6 +9,8 @@ struct GatewayRequestContext: Sendable {
         case lifecycleEndpoint(KeyLifecycleAction)
         /// `<prefix>/register` (device keys).
         case registerEndpoint
+        /// `{prefix}/jwks.json`: the verdict tokens' public keys (`VerdictTokenIssuer`).
+        case jwksEndpoint
         /// The index of the first matching route in `tables.routes`.
         case route(Int)
     }

@@ -158,7 +158,8 @@ public final class GatewayRuntime: Sendable {
         serverConfiguration.handoverSettle = GatewayRuntime.handoverSettle
         server = HTTPServer(configuration: serverConfiguration, group: group, handler: handler)
         adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys, accessLog: accessLog,
-                                    storeHealth: storeHealth, readyRequiresStore: config.readyRequiresStore, reloads: reloads)
+                                    storeHealth: storeHealth, readyRequiresStore: config.readyRequiresStore, reloads: reloads,
+                                    jwks: { [tables] in tables.latestTables.verdictTokens?.jwksResponse() })
         if let admin = config.admin {
             adminServer = HTTPServer(configuration: HTTPServerConfiguration(listeners: [HTTPListenerConfiguration(GatewayRuntime.listenAddress(admin))]),
                                      group: group, handler: adminHandler)
@@ -257,6 +258,7 @@ public final class GatewayRuntime: Sendable {
         adminHandler.beginDraining()
         let grace = GatewayRuntime.seconds(loaded.configuration.timeouts.drain)
         let pools = tables.latestTables.pools.values.map { $0.pool }
+        tables.latestTables.verdictTokens?.signers.forEach { $0.stop() }
         let adminServer = self.adminServer
         let store = self.store
         let accessLog = self.accessLog

@@ -36,6 +36,8 @@ final class GatewayTables: Sendable {
     let logAccess: Bool
     /// The upstream pools by upstream name.
     let pools: [String: UpstreamPoolLease]
+    /// Signed verdicts (`verdict_token`), nil when no section is configured.
+    let verdictTokens: VerdictTokenIssuer?
     /// The rate limit the limiter was made for (a reload with the same one keeps its buckets).
     private let rateLimit: EndpointsConfiguration.RateLimit?
 
@@ -120,5 +122,13 @@ final class GatewayTables: Sendable {
             }
         }
         logAccess = config.log.access
+        do {
+            verdictTokens = try VerdictTokenIssuer.make(configuration: config, clock: clock, store: store, events: events,
+                                                        previous: previous?.verdictTokens)
+        } catch let error as GatewayStartupError {
+            throw error
+        } catch {
+            throw GatewayStartupError("verdict_token: \(error)")
+        }
     }
 }

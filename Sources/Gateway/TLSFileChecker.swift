@@ -12,7 +12,8 @@ import Glibc
 /// certificate, an unusable key, a key that does not match the leaf, a chain out of order, an
 /// expired or not yet valid certificate; warnings for a certificate expiring within 30 days and a
 /// leaf without subjectAltName. Upstream CA bundles: an error when the bundle cannot be loaded as
-/// trust anchors (what the running gateway would do with it).
+/// trust anchors (what the running gateway would do with it). Verdict-token key files: an error
+/// unless the file holds an unencrypted PEM P-256 private key.
 public enum TLSFileChecker {
     /// The problems of `reference`'s files at `now` (seconds since 1970, default the system clock).
     public static func check(_ reference: TLSFileReference, now: Int64 = Int64(time(nil))) -> [ConfigIssue] {
@@ -21,6 +22,8 @@ public enum TLSFileChecker {
             return TLSCertificateCheck.problems(chainPath: pair.chain, keyPath: pair.key, now: now).map { problem in
                 reference.issue(problem.severity == .error ? .error : .warning, problem.description)
             }
+        case .signingKey(let path):
+            return VerdictTokenSigner.keyFileProblem(path).map { [reference.issue(.error, $0)] } ?? []
         case .certificateAuthorities(let path):
             do {
                 _ = try TLSClientContext(settings: TLSClientSettings(caPath: path))

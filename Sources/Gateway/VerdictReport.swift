@@ -34,6 +34,11 @@ struct VerdictReport: Sendable {
     var signalPolicy: [String] = []
     /// `enforced` or `monitored` on routes with `enforce_percent`, for `App-Attest-Cohort`.
     var cohort: String?
+    /// The key's App ID (valid only; selects the app's `verdict_token` section).
+    var appId: String?
+    /// SHA-256 of the body as the client-data binding computed it (the verdict token's body digest),
+    /// when the enforcer got that far.
+    var bodySHA256: [UInt8]?
 
     init(_ verdict: Verdict, reason: String? = nil, keyId: KeyID? = nil) {
         self.verdict = verdict

@@ -17,6 +17,8 @@ public struct AppConfiguration: Sendable, Hashable {
     /// Policy on the iOS 27 signals of this app's assertions (`signals`), on every route (a route's
     /// own `signals` replace it signal by signal).
     public var signals: SignalPolicy?
+    /// Signed verdicts for this app's keys (`apps[].verdict_token`); nil: the top-level section applies.
+    public var verdictToken: VerdictTokenConfiguration?
 
     /// Creates an app entry.
     public init(appID: AppID, environment: EnvironmentPolicy = .production, signals: SignalPolicy? = nil) {

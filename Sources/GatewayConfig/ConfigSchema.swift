@@ -30,19 +30,20 @@ enum ConfigSchema {
         case http2 = "http2"
         case timeouts = "timeouts"
         case log = "log"
+        case verdictToken = "verdict_token"
     }
 
     /// Keys of each section, in documentation order.
     static func keys(_ section: Section) -> [String] {
         switch section {
-        case .root: return ["listen", "admin", "tls", "trusted_proxies", "store", "apps", "trust", "endpoints", "headers", "upstreams", "routes", "limits", "http2", "timeouts", "log"]
+        case .root: return ["listen", "admin", "tls", "trusted_proxies", "store", "apps", "trust", "endpoints", "headers", "upstreams", "routes", "limits", "http2", "timeouts", "log", "verdict_token"]
         case .listener: return ["address", "tls", "proxy_protocol"]
         case .listenerTLS: return ["certificates", "min_version"]
         case .certificate: return ["chain", "key"]
         case .admin: return ["address", "ready_requires_store"]
         case .store: return ["url", "username", "password", "password_file", "command_timeout", "connect_timeout"]
         case .app: return ["app_id", "environment", "registration_ttl", "account_header", "account_key", "account_key_file",
-                           "max_keys_per_account", "integrity_refuse", "integrity_lower", "signals"]
+                           "max_keys_per_account", "integrity_refuse", "integrity_lower", "signals", "verdict_token"]
         case .trust: return ["extra_roots"]
         case .endpoints: return ["prefix", "challenge_ttl", "challenge_bytes", "rate_limit", "next_challenge", "fleet_attest_rate"]
         case .rateLimit: return ["requests_per_second", "burst"]
@@ -62,6 +63,7 @@ enum ConfigSchema {
         case .http2: return ["max_concurrent_streams", "initial_window_size", "max_header_list_size"]
         case .timeouts: return ["header", "body", "idle", "drain", "tls_handshake"]
         case .log: return ["access", "format", "level"]
+        case .verdictToken: return ["algorithm", "lifetime", "issuer", "key_files", "rotation", "publish_ahead", "store_key", "secret", "secret_file", "key_id"]
         }
     }
 

@@ -128,7 +128,7 @@ extension ConfigValidator {
 
     // MARK: apps
 
-    func apps(_ root: Fields, marks: inout Marks) -> [AppConfiguration]? {
+    func apps(_ root: Fields, marks: inout Marks, storeIsMemory: Bool = true) -> [AppConfiguration]? {
         let path = root.path.key("apps")
         guard let node = root.node("apps") else {
             missing(root, "apps", ": list at least one app (- app_id: TEAMID.bundle.id) whose keys may attest")
@@ -163,11 +163,13 @@ extension ConfigValidator {
             }
             let environment = optional(f, "environment", default: EnvironmentPolicy.production) { choice($0, $1, EnvironmentPolicy.self) }
             let signals: SignalPolicy?? = f.node("signals").map { signalPolicy($0, itemPath.key("signals")).map { .some($0) } } ?? .some(nil)
-            guard let appID, let environment, let signals else { ok = false; continue }
+            let verdictToken = self.verdictToken(f, storeIsMemory: storeIsMemory)
+            guard let appID, let environment, let signals, let verdictToken else { ok = false; continue }
             if environment == .any {
                 warn(itemPath.key("environment"), "\(appID) accepts development keys too (builds signed for development in Xcode); use production outside tests", f.mark("environment"))
             }
             var app = AppConfiguration(appID: appID, environment: environment, signals: signals)
+            app.verdictToken = verdictToken
             guard appLifecycle(f, itemPath, into: &app) else { ok = false; continue }
             guard let integrity = integrityPolicy(f, itemPath) else { ok = false; continue }
             app.integrity = integrity

@@ -215,7 +215,10 @@ extension ConfigValidator {
         }
         let trustedProxies = trustedProxies(root)
         let store = store(root)
-        let apps = apps(root, marks: &marks)
+        var storeIsMemory = true
+        if case .redis = store?.kind { storeIsMemory = false }
+        let apps = apps(root, marks: &marks, storeIsMemory: storeIsMemory)
+        let verdictToken = self.verdictToken(root, storeIsMemory: storeIsMemory)
         let trust = trust(root)
         let endpoints = endpoints(root)
         let headers = headers(root)
@@ -229,12 +232,15 @@ extension ConfigValidator {
         crossCheck(Partial(listen: listen?.map(\.address), admin: admin, store: store, apps: apps, endpoints: endpoints,
                            upstreamsComplete: upstreams != nil, routes: routes.valid, routesComplete: routes.complete,
                            storeWasWritten: root.has("store")), marks: marks)
+        guard let verdictToken else { return nil }
+        if let apps { crossCheckVerdictTokens(topLevel: verdictToken, apps: apps) }
         guard let listen, let admin, let readyRequiresStore, let trustedProxies, let store, let apps, let trust, let endpoints, let headers, let upstreams,
               routes.complete, let limits, let http2, let timeouts, let log else { return nil }
         var configuration = GatewayConfiguration(
             listen: listen, admin: admin, trustedProxies: trustedProxies, store: store, apps: apps, trust: trust, endpoints: endpoints, headers: headers,
             upstreams: upstreams, routes: routes.valid.map(\.0), limits: limits, http2: http2, timeouts: timeouts, log: log)
         configuration.readyRequiresStore = readyRequiresStore
+        configuration.verdictToken = verdictToken
         return errors.isEmpty ? configuration : nil
     }
 

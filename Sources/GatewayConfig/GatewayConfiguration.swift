@@ -42,6 +42,8 @@ public struct GatewayConfiguration: Sendable, Hashable {
     public var timeouts: TimeoutsConfiguration
     /// Logging (`log`).
     public var log: LogConfiguration
+    /// Signed verdicts (`verdict_token`; nil: none, the default). Apps may have their own.
+    public var verdictToken: VerdictTokenConfiguration?
 
     /// Creates a configuration from parts (tests, tools). No validation happens here: configurations
     /// from files come from `load(path:)` / `parse(yaml:baseDirectory:)`.

@@ -13,6 +13,9 @@ public struct TLSFileReference: Sendable, Hashable {
         case certificate(TLSCertificatePair)
         /// An upstream's PEM bundle of CA certificates (`upstreams.NAME.tls.ca`).
         case certificateAuthorities(String)
+        /// A PEM P-256 private key that signs verdict tokens (`verdict_token.key_files[N]`; checked
+        /// by the same file checker, though not a TLS file).
+        case signingKey(String)
     }
 
     /// Key path of the entry that names the files: `listen[1].tls.certificates[0]` (a
@@ -34,7 +37,7 @@ public struct TLSFileReference: Sendable, Hashable {
     public var filePaths: [String] {
         switch files {
         case .certificate(let pair): return pair.chain == pair.key ? [pair.chain] : [pair.chain, pair.key]
-        case .certificateAuthorities(let path): return [path]
+        case .certificateAuthorities(let path), .signingKey(let path): return [path]
         }
     }
 
