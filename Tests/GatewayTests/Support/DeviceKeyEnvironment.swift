@@ -134,6 +134,20 @@ final class DeviceKeyEnvironment: GatewayClient, @unchecked Sendable {  // immut
     func redisKeys(kid: String) throws -> [String] {
         try redisCLI("KEYS", "aa:{\(base64URL(kid))}:*").split(separator: "\n").map(String.init).sorted()
     }
+
+    /// The Redis keys of `kid` after a `201` of `/register`, without the key's first `assert`
+    /// challenge that the answer carries in `App-Attest-Next-Challenge` (fails the test when that
+    /// challenge is missing from the answer or from Redis, or has another purpose).
+    func redisKeys(kid: String, besidesNextChallengeOf reply: HTTPReply, file: StaticString = #filePath,
+                   line: UInt = #line) throws -> [String] {
+        guard let next = reply.header("App-Attest-Next-Challenge") else {
+            XCTFail("the 201 carries no next challenge: \(reply)", file: file, line: line)
+            return try redisKeys(kid: kid)
+        }
+        let name = "aa:{\(base64URL(kid))}:ch:\(base64URL(next))"
+        XCTAssertEqual(try redisCLI("HGET", name, "p"), "assert", "the next challenge is pending for assertions", file: file, line: line)
+        return try redisKeys(kid: kid).filter { $0 != name }
+    }
 }
 
 extension RefDevice {
