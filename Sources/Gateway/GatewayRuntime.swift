@@ -331,6 +331,7 @@ public final class GatewayRuntime: Sendable {
             var redis = RedisStore.Configuration(url: url)
             redis.commandTimeout = Int(millis(configuration.commandTimeout))
             redis.connectTimeout = Int(millis(configuration.connectTimeout))
+            redis.waitReplicas = configuration.waitReplicas
             redis.loops = loops
             redis.onConnectionHealth = onConnectionHealth
             do {

@@ -36,7 +36,7 @@ enum ConfigSchema {
         case .listenerTLS: return ["certificates", "min_version"]
         case .certificate: return ["chain", "key"]
         case .admin: return ["address", "ready_requires_store"]
-        case .store: return ["url", "username", "password", "password_file", "command_timeout", "connect_timeout"]
+        case .store: return ["url", "username", "password", "password_file", "command_timeout", "connect_timeout", "wait_replicas"]
         case .app: return ["app_id", "environment"]
         case .trust: return ["extra_roots"]
         case .endpoints: return ["prefix", "challenge_ttl", "challenge_bytes", "rate_limit"]

@@ -27,9 +27,11 @@ import Synchronization
 ///   `MOVED`/`ASK` are followed and `TRYAGAIN`/`CLUSTERDOWN`/a down node are retried within the command
 ///   timeout (`RedisClusterAttempt`). Scripts are loaded on every node at connect; `NOSCRIPT` falls
 ///   back to `EVAL` as for one server.
-/// - Durability (`waitReplicas` N > 0): an accepted commit (and an audited revocation) is followed by
-///   `WAIT N` on the same connection; fewer than N acknowledgements within half the command timeout
-///   completes as unavailable (the commit is done, but the request is not forwarded).
+/// - Durability (`waitReplicas` N > 0): every write the store acknowledges (an issued challenge, an
+///   accepted registration, an accepted commit, a revocation) is followed by `WAIT N <half the command
+///   timeout>` on the connection that made it; fewer than N acknowledgements complete as unavailable
+///   (the write is done but may be lost with its primary: the request is not forwarded). `WAIT`
+///   holds back the commands pipelined after it on that connection until it returns.
 /// - Operations: run Redis with `maxmemory-policy noeviction` (key records must never be evicted) and
 ///   persistence suited to the replay guarantees you need (`appendonly yes`, `appendfsync always` keeps
 ///   every acknowledged counter across a restart).
@@ -234,10 +236,12 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         args.append(purpose.rawValue.utf8)
         args.append(decimal: expiresAt)
         args.append(decimal: ttl)
-        runScript(.issue, keys: [schema.challengeName(keyId, challenge)], args: args) { result in
-            completion(result.flatMap { reply in
+        runScriptRouted(.issue, keys: [schema.challengeName(keyId, challenge)], args: args) { [self] result, connection in
+            let issued: Result<Void, StoreUnavailable> = result.flatMap { reply in
                 reply == .integer(1) ? .success(()) : .failure(RedisStore.unexpected(reply))
-            })
+            }
+            guard case .success = issued, waitReplicas > 0 else { return completion(issued) }
+            afterReplicas((), on: connection, completion: completion)
         }
     }
 
@@ -248,13 +252,15 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         args.append(decimal: now)
         RedisKeySchema.appendFields(of: record, to: &args)
         let keys = [schema.keyRecordName(record.keyId), schema.challengeName(record.keyId, challenge)]
-        runScript(.register, keys: keys, args: args) { result in
-            completion(result.flatMap { reply in
+        runScriptRouted(.register, keys: keys, args: args) { [self] result, connection in
+            let registered: Result<StoreOutcome<Void>, StoreUnavailable> = result.flatMap { reply in
                 guard case .bulk(let code) = reply else { return .failure(RedisStore.unexpected(reply)) }
                 if reply.isText("ok") { return .success(.accepted(())) }
                 guard let refusal = RedisStore.refusal(code) else { return .failure(RedisStore.unexpected(reply)) }
                 return .success(.refused(refusal))
-            })
+            }
+            guard case .success(.accepted) = registered, waitReplicas > 0 else { return completion(registered) }
+            afterReplicas(StoreOutcome<Void>.accepted(()), on: connection, completion: completion)
         }
     }
 
@@ -289,8 +295,10 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
 
     /// See `AttestStore.revokeKey` (one Lua script).
     public func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
-        runScript(.revoke, keys: [schema.keyRecordName(keyId)], args: RedisCommand(capacity: 0)) { result in
-            completion(result.flatMap(RedisStore.decodeFlag))
+        runScriptRouted(.revoke, keys: [schema.keyRecordName(keyId)], args: RedisCommand(capacity: 0)) { [self] result, connection in
+            let revoked = result.flatMap(RedisStore.decodeFlag)
+            guard case .success(true) = revoked, waitReplicas > 0 else { return completion(revoked) }
+            afterReplicas(true, on: connection, completion: completion)
         }
     }
 

@@ -85,6 +85,16 @@ public final class RedisCluster: @unchecked Sendable {  // `children` is mutated
         try ChildProcess.run("redis-cli", ["-p", String(port)] + arguments).output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Runs several commands on one connection to `port` (e.g. `[["READONLY"], ["HGET", key, field]]` to
+    /// read from a replica, `[["ASKING"], ...]` on an importing node); the output of the last one.
+    /// Arguments must not contain spaces or quotes.
+    public func cli(_ port: UInt16, session: [[String]]) throws -> String {
+        let script = session.map { $0.joined(separator: " ") + "\n" }.joined()
+        let lines = try ChildProcess.run("redis-cli", ["-p", String(port)], stdin: Data(script.utf8)).output
+            .split(whereSeparator: \.isNewline)
+        return lines.last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+    }
+
     /// Runs `redis-cli -c` (following redirects) against a live node.
     public func cliFollowing(_ arguments: [String]) throws -> String {
         let port = try liveNode()
@@ -249,5 +259,25 @@ public enum SharedRedisCluster {
         lock.lock(); defer { lock.unlock() }
         shared?.stop()
         shared = nil
+    }
+}
+
+extension RedisCluster {
+    /// The node ID of the node on `port` (`CLUSTER MYID`).
+    public func nodeID(_ port: UInt16) throws -> String { try cli(port, ["CLUSTER", "MYID"]) }
+
+    /// The slots the primary on `port` serves, ascending (from `CLUSTER NODES`).
+    public func slots(of port: UInt16) throws -> [Int] {
+        for line in try cli(try liveNode(), ["CLUSTER", "NODES"]).split(whereSeparator: \.isNewline) {
+            let fields = line.split(separator: " ")
+            guard fields.count > 8, fields[1].split(separator: "@")[0].hasSuffix(":\(port)") else { continue }
+            var slots: [Int] = []
+            for range in fields[8...] where !range.hasPrefix("[") {
+                let bounds = range.split(separator: "-").compactMap { Int($0) }
+                if let low = bounds.first, let high = bounds.last { slots.append(contentsOf: low...high) }
+            }
+            return slots.sorted()
+        }
+        return []
     }
 }
