@@ -115,12 +115,18 @@ final class RedisClusterRouter: @unchecked Sendable {  // every mutable field is
         }
     }
 
-    /// The primaries of this loop's map (on the loop).
+    /// The primaries of this loop's map (on the loop); while no map is known yet, waits for one (at
+    /// most the command timeout).
     func primaries(completion: @escaping @Sendable ([RedisURL.Endpoint]) -> Void) {
-        loop.queue.async { [self] in
-            syncTable()
-            completion(table.primaries)
-        }
+        let deadline = EventLoop.now() &+ commandTimeout
+        loop.queue.async { [self] in awaitPrimaries(deadline: deadline, completion: completion) }
+    }
+
+    private func awaitPrimaries(deadline: UInt64, completion: @escaping @Sendable ([RedisURL.Endpoint]) -> Void) {
+        syncTable()
+        guard table.primaries.isEmpty, !closed, EventLoop.now() < deadline else { return completion(table.primaries) }
+        refresh()
+        loop.queue.asyncAfter(deadline: .now() + .milliseconds(10)) { [self] in awaitPrimaries(deadline: deadline, completion: completion) }
     }
 
     /// Sends a command to one given node (no redirects followed).

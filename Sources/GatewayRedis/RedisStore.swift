@@ -463,7 +463,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
             case .success(.integer(let acknowledged)) where acknowledged >= Int64(wanted):
                 completion(.success(value))
             case .success(.integer(let acknowledged)):
-                completion(.failure(StoreUnavailable(.errorReply("WAIT"), detail: "\(acknowledged) of \(wanted) replicas acknowledged the commit")))
+                completion(.failure(StoreUnavailable(.errorReply("WAIT"), detail: "\(acknowledged) of \(wanted) replicas acknowledged the write")))
             case .success(let reply):
                 completion(.failure(RedisStore.unexpected(reply)))
             case .failure(let error):

@@ -142,14 +142,21 @@ final class RedisClusterStoreTests: XCTestCase {
 
         // Two replicas cannot acknowledge: the commit is done, but it completes as unavailable.
         let (_, two) = try makeStore(cluster.url, waitReplicas: 2)
-        let challenge = try two.issueAssert(record.keyId)
+        let challenge = try one.issueAssert(record.keyId)
         let result = try two.wait("commitAssertion") { done in
             two.store.commitAssertion(keyId: record.keyId, challenge: challenge, counter: 2, window: 0, now: two.baseNow, completion: done)
         }
         guard case .failure(let error) = result else { return XCTFail("accepted without two replicas: \(result)") }
         XCTAssertEqual(error.reason, .errorReply("WAIT"), "\(error)")
         XCTAssertEqual(try cluster.cli(owner, ["HGET", key, "ctr"]), "2", "the commit ran; only its durability is unknown")
-        try two.expectCommit(record.keyId, challenge, counter: 2, now: two.baseNow, refused: .challengeUnknown)
+        try one.expectCommit(record.keyId, challenge, counter: 2, now: one.baseNow, refused: .challengeUnknown)
+        // Every acknowledged write waits: a challenge too.
+        let refused = try two.wait("issueChallenge") { done in
+            two.store.issueChallenge(try two.randomChallenge(), keyId: record.keyId, purpose: .assert, expiresAt: two.baseNow + 60_000,
+                                     now: two.baseNow, completion: done)
+        }
+        guard case .failure(let issueError) = refused else { return XCTFail("challenge acknowledged without two replicas") }
+        XCTAssertEqual(issueError.reason, .errorReply("WAIT"))
     }
 
     func testKeyWalkVisitsEveryPrimary() throws {
