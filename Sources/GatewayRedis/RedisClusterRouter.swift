@@ -33,6 +33,8 @@ final class RedisClusterRouter: @unchecked Sendable {  // every mutable field is
     private var connections: [RedisURL.Endpoint: RedisConnection] = [:]
     private var nodeHealth: [RedisURL.Endpoint: (RedisConnectionHealth, String)] = [:]
     private var table = RedisSlotTable()
+    /// The connection of each primary of `table`, by its index in `table.nodes` (no hashing per command).
+    private var primaryConnections: [RedisConnection] = []
     private var generation: UInt64 = 0
     private var reported = RedisConnectionHealth.connecting
     private var closed = false
@@ -65,6 +67,7 @@ final class RedisClusterRouter: @unchecked Sendable {  // every mutable field is
                 guard let self else { return }
                 self.refresh()
                 self.syncTable()
+                self.closeStaleConnections()
             }
             timer.resume()
             self.timer = timer
@@ -152,8 +155,17 @@ final class RedisClusterRouter: @unchecked Sendable {  // every mutable field is
             endpoint = target
         } else if attempt.slot < 0, let any = table.primaries.first ?? topology.seeds.first {
             endpoint = any
-        } else if attempt.slot >= 0, let primary = table.primary(ofSlot: attempt.slot) {
-            endpoint = primary
+        } else if attempt.slot >= 0, case let index = table.slots[attempt.slot], index != RedisSlotTable.unassigned {
+            // The common case: the slot's primary, its connection by index.
+            let connection = primaryConnections[Int(index)]
+            let host = RedisClusterRouter.host(table.nodes[Int(index)].endpoint)
+            let sent = attempt
+            connection.submit(bytes, onQueue: true) { [self] result in
+                var attempt = sent
+                let decision = attempt.decide(result, now: EventLoop.now(), fallbackHost: host)
+                act(decision, attempt, bytes, result: result, connection: connection, inline: false, completion)
+            }
+            return
         } else {
             let decision = attempt.unrouted(now: EventLoop.now())
             return act(decision, attempt, bytes, result: nil, connection: nil, inline: inline, completion)
@@ -259,7 +271,7 @@ final class RedisClusterRouter: @unchecked Sendable {  // every mutable field is
     }
 
     private func ensurePrimaryConnections() {
-        for endpoint in table.primaries { _ = connection(for: endpoint) }
+        primaryConnections = table.primaries.map { connection(for: $0) }
     }
 
     /// Closes idle connections to nodes that are no longer primaries (and are not seeds).

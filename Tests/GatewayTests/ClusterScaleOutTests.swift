@@ -55,15 +55,22 @@ final class ClusterScaleOutTests: XCTestCase {
             try? cluster.waitUntilHealthy()
         }
 
+        let readyz = "http://127.0.0.1:\(env.adminPort)/readyz"
+        func storeWord() -> String? { StoreOutageTests.readiness((try? Curl.get(readyz))?.text ?? "")?.store }
+        try waitUntil("readiness says the store is ok") { storeWord() == "ok" }
         let stream = RequestStream(env, devices: devices)
         var stopped = false
         defer { if !stopped { stream.stop() } }
         try waitUntil("requests accepted before the kill") { stream.requests.filter { $0.status == 200 }.count >= 12 }
         let killedAt = Date()
         cluster.kill(victim)
+        // Readiness reports the lost primary (every loop had a connection to it) ...
+        try waitUntil("readiness says the store is unavailable") { storeWord() == "unavailable" }
         // The replica is promoted; the gateway finds it without a restart.
         try waitUntil("the replica promoted") { (try? cluster.roles().primaries.contains(heir)) == true }
         let promotedAt = Date()
+        // ... and recovers once the map has the promoted replica in its place.
+        try waitUntil("readiness ok again after the promotion") { storeWord() == "ok" }
         try waitUntil("requests on the other shards after the promotion") {
             stream.requests.filter { !onVictim.contains($0.device) && $0.when > promotedAt && $0.status == 200 }.count >= 3
         }
