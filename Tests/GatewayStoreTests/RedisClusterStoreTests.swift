@@ -117,6 +117,43 @@ final class RedisClusterStoreTests: XCTestCase {
         try cluster.waitUntilHealthy()
     }
 
+    /// A slot its primary stops serving answers `CLUSTERDOWN Hash slot not served`: retried until the
+    /// slot is served again within the command timeout; past the timeout, unavailable.
+    func testClusterDownIsRetriedWithinTheCommandTimeout() throws {
+        let cluster = try SharedRedisCluster.cluster()
+        var configuration = RedisStore.Configuration(url: try RedisURL(parsing: cluster.url))
+        configuration.commandTimeout = 5_000
+        let patient = try RedisStore(configuration: configuration)
+        stores.append(patient)
+        configuration.commandTimeout = 150
+        let hasty = try RedisStore(configuration: configuration)
+        stores.append(hasty)
+        let suite = StoreConformance(store: patient)
+        let record = try suite.makeRecord()
+        try suite.registerExpectingAccepted(record)
+        XCTAssertNotNil(try StoreConformance(store: hasty).fetch(record.keyId), "the hasty store works while the slot is served")
+        let slot = try cluster.keySlot(keyName(record.keyId))
+        let owner = try cluster.primary(ofSlot: slot)
+        XCTAssertEqual(try cluster.cli(owner, ["CLUSTER", "DELSLOTS", String(slot)]), "OK")
+        var restored = false
+        defer {
+            if !restored { _ = try? cluster.cli(owner, ["CLUSTER", "ADDSLOTS", String(slot)]) }
+            try? cluster.waitUntilHealthy()
+        }
+        // Failing variant: a short command timeout gives up with the CLUSTERDOWN error.
+        let failed = try suite.wait("fetchKey") { done in hasty.fetchKey(record.keyId, completion: done) }
+        guard case .failure(let error) = failed else { return XCTFail("a slot nobody serves answered: \(failed)") }
+        XCTAssertTrue([.errorReply("CLUSTERDOWN"), .notConnected].contains(error.reason), "\(error)")
+        // The slot comes back while the patient store's command is being retried.
+        let box = CompletionBox<Result<KeyRecord?, StoreUnavailable>>()
+        patient.fetchKey(record.keyId) { box.put($0) }
+        usleep(300_000)
+        XCTAssertEqual(try cluster.cli(owner, ["CLUSTER", "ADDSLOTS", String(slot)]), "OK")
+        restored = true
+        let result = try XCTUnwrap(box.take(timeout: 30), "no completion")
+        XCTAssertEqual(try result.get()?.keyId, record.keyId)
+    }
+
     func testNoscriptOnOneNodeFallsBackToEval() throws {
         let cluster = try SharedRedisCluster.cluster()
         let (_, suite) = try makeStore(cluster.url)
