@@ -88,8 +88,8 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     /// One per loop with a Redis Cluster; empty for a standalone Redis.
     private let routers: [RedisClusterRouter]
     private let topology: RedisClusterTopology?
-    /// `Configuration.waitReplicas`.
-    let waitReplicas: Int
+    /// `Configuration.waitReplicas`: replicas each acknowledged write waits for (0: none).
+    public let waitReplicas: Int
     /// The `WAIT` command (nil when `waitReplicas` is 0).
     private let waitCommand: [UInt8]?
     /// The loops the store created for itself (no `Configuration.loops` given), stopped by `close()`.
@@ -100,6 +100,8 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     private let affinity = DispatchSpecificKey<Int>()
     private let affinityQueues: [DispatchQueue]
     let schema: RedisKeySchema
+    /// `Configuration.url`.
+    let url: RedisURL
     private let challengeGrace: Int64
 
     /// Creates the store and starts connecting in the background (no I/O on the calling thread).
@@ -125,6 +127,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
             throw ConfigurationError.invalid("keyPrefix must be 1...64 printable ASCII bytes without braces or spaces")
         }
         schema = RedisKeySchema(prefix: prefix)
+        url = c.url
         challengeGrace = Int64(c.challengeGrace)
 
         var handshake = [(command: [UInt8], expected: RedisReply)]()
@@ -370,6 +373,40 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// The replicas connected to each primary (`INFO replication`, `connected_slaves`): one entry for
+    /// a standalone Redis, one per primary of the map for a cluster, each with its `host:port` (the
+    /// URL's endpoint for a standalone Redis). For a start-up check of `waitReplicas`. Completes once,
+    /// on an arbitrary queue; a primary that does not answer is reported as a failure.
+    public func connectedReplicas(completion: @escaping @Sendable (Result<[(node: String, replicas: Int)], StoreUnavailable>) -> Void) {
+        var command = RedisCommand(capacity: 24)
+        command.append("INFO")
+        command.append("replication")
+        let parse: @Sendable (Result<RedisReply, StoreUnavailable>) -> Result<Int, StoreUnavailable> = { result in
+            result.flatMap { reply in
+                guard case .bulk(let text) = reply else { return .failure(RedisStore.unexpected(reply)) }
+                for line in text.split(separator: 0x0a) where line.starts(with: Array("connected_slaves:".utf8)) {
+                    let digits = line.dropFirst("connected_slaves:".utf8.count).filter { $0 != 0x0d }
+                    if let count = RedisCommand.parseDecimal(digits) { return .success(Int(count)) }
+                }
+                return .failure(StoreUnavailable(.protocolError, detail: "no connected_slaves in INFO replication"))
+            }
+        }
+        guard isCluster else {
+            let node = RedisURL.hostPort(url.endpoint)
+            return send(command, key: nil) { result in completion(parse(result).map { [(node, $0)] }) }
+        }
+        let info = command
+        clusterPrimaries { [self] primaries in
+            guard !primaries.isEmpty else {
+                return completion(.failure(StoreUnavailable(.notConnected, detail: "no Redis Cluster map")))
+            }
+            let gather = ReplicaGather(nodes: primaries.map(RedisURL.hostPort), completion: completion)
+            for (index, primary) in primaries.enumerated() {
+                sendToNode(info, node: primary) { result in gather.put(index, parse(result)) }
+            }
+        }
+    }
+
     // MARK: Commands
 
     /// The index of the caller's loop (then `local` is true: the caller runs on its queue), else the
@@ -552,6 +589,39 @@ final class PingGather: Sendable {
             s.remaining -= 1
             guard s.remaining == 0 else { return nil }
             return s.failure.map { .failure($0) } ?? .success(())
+        }
+        if let done { completion(done) }
+    }
+}
+
+
+/// Collects `connectedReplicas` answers per primary and completes once all are in.
+private final class ReplicaGather: Sendable {
+    private struct State {
+        var counts: [Int?]
+        var remaining: Int
+        var failure: StoreUnavailable?
+    }
+    private let nodes: [String]
+    private let state: Mutex<State>
+    private let completion: @Sendable (Result<[(node: String, replicas: Int)], StoreUnavailable>) -> Void
+
+    init(nodes: [String], completion: @escaping @Sendable (Result<[(node: String, replicas: Int)], StoreUnavailable>) -> Void) {
+        self.nodes = nodes
+        state = Mutex(State(counts: Array(repeating: nil, count: nodes.count), remaining: nodes.count))
+        self.completion = completion
+    }
+
+    func put(_ index: Int, _ result: Result<Int, StoreUnavailable>) {
+        let done: Result<[(node: String, replicas: Int)], StoreUnavailable>? = state.withLock { s in
+            switch result {
+            case .success(let count): s.counts[index] = count
+            case .failure(let error): if s.failure == nil { s.failure = error }
+            }
+            s.remaining -= 1
+            guard s.remaining == 0 else { return nil }
+            if let failure = s.failure { return .failure(failure) }
+            return .success(zip(nodes, s.counts).map { ($0, $1 ?? 0) })
         }
         if let done { completion(done) }
     }
