@@ -204,10 +204,3 @@ final class ClusterScaleOutTests: XCTestCase {
         XCTAssertEqual(try env.send(try env.signedRequest(devices[1], target: "/v1/protected/x", counter: 1)).status, 200)
     }
 }
-
-/// A `GatewayClient` for a gateway known by its port only.
-struct PortClient: GatewayClient {
-    let port: UInt16
-    let work: URL
-    let cas: TestCAs
-}
