@@ -32,6 +32,9 @@ final class RedisClusterRouter: @unchecked Sendable {  // every mutable field is
     private let onHealth: (@Sendable (RedisConnectionHealth, String) -> Void)?
     private var connections: [RedisURL.Endpoint: RedisConnection] = [:]
     private var nodeHealth: [RedisURL.Endpoint: (RedisConnectionHealth, String)] = [:]
+    /// Which connection to each node is the current one (a closed one's late reports are ignored).
+    private var connectionIDs: [RedisURL.Endpoint: UInt64] = [:]
+    private var nextConnectionID: UInt64 = 0
     private var table = RedisSlotTable()
     /// The connection of each primary of `table`, by its index in `table.nodes` (no hashing per command).
     private var primaryConnections: [RedisConnection] = []
@@ -282,14 +285,18 @@ final class RedisClusterRouter: @unchecked Sendable {  // every mutable field is
             connection.close()
             connections[endpoint] = nil
             nodeHealth[endpoint] = nil
+            connectionIDs[endpoint] = nil
         }
     }
 
     private func connection(for endpoint: RedisURL.Endpoint) -> RedisConnection {
         if let existing = connections[endpoint] { return existing }
+        nextConnectionID &+= 1
+        let id = nextConnectionID
+        connectionIDs[endpoint] = id
         let made = makeConnection(endpoint, loop) { [weak self] health, detail in
             // Runs on the loop's queue (RedisConnection reports there).
-            guard let self else { return }
+            guard let self, self.connectionIDs[endpoint] == id else { return }
             self.nodeHealth[endpoint] = (health, detail)
             if health == .down { self.refresh() }
             self.recomputeHealth()
