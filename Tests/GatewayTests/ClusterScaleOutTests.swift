@@ -105,6 +105,37 @@ final class ClusterScaleOutTests: XCTestCase {
         }
     }
 
+    /// Without `wait_replicas`, the promoted replica serves its slots as soon as the gateway's map has
+    /// it: requests on the failed-over shard are accepted again without the old primary coming back.
+    func testPrimaryKilledWithoutWaitIsServedByThePromotedReplica() throws {
+        let env = try environment(waitReplicas: 0)
+        let cluster = env.cluster
+        let devices = try self.devices(env, count: 4)
+        let victim = try cluster.primary(ofSlot: try env.slot(devices[0]))
+        let heir = try XCTUnwrap(try cluster.roles().replicas.first { $0.value == victim }?.key, "the victim has a replica")
+        defer {
+            if !cluster.runningPorts.contains(victim) { try? cluster.restart(victim) }
+            try? cluster.waitUntilHealthy()
+        }
+        let stream = RequestStream(env, devices: devices)
+        var stopped = false
+        defer { if !stopped { stream.stop() } }
+        try waitUntil("requests accepted before the kill") { stream.requests.filter { $0.status == 200 }.count >= 6 }
+        cluster.kill(victim)
+        try waitUntil("the replica promoted") { (try? cluster.roles().primaries.contains(heir)) == true }
+        let promotedAt = Date()
+        try waitUntil("requests on the failed-over slot accepted by the promoted replica") {
+            stream.requests.filter { $0.device == 0 && $0.when > promotedAt && $0.status == 200 }.count >= 3
+        }
+        stream.stop()
+        stopped = true
+        XCTAssertFalse(cluster.runningPorts.contains(victim), "served without the old primary")
+        for entry in stream.requests {
+            XCTAssertTrue([201, 503].contains(entry.challengeStatus), "challenge answered \(entry.challengeStatus)")
+            if entry.challengeStatus == 201 { XCTAssertTrue([200, 503].contains(entry.status), "request answered \(entry.status)") }
+        }
+    }
+
     func testReshardUnderLoadFailsNoRequest() throws {
         let env = try environment(waitReplicas: 0)
         let cluster = env.cluster
