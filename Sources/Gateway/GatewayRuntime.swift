@@ -289,14 +289,29 @@ public final class GatewayRuntime: Sendable {
             completion([])
             return
         }
+        let wanted = redis.waitReplicas
         redis.evictionPolicy { result in
+            let warnings: [String]
             switch result {
             case .success("noeviction"), .success(nil):
-                completion([])
+                warnings = []
             case .success(let policy?):
-                completion(["store: Redis maxmemory-policy is \(policy); key records must never be evicted: set maxmemory-policy noeviction"])
+                warnings = ["store: Redis maxmemory-policy is \(policy); key records must never be evicted: set maxmemory-policy noeviction"]
             case .failure(let error):
-                completion(["store: Redis is not reachable yet (\(error)); protected routes answer 503 store_unavailable until it is"])
+                return completion(["store: Redis is not reachable yet (\(error)); protected routes answer 503 store_unavailable until it is"])
+            }
+            guard wanted > 0 else { return completion(warnings) }
+            // wait_replicas: a primary with fewer replicas refuses (503) every write it is asked to make.
+            let policyWarnings = warnings
+            redis.connectedReplicas { replicas in
+                var all = policyWarnings
+                if case .success(let counts) = replicas {
+                    for (node, count) in counts where count < wanted {
+                        all.append("store: wait_replicas is \(wanted) but the Redis primary \(node) has \(count) connected replicas: "
+                                   + "the writes it takes answer 503 store_unavailable until enough replicas are connected")
+                    }
+                }
+                completion(all)
             }
         }
     }
@@ -333,6 +348,7 @@ public final class GatewayRuntime: Sendable {
             var redis = RedisStore.Configuration(url: url)
             redis.commandTimeout = Int(millis(configuration.commandTimeout))
             redis.connectTimeout = Int(millis(configuration.connectTimeout))
+            redis.waitReplicas = configuration.waitReplicas
             redis.loops = loops
             redis.onConnectionHealth = onConnectionHealth
             do {

@@ -33,6 +33,7 @@ enum RestartOnlySettings {
         if started.store.kind != new.store.kind { store.append("store.url") }
         if started.store.commandTimeout != new.store.commandTimeout { store.append("store.command_timeout") }
         if started.store.connectTimeout != new.store.connectTimeout { store.append("store.connect_timeout") }
+        if started.store.waitReplicas != new.store.waitReplicas { store.append("store.wait_replicas") }
         // A store setting added later than this list: named by its section rather than missed.
         if store.isEmpty && started.store != new.store { store.append("store") }
         paths += store

@@ -41,7 +41,7 @@ enum ConfigSchema {
         case .listenerTLS: return ["certificates", "min_version"]
         case .certificate: return ["chain", "key"]
         case .admin: return ["address", "ready_requires_store"]
-        case .store: return ["url", "username", "password", "password_file", "command_timeout", "connect_timeout"]
+        case .store: return ["url", "username", "password", "password_file", "command_timeout", "connect_timeout", "wait_replicas"]
         case .app: return ["app_id", "environment", "registration_ttl", "account_header", "account_key", "account_key_file",
                            "max_keys_per_account", "integrity_refuse", "integrity_lower", "signals", "verdict_token"]
         case .trust: return ["extra_roots"]

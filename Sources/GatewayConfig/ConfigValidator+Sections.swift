@@ -33,10 +33,15 @@ extension ConfigValidator {
             }
             let command = optional(f, "command_timeout", default: StoreConfiguration.defaultCommandTimeout) { duration($0, $1, timeoutRange) }
             let connect = optional(f, "connect_timeout", default: StoreConfiguration.defaultConnectTimeout) { duration($0, $1, timeoutRange) }
+            let waitReplicas = optional(f, "wait_replicas", default: 0) { integer($0, $1, 0...StoreConfiguration.maximumWaitReplicas) }
             let credentials = storeCredentials(f, path)
-            guard let kind, let command, let connect, let credentials else { return nil }
+            guard let kind, let command, let connect, let waitReplicas, let credentials else { return nil }
             if kind == .memory, f.has("command_timeout") || f.has("connect_timeout") {
                 warn(path, "command_timeout and connect_timeout have no effect on the memory store", f.mark)
+            }
+            if kind == .memory, waitReplicas > 0 {
+                error(path.key("wait_replicas"), "wait_replicas needs a Redis store (the memory store has no replicas)", f.mark("wait_replicas"))
+                return nil
             }
             guard case .redis(var url) = kind else {
                 if credentials.password != nil || credentials.username != nil {
@@ -63,7 +68,7 @@ extension ConfigValidator {
                 }
                 url.username = username
             }
-            return StoreConfiguration(kind: .redis(url), commandTimeout: command, connectTimeout: connect)
+            return StoreConfiguration(kind: .redis(url), commandTimeout: command, connectTimeout: connect, waitReplicas: waitReplicas)
         }
         guard let kind = storeKind(node, path) else { return nil }
         return StoreConfiguration(kind: kind)
@@ -110,7 +115,7 @@ extension ConfigValidator {
     }
 
     private func storeKind(_ node: YAMLNode, _ path: ConfigPath) -> StoreConfiguration.Kind? {
-        guard let text = string(node, path, expected: "memory, a redis:// URL or a mapping {url, command_timeout, connect_timeout}") else { return nil }
+        guard let text = string(node, path, expected: "memory, a redis:// or redis+cluster:// URL or a mapping {url, command_timeout, connect_timeout, wait_replicas}") else { return nil }
         if text == "memory" { return .memory }
         if Suggestion.closest(to: text, among: ["memory"]) != nil && !text.contains(":") {
             error(path, "expected memory, \(RedisURL.grammar), got \(ConfigText.quoted(text)); did you mean memory?", node.mark)

@@ -107,6 +107,9 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
         }
     }
 
+    /// Commands waiting or in flight; read only on `queue`.
+    var pendingOnQueue: Int { machine.pendingCount }
+
     /// Current state (for tests and diagnostics), read on `queue`.
     func state(_ body: @escaping @Sendable (RedisConnectionMachine<RedisCompletion>.State, Int) -> Void) {
         queue.async { body(self.machine.state, self.machine.pendingCount) }

@@ -20,6 +20,18 @@ import Synchronization
 /// - Fail-closed: connection refused or lost, command timeout (outcome unknown), bounded queue full and
 ///   any Redis error reply (`OOM`, `READONLY`, `LOADING`, `NOAUTH`, `WRONGTYPE`...) complete with
 ///   `.failure(StoreUnavailable)`; only a script's own verdict is a `StoreRefusal`.
+/// - Redis Cluster (`redis+cluster://` URLs, DESIGN.md section 11): each event loop has a
+///   `RedisClusterRouter` with one pipelined connection per node, sharing one slot map
+///   (`RedisClusterTopology`, from `CLUSTER SLOTS`, refreshed on redirects, on failures and every
+///   `clusterRefreshInterval`); a command goes to the primary of its key's slot (`{keyId}` hash tag),
+///   `MOVED`/`ASK` are followed and `TRYAGAIN`/`CLUSTERDOWN`/a down node are retried within the command
+///   timeout (`RedisClusterAttempt`). Scripts are loaded on every node at connect; `NOSCRIPT` falls
+///   back to `EVAL` as for one server.
+/// - Durability (`waitReplicas` N > 0): every write the store acknowledges (an issued challenge, an
+///   accepted registration, an accepted commit, a revocation) is followed by `WAIT N <half the command
+///   timeout>` on the connection that made it; fewer than N acknowledgements complete as unavailable
+///   (the write is done but may be lost with its primary: the request is not forwarded). `WAIT`
+///   holds back the commands pipelined after it on that connection until it returns.
 /// - Operations: run Redis with `maxmemory-policy noeviction` (key records must never be evicted) and
 ///   persistence suited to the replay guarantees you need (`appendonly yes`, `appendfsync always` keeps
 ///   every acknowledged counter across a restart).
@@ -48,6 +60,11 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         public var keyPrefix: String = "aa"
         /// How long a challenge is kept after its expiry so late use answers `challenge_expired`.
         public var challengeGrace: Int = 60_000
+        /// Replicas that must acknowledge an accepted commit (`WAIT`) before it completes (0...16; 0: no WAIT).
+        public var waitReplicas: Int = 0
+        /// Milliseconds between two timer-driven reads of a Redis Cluster's slot map (redirects and
+        /// failures also trigger one).
+        public var clusterRefreshInterval: Int = 5_000
         /// Told each time a connection's health changes: the connection's index (that of its loop in
         /// `loops`), its new health and the detail of the last failure (for logs: it can name hosts
         /// and Redis error text, never the password). Runs on the connection's loop; must not block.
@@ -66,7 +83,15 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         public var description: String { if case .invalid(let what) = self { return "invalid Redis store configuration: \(what)" }; return "" }
     }
 
+    /// One per loop with a standalone Redis; empty for a cluster.
     private let connections: [RedisConnection]
+    /// One per loop with a Redis Cluster; empty for a standalone Redis.
+    private let routers: [RedisClusterRouter]
+    private let topology: RedisClusterTopology?
+    /// `Configuration.waitReplicas`: replicas each acknowledged write waits for (0: none).
+    public let waitReplicas: Int
+    /// The `WAIT` command (nil when `waitReplicas` is 0).
+    private let waitCommand: [UInt8]?
     /// The loops the store created for itself (no `Configuration.loops` given), stopped by `close()`.
     private let ownGroup: EventLoopGroup?
     private let closed = Atomic<Bool>(false)
@@ -75,6 +100,8 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     private let affinity = DispatchSpecificKey<Int>()
     private let affinityQueues: [DispatchQueue]
     let schema: RedisKeySchema
+    /// `Configuration.url`.
+    let url: RedisURL
     private let challengeGrace: Int64
 
     /// Creates the store and starts connecting in the background (no I/O on the calling thread).
@@ -91,6 +118,8 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         guard c.maximumPendingCommands > 0 else { throw ConfigurationError.invalid("maximumPendingCommands must be > 0") }
         guard (1...64).contains(c.connections) else { throw ConfigurationError.invalid("connections must be 1...64") }
         guard c.loops.count <= 64 else { throw ConfigurationError.invalid("loops must be 0...64") }
+        guard (0...16).contains(c.waitReplicas) else { throw ConfigurationError.invalid("waitReplicas must be 0...16") }
+        guard c.clusterRefreshInterval >= 100 else { throw ConfigurationError.invalid("clusterRefreshInterval must be >= 100 ms") }
         guard c.challengeGrace >= 1_000 else { throw ConfigurationError.invalid("challengeGrace must be >= 1000 ms") }
         let prefix = Array(c.keyPrefix.utf8)
         guard !prefix.isEmpty, prefix.count <= 64,
@@ -98,6 +127,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
             throw ConfigurationError.invalid("keyPrefix must be 1...64 printable ASCII bytes without braces or spaces")
         }
         schema = RedisKeySchema(prefix: prefix)
+        url = c.url
         challengeGrace = Int64(c.challengeGrace)
 
         var handshake = [(command: [UInt8], expected: RedisReply)]()
@@ -108,7 +138,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
             auth.append(password.utf8)
             handshake.append((auth.encoded() ?? [], .status(Array("OK".utf8))))
         }
-        if c.url.database != 0 {
+        if c.url.database != 0 && c.url.clusterSeeds == nil {
             var select = RedisCommand()
             select.append("SELECT")
             select.append(decimal: Int64(c.url.database))
@@ -121,29 +151,62 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
             load.append(script.body)
             handshake.append((load.encoded() ?? [], .bulk(script.sha1)))
         }
-        var seeds = SystemRandomNumberGenerator()
         let backoff = ReconnectBackoff(base: UInt64(c.reconnectBaseDelay) * 1_000_000,
                                        cap: UInt64(c.reconnectMaximumDelay) * 1_000_000)
         let ownGroup = c.loops.isEmpty ? EventLoopGroup(loopCount: c.connections) : nil
         self.ownGroup = ownGroup
         let loops = ownGroup?.loops ?? c.loops
         let observer = c.onConnectionHealth
-        var made: [RedisConnection] = []
-        for (index, loop) in loops.enumerated() {
-            let machine = RedisConnectionMachine<RedisCompletion>(
-                handshake: handshake, commandTimeout: UInt64(c.commandTimeout) * 1_000_000,
-                connectTimeout: UInt64(c.connectTimeout) * 1_000_000, maximumPending: c.maximumPendingCommands,
-                backoff: backoff, seed: seeds.next())
-            var report: (@Sendable (RedisConnectionHealth, String) -> Void)?
-            if let observer {
-                report = { health, detail in observer(index, health, detail) }
-            }
-            made.append(RedisConnection(endpoint: c.url.endpoint, machine: machine, loop: loop, onHealthChange: report))
+        waitReplicas = c.waitReplicas
+        if c.waitReplicas > 0 {
+            var wait = RedisCommand(capacity: 16)
+            wait.append("WAIT")
+            wait.append(decimal: Int64(c.waitReplicas))
+            wait.append(decimal: Int64(max(1, c.commandTimeout / 2)))
+            waitCommand = wait.encoded()
+        } else {
+            waitCommand = nil
         }
+        let commandTimeout = UInt64(c.commandTimeout) * 1_000_000
+        let makeMachine = {
+            RedisConnectionMachine<RedisCompletion>(
+                handshake: handshake, commandTimeout: commandTimeout,
+                connectTimeout: UInt64(c.connectTimeout) * 1_000_000, maximumPending: c.maximumPendingCommands,
+                backoff: backoff, seed: UInt64.random(in: .min ... .max))
+        }
+        var made: [RedisConnection] = []
+        var routers: [RedisClusterRouter] = []
+        if let clusterSeeds = c.url.clusterSeeds {
+            let topology = RedisClusterTopology(seeds: clusterSeeds)
+            self.topology = topology
+            for (index, loop) in loops.enumerated() {
+                var report: (@Sendable (RedisConnectionHealth, String) -> Void)?
+                if let observer {
+                    report = { health, detail in observer(index, health, detail) }
+                }
+                routers.append(RedisClusterRouter(
+                    loop: loop, topology: topology, commandTimeout: commandTimeout,
+                    refreshInterval: index == 0 ? UInt64(c.clusterRefreshInterval) * 1_000_000 : nil,
+                    onHealth: report) { endpoint, loop, onHealth in
+                        RedisConnection(endpoint: endpoint, machine: makeMachine(), loop: loop, onHealthChange: onHealth)
+                    })
+            }
+        } else {
+            topology = nil
+            for (index, loop) in loops.enumerated() {
+                var report: (@Sendable (RedisConnectionHealth, String) -> Void)?
+                if let observer {
+                    report = { health, detail in observer(index, health, detail) }
+                }
+                made.append(RedisConnection(endpoint: c.url.endpoint, machine: makeMachine(), loop: loop, onHealthChange: report))
+            }
+        }
+        self.routers = routers
         connections = made
         affinityQueues = loops.map(\.queue)
         for (index, queue) in affinityQueues.enumerated() { queue.setSpecific(key: affinity, value: index) }
         for connection in connections { connection.start() }
+        for router in routers { router.start() }
     }
 
     /// Parses `url` (`GatewayRules.RedisURL`; a relative `unix:` path resolves against `baseDirectory`)
@@ -159,6 +222,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         for queue in affinityQueues { queue.setSpecific(key: affinity, value: nil) }
         for connection in connections { connection.close() }
+        for router in routers { router.close() }
         // The store's own loops stop after the connections' close work queued on them.
         for loop in ownGroup?.loops ?? [] { loop.execute { loop.stopTimer() } }
     }
@@ -175,10 +239,12 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         args.append(purpose.rawValue.utf8)
         args.append(decimal: expiresAt)
         args.append(decimal: ttl)
-        runScript(.issue, keys: [schema.challengeName(keyId, challenge)], args: args) { result in
-            completion(result.flatMap { reply in
+        runScriptRouted(.issue, keys: [schema.challengeName(keyId, challenge)], args: args) { [self] result, connection in
+            let issued: Result<Void, StoreUnavailable> = result.flatMap { reply in
                 reply == .integer(1) ? .success(()) : .failure(RedisStore.unexpected(reply))
-            })
+            }
+            guard case .success = issued, waitReplicas > 0 else { return completion(issued) }
+            afterReplicas((), on: connection, completion: completion)
         }
     }
 
@@ -189,13 +255,15 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         args.append(decimal: now)
         RedisKeySchema.appendFields(of: record, to: &args)
         let keys = [schema.keyRecordName(record.keyId), schema.challengeName(record.keyId, challenge)]
-        runScript(.register, keys: keys, args: args) { result in
-            completion(result.flatMap { reply in
+        runScriptRouted(.register, keys: keys, args: args) { [self] result, connection in
+            let registered: Result<StoreOutcome<Void>, StoreUnavailable> = result.flatMap { reply in
                 guard case .bulk(let code) = reply else { return .failure(RedisStore.unexpected(reply)) }
                 if reply.isText("ok") { return .success(.accepted(())) }
                 guard let refusal = RedisStore.refusal(code) else { return .failure(RedisStore.unexpected(reply)) }
                 return .success(.refused(refusal))
-            })
+            }
+            guard case .success(.accepted) = registered, waitReplicas > 0 else { return completion(registered) }
+            afterReplicas(StoreOutcome<Void>.accepted(()), on: connection, completion: completion)
         }
     }
 
@@ -205,7 +273,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         command.append("HMGET")
         command.append(schema.keyRecordName(keyId))
         for field in RedisKeySchema.fetchFields { command.append(field) }
-        send(command) { result in
+        send(command, key: schema.keyRecordName(keyId)) { result in
             completion(result.flatMap { reply in
                 if case .error = reply { return .failure(RedisStore.errorReply(reply)) }
                 return RedisKeySchema.decodeRecord(keyId, reply)
@@ -221,8 +289,10 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         args.append(decimal: Int64(ReplayWindow.clampedSize(window)))
         args.append(decimal: now)
         let keys = [schema.keyRecordName(keyId), schema.challengeName(keyId, challenge)]
-        runScript(.commit, keys: keys, args: args) { result in
-            completion(result.flatMap(RedisStore.decodeCommit))
+        runScriptRouted(.commit, keys: keys, args: args) { [self] result, connection in
+            let decoded = result.flatMap(RedisStore.decodeCommit)
+            guard case .success(.accepted(let committed)) = decoded, waitReplicas > 0 else { return completion(decoded) }
+            afterReplicas(StoreOutcome<CommittedAssertion>.accepted(committed), on: connection, completion: completion)
         }
     }
 
@@ -267,8 +337,10 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
 
     /// See `AttestStore.revokeKey` (one Lua script).
     public func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
-        runScript(.revoke, keys: [schema.keyRecordName(keyId)], args: RedisCommand(capacity: 0)) { result in
-            completion(result.flatMap(RedisStore.decodeFlag))
+        runScriptRouted(.revoke, keys: [schema.keyRecordName(keyId)], args: RedisCommand(capacity: 0)) { [self] result, connection in
+            let revoked = result.flatMap(RedisStore.decodeFlag)
+            guard case .success(true) = revoked, waitReplicas > 0 else { return completion(revoked) }
+            afterReplicas(true, on: connection, completion: completion)
         }
     }
 
@@ -276,21 +348,26 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     public func deleteKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         var command = RedisCommand(capacity: 64)
         command.append("DEL")
-        command.append(schema.keyRecordName(keyId))
-        send(command) { result in completion(result.flatMap(RedisStore.decodeFlag)) }
+        let name = schema.keyRecordName(keyId)
+        command.append(name)
+        send(command, key: name) { result in completion(result.flatMap(RedisStore.decodeFlag)) }
     }
 
     /// See `AttestStore.ping` (PING on one pooled connection).
     public func ping(completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
         var command = RedisCommand(capacity: 8)
         command.append("PING")
-        send(command) { result in
+        send(command, key: nil) { result in
             completion(result.flatMap { reply in reply.isText("PONG") ? .success(()) : .failure(RedisStore.unexpected(reply)) })
         }
     }
 
-    /// Number of pipelined connections (one per event loop).
-    public var connectionCount: Int { connections.count }
+    /// Number of pipelined connections (one per event loop) to a standalone Redis; for a cluster,
+    /// the number of per-loop routers (each with one connection per node).
+    public var connectionCount: Int { max(connections.count, routers.count) }
+
+    /// Whether the store talks to a Redis Cluster.
+    public var isCluster: Bool { !routers.isEmpty }
 
     /// PING on every connection (one per event loop): `.success` only when each of them answered
     /// `PONG`, else the first failure. A readiness probe that must not say ready while some loop's
@@ -300,6 +377,11 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         command.append("PING")
         guard let bytes = command.encoded() else {
             return completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command")))
+        }
+        if !routers.isEmpty {
+            let gather = PingGather(count: routers.count, completion: completion)
+            for router in routers { router.pingPrimaries { gather.put($0) } }
+            return
         }
         let gather = PingGather(count: connections.count, completion: completion)
         for connection in connections {
@@ -317,7 +399,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         command.append("CONFIG")
         command.append("GET")
         command.append("maxmemory-policy")
-        send(command) { result in
+        send(command, key: nil) { result in
             completion(result.flatMap { reply in
                 switch reply {
                 case .array(let items) where items.count == 2:
@@ -330,43 +412,139 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// The replicas connected to each primary (`INFO replication`, `connected_slaves`): one entry for
+    /// a standalone Redis, one per primary of the map for a cluster, each with its `host:port` (the
+    /// URL's endpoint for a standalone Redis). For a start-up check of `waitReplicas`. Completes once,
+    /// on an arbitrary queue; a primary that does not answer is reported as a failure.
+    public func connectedReplicas(completion: @escaping @Sendable (Result<[(node: String, replicas: Int)], StoreUnavailable>) -> Void) {
+        var command = RedisCommand(capacity: 24)
+        command.append("INFO")
+        command.append("replication")
+        let parse: @Sendable (Result<RedisReply, StoreUnavailable>) -> Result<Int, StoreUnavailable> = { result in
+            result.flatMap { reply in
+                guard case .bulk(let text) = reply else { return .failure(RedisStore.unexpected(reply)) }
+                for line in text.split(separator: 0x0a) where line.starts(with: Array("connected_slaves:".utf8)) {
+                    let digits = line.dropFirst("connected_slaves:".utf8.count).filter { $0 != 0x0d }
+                    if let count = RedisCommand.parseDecimal(digits) { return .success(Int(count)) }
+                }
+                return .failure(StoreUnavailable(.protocolError, detail: "no connected_slaves in INFO replication"))
+            }
+        }
+        guard isCluster else {
+            let node = RedisURL.hostPort(url.endpoint)
+            return send(command, key: nil) { result in completion(parse(result).map { [(node, $0)] }) }
+        }
+        let info = command
+        clusterPrimaries { [self] primaries in
+            guard !primaries.isEmpty else {
+                return completion(.failure(StoreUnavailable(.notConnected, detail: "no Redis Cluster map")))
+            }
+            let gather = ReplicaGather(nodes: primaries.map(RedisURL.hostPort), completion: completion)
+            for (index, primary) in primaries.enumerated() {
+                sendToNode(info, node: primary) { result in gather.put(index, parse(result)) }
+            }
+        }
+    }
+
     // MARK: Commands
 
-    /// The connection of the caller's queue (then `local` is true: the caller runs on its queue), else
-    /// the next one round-robin.
-    private func connection() -> (connection: RedisConnection, local: Bool) {
-        if let index = DispatchQueue.getSpecific(key: affinity), index < connections.count {
-            return (connections[index], true)
+    /// The index of the caller's loop (then `local` is true: the caller runs on its queue), else the
+    /// next one round-robin.
+    private func loopIndex(count: Int) -> (index: Int, local: Bool) {
+        if let index = DispatchQueue.getSpecific(key: affinity), index < count {
+            return (index, true)
         }
         let index = next.wrappingAdd(1, ordering: .relaxed).oldValue
-        return (connections[Int(index % UInt64(connections.count))], false)
+        return (Int(index % UInt64(count)), false)
     }
 
-    /// Sends a plain command; error replies are passed through as replies.
-    func send(_ command: RedisCommand, completion: @escaping RedisCompletion) {
-        let (connection, local) = connection()
-        guard let bytes = command.encoded() else {
-            return connection.queue.async { completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command"))) }
+    /// Sends RESP bytes for `key` (nil: any node): on a standalone Redis through the caller's loop's
+    /// connection, on a cluster through the caller's loop's router to the key's slot. The completion
+    /// gets the connection that answered (for a follow-up on the same connection).
+    private func route(_ bytes: [UInt8]?, key: [UInt8]?, completion: @escaping RoutedCompletion) {
+        if routers.isEmpty {
+            let (index, local) = loopIndex(count: connections.count)
+            let connection = connections[index]
+            guard let bytes else {
+                return connection.queue.async { completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command")), nil) }
+            }
+            connection.submit(bytes, onQueue: local) { result in completion(result, connection) }
+        } else {
+            let (index, local) = loopIndex(count: routers.count)
+            let router = routers[index]
+            guard let bytes else {
+                return router.loop.queue.async { completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command")), nil) }
+            }
+            router.submit(slot: key.map { RedisClusterSlot.of(key: $0) } ?? -1, bytes: bytes, onQueue: local, completion: completion)
         }
-        connection.submit(bytes, onQueue: local, completion: completion)
     }
 
-    /// Runs `script` with EVALSHA; on `NOSCRIPT` resends it once as EVAL on the same connection. Error
-    /// replies other than NOSCRIPT become `StoreUnavailable(.errorReply)`.
-    func runScript(_ script: RedisScript, keys: [[UInt8]], args: RedisCommand,
-                           completion: @escaping RedisCompletion) {
-        let (connection, local) = connection()
-        guard let evalsha = RedisStore.scriptCommand(script, useSHA: true, keys: keys, args: args) else {
-            return connection.queue.async { completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command"))) }
-        }
-        connection.submit(evalsha, onQueue: local) { result in
-            if case .success(let reply) = result, reply.errorCode == "NOSCRIPT",
-               let eval = RedisStore.scriptCommand(script, useSHA: false, keys: keys, args: args) {
-                // Completions run on the connection's queue.
-                connection.submit(eval, onQueue: true) { retried in completion(RedisStore.failErrorReplies(retried)) }
+    /// Sends a plain command about `key` (nil: any node); error replies are passed through as replies.
+    func send(_ command: RedisCommand, key: [UInt8]?, completion: @escaping RedisCompletion) {
+        route(command.encoded(), key: key) { result, _ in completion(result) }
+    }
+
+    /// Runs `script` with EVALSHA on the node of `keys[0]` (every key shares its hash tag); on
+    /// `NOSCRIPT` resends it once as EVAL. Error replies other than NOSCRIPT become
+    /// `StoreUnavailable(.errorReply)`. The completion also gets the connection that ran it.
+    func runScriptRouted(_ script: RedisScript, keys: [[UInt8]], args: RedisCommand,
+                   completion: @escaping RoutedCompletion) {
+        let evalsha = RedisStore.scriptCommand(script, useSHA: true, keys: keys, args: args)
+        route(evalsha, key: keys.first) { [self] result, connection in
+            if case .success(let reply) = result, reply.errorCode == "NOSCRIPT" {
+                // Completions run on the loop's queue: the retry goes through the same loop.
+                route(RedisStore.scriptCommand(script, useSHA: false, keys: keys, args: args), key: keys.first) { retried, connection in
+                    completion(RedisStore.failErrorReplies(retried), connection)
+                }
                 return
             }
-            completion(RedisStore.failErrorReplies(result))
+            completion(RedisStore.failErrorReplies(result), connection)
+        }
+    }
+
+    /// The primaries of the cluster map as the first loop's router sees it (empty for a standalone Redis).
+    func clusterPrimaries(_ completion: @escaping @Sendable ([RedisURL.Endpoint]) -> Void) {
+        guard let router = routers.first else { return completion([]) }
+        router.primaries(completion: completion)
+    }
+
+    /// Sends a command to one cluster node (no redirects followed); on a standalone Redis, to its
+    /// one server.
+    func sendToNode(_ command: RedisCommand, node: RedisURL.Endpoint, completion: @escaping RedisCompletion) {
+        guard let router = routers.first else { return send(command, key: nil, completion: completion) }
+        guard let bytes = command.encoded() else {
+            return router.loop.queue.async { completion(.failure(StoreUnavailable(.protocolError, detail: "could not encode command"))) }
+        }
+        router.submit(to: node, bytes: bytes) { result, _ in completion(result) }
+    }
+
+    /// `runScript` for callers that do not need the connection.
+    func runScript(_ script: RedisScript, keys: [[UInt8]], args: RedisCommand, completion: @escaping RedisCompletion) {
+        runScriptRouted(script, keys: keys, args: args) { result, _ in completion(result) }
+    }
+
+    /// After an accepted write on `connection`: `WAIT waitReplicas timeout` there (it covers every
+    /// write made on that connection so far), then `value` when enough replicas acknowledged, else
+    /// `.failure` (the write is done but not known to survive the loss of its primary).
+    func afterReplicas<T: Sendable>(_ value: T, on connection: RedisConnection?,
+                                    completion: @escaping @Sendable (Result<T, StoreUnavailable>) -> Void) {
+        guard let waitCommand else { return completion(.success(value)) }
+        guard let connection else {
+            return completion(.failure(StoreUnavailable(.protocolError, detail: "no connection to WAIT on")))
+        }
+        let wanted = waitReplicas
+        // Completions run on the connection's queue.
+        connection.submit(waitCommand, onQueue: true) { result in
+            switch result {
+            case .success(.integer(let acknowledged)) where acknowledged >= Int64(wanted):
+                completion(.success(value))
+            case .success(.integer(let acknowledged)):
+                completion(.failure(StoreUnavailable(.errorReply("WAIT"), detail: "\(acknowledged) of \(wanted) replicas acknowledged the write")))
+            case .success(let reply):
+                completion(.failure(RedisStore.unexpected(reply)))
+            case .failure(let error):
+                completion(.failure(error))
+            }
         }
     }
 
@@ -431,7 +609,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
 
 
 /// Collects the answers of `pingEveryConnection` and completes once all are in.
-private final class PingGather: Sendable {
+final class PingGather: Sendable {
     private struct State {
         var remaining: Int
         var failure: StoreUnavailable?
@@ -450,6 +628,39 @@ private final class PingGather: Sendable {
             s.remaining -= 1
             guard s.remaining == 0 else { return nil }
             return s.failure.map { .failure($0) } ?? .success(())
+        }
+        if let done { completion(done) }
+    }
+}
+
+
+/// Collects `connectedReplicas` answers per primary and completes once all are in.
+private final class ReplicaGather: Sendable {
+    private struct State {
+        var counts: [Int?]
+        var remaining: Int
+        var failure: StoreUnavailable?
+    }
+    private let nodes: [String]
+    private let state: Mutex<State>
+    private let completion: @Sendable (Result<[(node: String, replicas: Int)], StoreUnavailable>) -> Void
+
+    init(nodes: [String], completion: @escaping @Sendable (Result<[(node: String, replicas: Int)], StoreUnavailable>) -> Void) {
+        self.nodes = nodes
+        state = Mutex(State(counts: Array(repeating: nil, count: nodes.count), remaining: nodes.count))
+        self.completion = completion
+    }
+
+    func put(_ index: Int, _ result: Result<Int, StoreUnavailable>) {
+        let done: Result<[(node: String, replicas: Int)], StoreUnavailable>? = state.withLock { s in
+            switch result {
+            case .success(let count): s.counts[index] = count
+            case .failure(let error): if s.failure == nil { s.failure = error }
+            }
+            s.remaining -= 1
+            guard s.remaining == 0 else { return nil }
+            if let failure = s.failure { return .failure(failure) }
+            return .success(zip(nodes, s.counts).map { ($0, $1 ?? 0) })
         }
         if let done { completion(done) }
     }

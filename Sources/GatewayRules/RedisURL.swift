@@ -15,7 +15,13 @@
 /// - User name and password (in the userinfo or the query) are percent-decoded (RFC 3986 section
 ///   2.1). A password is given once; a user name needs a password (Redis 6 ACL `AUTH username
 ///   password`).
-/// - `rediss://` (TLS) is refused: not supported yet.
+/// - `redis+cluster://[[username]:password@]host[:port][,host[:port]...][/0]`: a Redis Cluster found
+///   from these seed nodes (DESIGN.md section 11; each host as in `redis://`, port 6379 by default, at
+///   most 16 seeds, duplicates refused). The gateway reads the slot map from a seed and then talks to
+///   every primary; the credentials apply to every node. Redis Cluster has only database 0, so the
+///   path is empty, `/` or `/0`. No query, no fragment.
+/// - `rediss://` (TLS) and `redis+sentinel://` are refused: not supported yet (the scheme names are
+///   reserved for them).
 ///
 /// Neither `description` nor any `RedisURLError` ever shows the password.
 public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
@@ -27,8 +33,19 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         case unix(path: String)
     }
 
+    /// How the endpoints are used. Open for later kinds (Sentinel).
+    public enum Topology: Sendable, Hashable {
+        /// One Redis server at `endpoint`.
+        case standalone
+        /// A Redis Cluster discovered from these seed nodes (TCP only, at least one; `endpoint` is the
+        /// first).
+        case cluster(seeds: [Endpoint])
+    }
+
     /// The grammar in one line, for messages.
-    public static let grammar = "redis://[[user]:password@]host[:port][/db] or unix:/path/to/redis.sock[?db=N]"
+    public static let grammar = "redis://[[user]:password@]host[:port][/db], redis+cluster://host:port[,host:port...] or unix:/path/to/redis.sock[?db=N]"
+    /// Most seed nodes a `redis+cluster://` URL may list.
+    public static let maximumSeeds = 16
     /// Redis' default TCP port.
     public static let defaultPort: UInt16 = 6379
     /// Largest database number accepted (Redis' `databases` setting is an `int`).
@@ -42,13 +59,28 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     public var password: String?
     /// Database number for `SELECT` (0 by default; Redis Cluster only has 0).
     public var database: Int
+    /// Standalone server or cluster seeds.
+    public var topology: Topology
 
     /// A URL from its parts (no validation).
-    public init(endpoint: Endpoint, username: String? = nil, password: String? = nil, database: Int = 0) {
+    public init(endpoint: Endpoint, username: String? = nil, password: String? = nil, database: Int = 0,
+                topology: Topology = .standalone) {
         self.endpoint = endpoint
         self.username = username
         self.password = password
         self.database = database
+        self.topology = topology
+    }
+
+    /// A `redis+cluster://` URL from its seeds (at least one; no validation).
+    public static func cluster(seeds: [Endpoint], username: String? = nil, password: String? = nil) -> RedisURL {
+        RedisURL(endpoint: seeds[0], username: username, password: password, topology: .cluster(seeds: seeds))
+    }
+
+    /// The seed endpoints of a cluster URL; nil for a standalone one.
+    public var clusterSeeds: [Endpoint]? {
+        if case .cluster(let seeds) = topology { return seeds }
+        return nil
     }
 
     /// Reads a Redis URL (see the type's documentation for the grammar).
@@ -60,10 +92,14 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     public init(parsing text: String, baseDirectory: String? = nil) throws(RedisURLError) {
         if text.hasPrefix("redis://") {
             self = try RedisURL.parseTCP(text.dropFirst("redis://".count))
+        } else if text.hasPrefix("redis+cluster://") {
+            self = try RedisURL.parseCluster(text.dropFirst("redis+cluster://".count))
         } else if text.hasPrefix("unix:") {
             self = try RedisURL.parseUnix(text.dropFirst("unix:".count), baseDirectory: baseDirectory)
-        } else if text.lowercased().hasPrefix("rediss://") {
+        } else if text.lowercased().hasPrefix("rediss://") || text.lowercased().hasPrefix("rediss+cluster://") {
             throw .tlsNotSupported
+        } else if text.lowercased().hasPrefix("redis+sentinel://") {
+            throw .sentinelNotSupported
         } else {
             throw .unsupportedScheme(String(text.prefix { $0 != ":" }.prefix(32)))
         }
@@ -77,13 +113,79 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         } else if let username {
             auth = "\(username)@"
         }
+        if case .cluster(let seeds) = topology {
+            return "redis+cluster://\(auth)" + seeds.map(RedisURL.hostPort).joined(separator: ",")
+        }
         switch endpoint {
-        case .tcp(let host, let port):
-            let shown = host.contains(":") ? "[\(host)]" : host
-            return "redis://\(auth)\(shown):\(port)/\(database)"
+        case .tcp:
+            return "redis://\(auth)\(RedisURL.hostPort(endpoint))/\(database)"
         case .unix(let path):
             return "unix://\(auth)\(path)" + (database == 0 ? "" : "?db=\(database)")
         }
+    }
+
+    /// `host:port` (IPv6 in brackets) of a TCP endpoint, the path of a Unix one.
+    public static func hostPort(_ endpoint: Endpoint) -> String {
+        switch endpoint {
+        case .tcp(let host, let port): return (host.contains(":") ? "[\(host)]" : host) + ":\(port)"
+        case .unix(let path): return path
+        }
+    }
+
+    // MARK: - redis+cluster://
+
+    private static func parseCluster(_ text: Substring) throws(RedisURLError) -> RedisURL {
+        if text.contains(where: { $0 == "?" || $0 == "#" }) {
+            throw .malformed("redis+cluster:// URLs take no query or fragment")
+        }
+        var rest = text
+        var username: String?
+        var password: String?
+        if let at = rest.lastIndex(of: "@") {
+            (username, password) = try credentials(rest[..<at])
+            rest = rest[rest.index(after: at)...]
+        }
+        if let slash = rest.firstIndex(of: "/") {
+            let dbText = rest[rest.index(after: slash)...]
+            rest = rest[..<slash]
+            if !dbText.isEmpty && dbText != "0" {
+                throw .malformed("Redis Cluster has only database 0: write redis+cluster://host:port[,host:port...] without a database, got /\(RedisURLError.quoted(String(dbText)))")
+            }
+        }
+        var seeds: [Endpoint] = []
+        for part in rest.split(separator: ",", omittingEmptySubsequences: false) {
+            guard !part.isEmpty else { throw .malformed("the seed list of a redis+cluster:// URL has an empty entry (host:port,host:port)") }
+            let seed = try endpoint(part)
+            guard !seeds.contains(seed) else { throw .malformed("the seed \(RedisURLError.quoted(hostPort(seed))) is listed twice") }
+            seeds.append(seed)
+        }
+        guard seeds.count <= maximumSeeds else { throw .malformed("a redis+cluster:// URL lists at most \(maximumSeeds) seed nodes, got \(seeds.count)") }
+        return .cluster(seeds: seeds, username: username, password: password)
+    }
+
+    /// `host[:port]` of a TCP URL: a DNS name (lower-cased), an IPv4 literal or a bracketed IPv6 literal.
+    private static func endpoint(_ text: Substring) throws(RedisURLError) -> Endpoint {
+        guard let (host, portText, bracketed) = NetworkSyntax.splitHostPort(text) else {
+            throw .malformed("the Redis host must be a host name, an IPv4 address or an IPv6 address in brackets (redis://[::1]:6379)")
+        }
+        guard !host.isEmpty else { throw .malformed("the Redis URL has no host (redis://host:port/db)") }
+        var port = defaultPort
+        if let portText {
+            guard let p = NetworkSyntax.port(portText), p != 0 else { throw .invalidPort(String(portText)) }
+            port = p
+        }
+        let hostName: String
+        if bracketed {
+            guard let v6 = NetworkSyntax.ipv6(String(host)) else { throw .invalidHost(String(host)) }
+            hostName = v6
+        } else if let v4 = NetworkSyntax.ipv4(String(host)) {
+            hostName = v4
+        } else if NetworkSyntax.isHostName(String(host)) {
+            hostName = host.lowercased()
+        } else {
+            throw .invalidHost(String(host))
+        }
+        return .tcp(host: hostName, port: port)
     }
 
     // MARK: - redis://
@@ -105,27 +207,8 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
             rest = rest[..<slash]
             if !dbText.isEmpty { database = try parseDatabase(dbText) }
         }
-        guard let (host, portText, bracketed) = NetworkSyntax.splitHostPort(rest) else {
-            throw .malformed("the Redis host must be a host name, an IPv4 address or an IPv6 address in brackets (redis://[::1]:6379)")
-        }
-        guard !host.isEmpty else { throw .malformed("the Redis URL has no host (redis://host:port/db)") }
-        var port = defaultPort
-        if let portText {
-            guard let p = NetworkSyntax.port(portText), p != 0 else { throw .invalidPort(String(portText)) }
-            port = p
-        }
-        let hostName: String
-        if bracketed {
-            guard let v6 = NetworkSyntax.ipv6(String(host)) else { throw .invalidHost(String(host)) }
-            hostName = v6
-        } else if let v4 = NetworkSyntax.ipv4(String(host)) {
-            hostName = v4
-        } else if NetworkSyntax.isHostName(String(host)) {
-            hostName = host.lowercased()
-        } else {
-            throw .invalidHost(String(host))
-        }
-        return RedisURL(endpoint: .tcp(host: hostName, port: port), username: username, password: password, database: database)
+        let target = try RedisURL.endpoint(rest)
+        return RedisURL(endpoint: target, username: username, password: password, database: database)
     }
 
     // MARK: - unix:

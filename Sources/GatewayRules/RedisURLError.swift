@@ -1,11 +1,13 @@
 /// Why a Redis URL was refused (`RedisURL.init(parsing:baseDirectory:)`). No case carries the
 /// password, so `description` can go to logs and `check-config` output as is.
 public enum RedisURLError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// Neither `redis://` nor `unix:`; carries the scheme seen (the text before the first `:`, at most
+    /// Neither `redis://`, `redis+cluster://` nor `unix:`; carries the scheme seen (the text before the first `:`, at most
     /// 32 characters).
     case unsupportedScheme(String)
-    /// `rediss://`: Redis over TLS is not supported yet.
+    /// `rediss://` or `rediss+cluster://`: Redis over TLS is not supported yet.
     case tlsNotSupported
+    /// `redis+sentinel://`: Sentinel is not supported yet.
+    case sentinelNotSupported
     /// The host is not a DNS name, an IPv4 literal or a bracketed IPv6 literal; carries it.
     case invalidHost(String)
     /// The port is not a decimal 1...65535; carries it.
@@ -28,6 +30,8 @@ public enum RedisURLError: Error, Sendable, Hashable, CustomStringConvertible {
             return "expected \(RedisURL.grammar), got the scheme \(RedisURLError.quoted(scheme))"
         case .tlsNotSupported:
             return "rediss:// (Redis over TLS) is not supported yet: use redis:// on a trusted network or a Unix socket"
+        case .sentinelNotSupported:
+            return "redis+sentinel:// (Redis Sentinel) is not supported yet: use redis:// to the primary or redis+cluster://"
         case .invalidHost(let host):
             return "\(RedisURLError.quoted(host)) is not a host name, an IPv4 address or an IPv6 address"
         case .invalidPort(let port):

@@ -14,7 +14,7 @@ struct RedisLogin {
     /// The options it reads (for `DeviceCommandOptions`).
     static let options: Set<String> = ["store", "password-file", "username", "password"]
     /// The one-line help.
-    static let help = "--store redis://HOST:PORT/DB|unix:/PATH/redis.sock [--username U] [--password-file F]; password from --password-file, ATTESTCTL_REDIS_PASSWORD or REDISCLI_AUTH"
+    static let help = "--store redis://HOST:PORT/DB|redis+cluster://HOST:PORT[,HOST:PORT...]|unix:/PATH/redis.sock [--username U] [--password-file F]; password from --password-file, ATTESTCTL_REDIS_PASSWORD or REDISCLI_AUTH"
 
     private static let alternatives = "give it with --password-file FILE or the environment variable ATTESTCTL_REDIS_PASSWORD (or REDISCLI_AUTH): a password on the command line is visible to every user (ps) and stays in shell history"
 

@@ -97,6 +97,48 @@ final class RedisURLTests: XCTestCase {
         XCTAssertEqual(RedisURLError.invalidPort("0").description, "the Redis port must be a number from 1 to 65535, got \"0\"")
         XCTAssertEqual(RedisURLError.invalidHost("a\"b\n").description, "\"a\\\"b\\u{a}\" is not a host name, an IPv4 address or an IPv6 address")
         XCTAssertEqual(RedisURLError.unsupportedScheme("http").description,
-                       "expected redis://[[user]:password@]host[:port][/db] or unix:/path/to/redis.sock[?db=N], got the scheme \"http\"")
+                       "expected redis://[[user]:password@]host[:port][/db], redis+cluster://host:port[,host:port...] or unix:/path/to/redis.sock[?db=N], got the scheme \"http\"")
+    }
+
+    func testClusterForms() {
+        let a = RedisURL.Endpoint.tcp(host: "10.0.0.1", port: 7000)
+        let b = RedisURL.Endpoint.tcp(host: "cache-b.internal", port: 6379)
+        let c = RedisURL.Endpoint.tcp(host: "::1", port: 7002)
+        accepted("redis+cluster://10.0.0.1:7000", .cluster(seeds: [a]))
+        accepted("redis+cluster://10.0.0.1:7000,Cache-B.internal,[::1]:7002/", .cluster(seeds: [a, b, c]))
+        accepted("redis+cluster://u:p%40ss@10.0.0.1:7000/0", .cluster(seeds: [a], username: "u", password: "p@ss"))
+        accepted("redis+cluster://:pw@10.0.0.1:7000,[::1]:7002", .cluster(seeds: [a, c], password: "pw"))
+        let url = try? RedisURL(parsing: "redis+cluster://10.0.0.1:7000,cache-b.internal")
+        XCTAssertEqual(url?.clusterSeeds, [a, b])
+        XCTAssertEqual(url?.endpoint, a)
+        XCTAssertNil((try? RedisURL(parsing: "redis://10.0.0.1:7000"))?.clusterSeeds)
+    }
+
+    func testClusterRefusals() {
+        refused("redis+cluster://h:7000/1")
+        refused("redis+cluster://h:7000/x")
+        refused("redis+cluster://h:7000,,h2:7001")
+        refused("redis+cluster://h:7000,")
+        refused("redis+cluster://")
+        refused("redis+cluster://h:7000?db=0")
+        refused("redis+cluster://h:7000#x")
+        refused("redis+cluster://h:7000,h:7000")
+        refused("redis+cluster://h:0", .invalidPort("0"))
+        refused("redis+cluster://h:1,bad_host:2", .invalidHost("bad_host"))
+        refused("redis+cluster://user@h:1")
+        refused("redis+cluster://" + (1...17).map { "h:\($0)" }.joined(separator: ","))
+        refused("rediss+cluster://h:1", .tlsNotSupported)
+        refused("redis+sentinel://h:26379/mymaster", .sentinelNotSupported)
+        refused("REDIS+CLUSTER://h:1", .unsupportedScheme("REDIS+CLUSTER"))
+        guard case .failure(let error) = parse("redis+cluster://:hunter2@h:1/5") else { return XCTFail("accepted") }
+        XCTAssertFalse(error.description.contains("hunter2"), "\(error)")
+    }
+
+    func testClusterDescriptionHidesPassword() throws {
+        XCTAssertEqual(try RedisURL(parsing: "redis+cluster://u:topsecret@h:1,[::1]:2").description, "redis+cluster://u:***@h:1,[::1]:2")
+        XCTAssertEqual(try RedisURL(parsing: "redis+cluster://h").description, "redis+cluster://h:6379")
+        // The description parses back to the same seeds.
+        XCTAssertEqual(try RedisURL(parsing: try RedisURL(parsing: "redis+cluster://b:2,a:1").description).clusterSeeds,
+                       [.tcp(host: "b", port: 2), .tcp(host: "a", port: 1)])
     }
 }

@@ -69,6 +69,9 @@ final class RedisURLAgreementTests: E2ETestCase {
             "unix:", "unix://", "unix://relative.sock", "unix://host/tmp/r.sock",
             "unix:\(redis.socketPath)?timeout=1", "unix:\(redis.socketPath)?db=x", "unix:\(redis.socketPath)?db=1&db=2",
             "unix:\(redis.socketPath)?", "unix:/" + String(repeating: "s", count: 120),
+            "redis+cluster://127.0.0.1:\(port)/1", "redis+cluster://127.0.0.1:\(port),", "redis+cluster://127.0.0.1:\(port),127.0.0.1:\(port)",
+            "redis+cluster://127.0.0.1:\(port)?db=0", "redis+cluster://secret@127.0.0.1:\(port)", "rediss+cluster://127.0.0.1:\(port)",
+            "redis+sentinel://127.0.0.1:\(port)/main",
         ]
         for url in refused {
             let config = configRefusal(url, base: redis.directory.path)

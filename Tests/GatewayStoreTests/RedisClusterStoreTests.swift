@@ -1,0 +1,224 @@
+import Foundation
+import GatewayRules
+import GatewayStore
+@testable import GatewayRedis
+import GatewayTestSupport
+import XCTest
+
+/// `RedisStore` against the shared local Redis Cluster (three primaries, three replicas): CRC16 against
+/// Redis' own `CLUSTER KEYSLOT`, keys on every primary from one seed (MOVED-free routing from the
+/// map), `ASK` during a slot migration, `NOSCRIPT` on one node, `MOVED` from a stale map,
+/// `WAIT` (`waitReplicas`), the key walk across primaries. Failover, reshard under load and racing
+/// gateways: GatewayTests/ClusterFailoverTests.
+final class RedisClusterStoreTests: XCTestCase {
+    private var stores: [RedisStore] = []
+
+    override func tearDown() {
+        for store in stores { store.close() }
+        stores = []
+        super.tearDown()
+    }
+
+    private func makeStore(_ url: String, waitReplicas: Int = 0, loops: Int = 2) throws -> (RedisStore, StoreConformance) {
+        var configuration = RedisStore.Configuration(url: try RedisURL(parsing: url))
+        configuration.connections = loops
+        configuration.waitReplicas = waitReplicas
+        let store = try RedisStore(configuration: configuration)
+        stores.append(store)
+        return (store, StoreConformance(store: store))
+    }
+
+    private func keyName(_ keyId: KeyID) -> String { "aa:{\(String(decoding: keyId.base64URL, as: UTF8.self))}:key" }
+
+    func testCRC16MatchesRedisClusterKeyslot() throws {
+        let cluster = try SharedRedisCluster.cluster()
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_{}:".utf8)
+        var keys = ["foo", "bar", "{user1000}.following", "foo{}{bar}", "foo{{bar}}zap", "foo{bar}{zap}", "{", "}", "{}", "a{b", "x}y{z}"]
+        for _ in 0..<300 {
+            keys.append(String(decoding: (0..<Int.random(in: 1...40)).map { _ in alphabet.randomElement()! }, as: UTF8.self))
+        }
+        let script = keys.map { "CLUSTER KEYSLOT \($0)\n" }.joined()
+        let port = try cluster.liveNode()
+        let answer = try ChildProcess.run("redis-cli", ["-p", String(port)], stdin: Data(script.utf8))
+        let slots = answer.output.split(whereSeparator: \.isNewline).map { Int($0) }
+        XCTAssertEqual(slots.count, keys.count, answer.output)
+        for (key, slot) in zip(keys, slots) {
+            XCTAssertEqual(RedisClusterSlot.of(key: Array(key.utf8)), slot, key)
+        }
+        // The gateway's own key names.
+        let keyId = try KeyID((0..<32).map { _ in UInt8.random(in: 0...255) })
+        XCTAssertEqual(RedisClusterSlot.of(key: Array(keyName(keyId).utf8)), try cluster.keySlot(keyName(keyId)))
+    }
+
+    func testOneSeedReachesKeysOnEveryPrimary() throws {
+        let cluster = try SharedRedisCluster.cluster()
+        let seed = try cluster.roles().primaries[0]
+        let (_, suite) = try makeStore(cluster.url(seed: seed))
+        var served = Set<UInt16>()
+        for index in 0..<60 {
+            let record = try suite.makeRecord()
+            try suite.registerExpectingAccepted(record)
+            try suite.commit(record.keyId, counter: 1)
+            let owner = try cluster.primary(ofSlot: try cluster.keySlot(keyName(record.keyId)))
+            served.insert(owner)
+            if served.count == 3 && index >= 10 { break }
+            // Written on the slot's primary, not the seed.
+            XCTAssertEqual(try cluster.cli(owner, ["HGET", keyName(record.keyId), "ctr"]), "1")
+        }
+        XCTAssertEqual(served.count, 3, "the keys spread over the three primaries")
+    }
+
+    func testStaleMapFollowsMovedAndAsk() throws {
+        let cluster = try SharedRedisCluster.cluster()
+        let (_, suite) = try makeStore(cluster.url, loops: 1)
+        let record = try suite.makeRecord()
+        try suite.registerExpectingAccepted(record)
+        let key = keyName(record.keyId)
+        let slot = try cluster.keySlot(key)
+        let source = try cluster.primary(ofSlot: slot)
+        let target = try cluster.roles().primaries.first { $0 != source }!
+        let sourceId = try cluster.cli(source, ["CLUSTER", "MYID"])
+        let targetId = try cluster.cli(target, ["CLUSTER", "MYID"])
+        // Migration in progress: the key record moves, the challenge (issued later) is created on the
+        // importing node through ASK.
+        XCTAssertEqual(try cluster.cli(target, ["CLUSTER", "SETSLOT", String(slot), "IMPORTING", sourceId]), "OK")
+        XCTAssertEqual(try cluster.cli(source, ["CLUSTER", "SETSLOT", String(slot), "MIGRATING", targetId]), "OK")
+        var migrated = false
+        defer {
+            if !migrated {
+                _ = try? cluster.cli(target, ["CLUSTER", "SETSLOT", String(slot), "STABLE"])
+                _ = try? cluster.cli(source, ["CLUSTER", "SETSLOT", String(slot), "STABLE"])
+            }
+        }
+        XCTAssertEqual(try cluster.cli(source, ["MIGRATE", "127.0.0.1", String(target), "", "0", "5000", "KEYS", key]), "OK")
+        // The record lives on the target now; fetch (source answers ASK) and a full commit work.
+        XCTAssertEqual(try suite.fetch(record.keyId)?.counter, 0)
+        try suite.commit(record.keyId, counter: 1)
+        XCTAssertEqual(try cluster.cli(target, session: [["ASKING"], ["HGET", key, "ctr"]]), "1")
+        // End the migration: the slot belongs to the target; the store's map is stale (MOVED).
+        for port in try cluster.roles().primaries {
+            XCTAssertEqual(try cluster.cli(port, ["CLUSTER", "SETSLOT", String(slot), "NODE", targetId]), "OK")
+        }
+        migrated = true
+        try suite.commit(record.keyId, counter: 2)
+        XCTAssertEqual(try cluster.cli(target, ["HGET", key, "ctr"]), "2")
+        // Give the slot back (the shared cluster stays as it was).
+        XCTAssertEqual(try cluster.cli(source, ["CLUSTER", "SETSLOT", String(slot), "IMPORTING", targetId]), "OK")
+        XCTAssertEqual(try cluster.cli(target, ["CLUSTER", "SETSLOT", String(slot), "MIGRATING", sourceId]), "OK")
+        let keys = try cluster.cli(target, ["CLUSTER", "GETKEYSINSLOT", String(slot), "100"]).split(whereSeparator: \.isNewline).map(String.init)
+        if !keys.isEmpty {
+            XCTAssertEqual(try cluster.cli(target, ["MIGRATE", "127.0.0.1", String(source), "", "0", "5000", "KEYS"] + keys), "OK")
+        }
+        for port in try cluster.roles().primaries {
+            XCTAssertEqual(try cluster.cli(port, ["CLUSTER", "SETSLOT", String(slot), "NODE", sourceId]), "OK")
+        }
+        try suite.commit(record.keyId, counter: 3)
+        XCTAssertEqual(try cluster.cli(source, ["HGET", key, "ctr"]), "3")
+        try cluster.waitUntilHealthy()
+    }
+
+    /// A slot its primary stops serving answers `CLUSTERDOWN Hash slot not served`: retried until the
+    /// slot is served again within the command timeout; past the timeout, unavailable.
+    func testClusterDownIsRetriedWithinTheCommandTimeout() throws {
+        let cluster = try SharedRedisCluster.cluster()
+        var configuration = RedisStore.Configuration(url: try RedisURL(parsing: cluster.url))
+        configuration.commandTimeout = 5_000
+        let patient = try RedisStore(configuration: configuration)
+        stores.append(patient)
+        configuration.commandTimeout = 150
+        let hasty = try RedisStore(configuration: configuration)
+        stores.append(hasty)
+        let suite = StoreConformance(store: patient)
+        let record = try suite.makeRecord()
+        try suite.registerExpectingAccepted(record)
+        XCTAssertNotNil(try StoreConformance(store: hasty).fetch(record.keyId), "the hasty store works while the slot is served")
+        let slot = try cluster.keySlot(keyName(record.keyId))
+        let owner = try cluster.primary(ofSlot: slot)
+        XCTAssertEqual(try cluster.cli(owner, ["CLUSTER", "DELSLOTS", String(slot)]), "OK")
+        var restored = false
+        defer {
+            if !restored { _ = try? cluster.cli(owner, ["CLUSTER", "ADDSLOTS", String(slot)]) }
+            try? cluster.waitUntilHealthy()
+        }
+        // Failing variant: a short command timeout gives up with the CLUSTERDOWN error.
+        let failed = try suite.wait("fetchKey") { done in hasty.fetchKey(record.keyId, completion: done) }
+        guard case .failure(let error) = failed else { return XCTFail("a slot nobody serves answered: \(failed)") }
+        XCTAssertTrue([.errorReply("CLUSTERDOWN"), .notConnected].contains(error.reason), "\(error)")
+        // The slot comes back while the patient store's command is being retried.
+        let box = CompletionBox<Result<KeyRecord?, StoreUnavailable>>()
+        patient.fetchKey(record.keyId) { box.put($0) }
+        usleep(300_000)
+        XCTAssertEqual(try cluster.cli(owner, ["CLUSTER", "ADDSLOTS", String(slot)]), "OK")
+        restored = true
+        let result = try XCTUnwrap(box.take(timeout: 30), "no completion")
+        XCTAssertEqual(try result.get()?.keyId, record.keyId)
+    }
+
+    func testNoscriptOnOneNodeFallsBackToEval() throws {
+        let cluster = try SharedRedisCluster.cluster()
+        let (_, suite) = try makeStore(cluster.url)
+        let record = try suite.makeRecord()
+        try suite.registerExpectingAccepted(record)
+        let owner = try cluster.primary(ofSlot: try cluster.keySlot(keyName(record.keyId)))
+        XCTAssertEqual(try cluster.cli(owner, ["SCRIPT", "FLUSH"]), "OK")
+        try suite.commit(record.keyId, counter: 1)
+        XCTAssertEqual(try cluster.cli(owner, ["HGET", keyName(record.keyId), "ctr"]), "1")
+    }
+
+    func testWaitReplicasAcknowledgedOrUnavailable() throws {
+        let cluster = try SharedRedisCluster.cluster()
+        let (_, one) = try makeStore(cluster.url, waitReplicas: 1)
+        let record = try one.makeRecord()
+        try one.registerExpectingAccepted(record)
+        try one.commit(record.keyId, counter: 1)
+        // Every primary has one replica: it holds the commit once WAIT returned.
+        let key = keyName(record.keyId)
+        let owner = try cluster.primary(ofSlot: try cluster.keySlot(key))
+        let replica = try XCTUnwrap(try cluster.roles().replicas.first { $0.value == owner }?.key)
+        XCTAssertEqual(try cluster.cli(replica, session: [["READONLY"], ["HGET", key, "ctr"]]), "1")
+
+        // Two replicas cannot acknowledge: the commit is done, but it completes as unavailable.
+        let (_, two) = try makeStore(cluster.url, waitReplicas: 2)
+        let challenge = try one.issueAssert(record.keyId)
+        let result = try two.wait("commitAssertion") { done in
+            two.store.commitAssertion(keyId: record.keyId, challenge: challenge, counter: 2, window: 0, now: two.baseNow, completion: done)
+        }
+        guard case .failure(let error) = result else { return XCTFail("accepted without two replicas: \(result)") }
+        XCTAssertEqual(error.reason, .errorReply("WAIT"), "\(error)")
+        XCTAssertEqual(try cluster.cli(owner, ["HGET", key, "ctr"]), "2", "the commit ran; only its durability is unknown")
+        try one.expectCommit(record.keyId, challenge, counter: 2, now: one.baseNow, refused: .challengeUnknown)
+        // Every acknowledged write waits: a challenge too.
+        let refused = try two.wait("issueChallenge") { done in
+            two.store.issueChallenge(try two.randomChallenge(), keyId: record.keyId, purpose: .assert, expiresAt: two.baseNow + 60_000,
+                                     now: two.baseNow, completion: done)
+        }
+        guard case .failure(let issueError) = refused else { return XCTFail("challenge acknowledged without two replicas") }
+        XCTAssertEqual(issueError.reason, .errorReply("WAIT"))
+    }
+
+    func testKeyWalkVisitsEveryPrimary() throws {
+        let cluster = try SharedRedisCluster.cluster()
+        let prefix = "w\(UInt32.random(in: 0...UInt32.max))"
+        var configuration = RedisStore.Configuration(url: try RedisURL(parsing: cluster.url))
+        configuration.keyPrefix = prefix
+        let store = try RedisStore(configuration: configuration)
+        stores.append(store)
+        let suite = StoreConformance(store: store)
+        var written = Set<String>()
+        for _ in 0..<30 {
+            let record = try suite.makeRecord()
+            try suite.registerExpectingAccepted(record)
+            written.insert(String(decoding: record.keyId.base64URL, as: UTF8.self))
+        }
+        var seen = Set<String>()
+        var cursor = "0"
+        var steps = 0
+        repeat {
+            let step = try suite.wait("scan") { done in store.scanKeyRecords(cursor: cursor, count: 7, completion: done) }.get()
+            seen.formUnion(step.keyIds)
+            cursor = step.cursor
+            steps += 1
+        } while cursor != "0" && steps < 1_000
+        XCTAssertEqual(seen, written)
+    }
+}
