@@ -11,8 +11,8 @@ extension RedisStore {
         RedisKeySchema.appendFields(of: record, to: &args)
         let keys = [schema.keyRecordName(record.keyId), schema.challengeName(record.keyId, challenge),
                     schema.registrationBackoffName(record.keyId)]
-        runScript(.registerDevice, keys: keys, args: args) { result in
-            completion(result.flatMap(RedisStore.decodeCodeReply))
+        runScriptRouted(.registerDevice, keys: keys, args: args) { [self] result, connection in
+            acknowledged(result.flatMap(RedisStore.decodeCodeReply), on: connection, completion: completion)
         }
     }
 
@@ -22,8 +22,8 @@ extension RedisStore {
         var args = RedisCommand(capacity: 24)
         args.append(decimal: now)
         let keys = [schema.keyRecordName(keyId), schema.challengeName(keyId, challenge)]
-        runScript(.commitSigned, keys: keys, args: args) { result in
-            completion(result.flatMap(RedisStore.decodeCodeReply))
+        runScriptRouted(.commitSigned, keys: keys, args: args) { [self] result, connection in
+            acknowledged(result.flatMap(RedisStore.decodeCodeReply), on: connection, completion: completion)
         }
     }
 

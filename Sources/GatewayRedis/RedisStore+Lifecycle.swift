@@ -12,7 +12,9 @@ extension RedisStore: KeyLifecycleStore {
         if let counter { args.append(decimal: Int64(counter)) } else { args.append("") }
         if let expiresAt { args.append(decimal: expiresAt) } else { args.append("") }
         let keys = [schema.keyRecordName(keyId), schema.challengeName(keyId, challenge)]
-        runScript(.renew, keys: keys, args: args) { result in completion(result.flatMap(RedisStore.decodeLifecycle)) }
+        runScriptRouted(.renew, keys: keys, args: args) { [self] result, connection in
+            acknowledged(result.flatMap(RedisStore.decodeLifecycle), on: connection, completion: completion)
+        }
     }
 
     /// See `KeyLifecycleStore.forgetKey` (one Lua script).
@@ -22,7 +24,9 @@ extension RedisStore: KeyLifecycleStore {
         args.append(decimal: now)
         if let counter { args.append(decimal: Int64(counter)) } else { args.append("") }
         let keys = [schema.keyRecordName(keyId), schema.challengeName(keyId, challenge)]
-        runScript(.forget, keys: keys, args: args) { result in completion(result.flatMap(RedisStore.decodeLifecycle)) }
+        runScriptRouted(.forget, keys: keys, args: args) { [self] result, connection in
+            acknowledged(result.flatMap(RedisStore.decodeLifecycle), on: connection, completion: completion)
+        }
     }
 
     /// See `KeyLifecycleStore.indexAccountKey` (one Lua script in the account's slot).
@@ -74,10 +78,11 @@ extension RedisStore: KeyLifecycleStore {
     public func accountKeys(_ account: AccountHash, completion: @escaping @Sendable (Result<[KeyID], StoreUnavailable>) -> Void) {
         var command = RedisCommand(capacity: 96)
         command.append("ZRANGE")
-        command.append(schema.accountName(account, "keys"))
+        let index = schema.accountName(account, "keys")
+        command.append(index)
         command.append("0")
         command.append("-1")
-        send(command) { result in completion(RedisStore.failErrorReplies(result).flatMap(RedisStore.decodeKeyIds)) }
+        send(command, key: index) { result in completion(RedisStore.failErrorReplies(result).flatMap(RedisStore.decodeKeyIds)) }
     }
 
     // MARK: Internals

@@ -23,7 +23,7 @@ extension RedisStore {
         command.append(key)
         command.append("v")
         command.append("doc")
-        send(command) { result in
+        send(command, key: key) { result in
             completion(RedisStore.failErrorReplies(result).flatMap { reply in
                 guard case .array(let values) = reply, values.count == 2 else { return .failure(RedisStore.unexpected(reply)) }
                 if values[0] == .null && values[1] == .null { return .success(nil) }
@@ -46,7 +46,7 @@ extension RedisStore {
         command.append(decimal: expected)
         command.append(decimal: expected + 1)
         command.append(document)
-        send(command) { result in
+        send(command, key: key) { result in
             completion(RedisStore.failErrorReplies(result).flatMap { reply in
                 guard case .integer(let written) = reply else { return .failure(RedisStore.unexpected(reply)) }
                 return .success(written == 1)

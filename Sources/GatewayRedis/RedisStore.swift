@@ -310,10 +310,14 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         args.append(decimal: StoreLimits.challengeLifetime(expiresAt: next.expiresAt, now: now) + challengeGrace)
         let keys = [schema.keyRecordName(keyId), schema.challengeName(keyId, challenge),
                     schema.challengeName(keyId, next.challenge)]
-        runScript(.commit, keys: keys, args: args) { result in
-            completion(result.flatMap(RedisStore.decodeCommit).map { outcome in
+        runScriptRouted(.commit, keys: keys, args: args) { [self] result, connection in
+            let decoded = result.flatMap(RedisStore.decodeCommit).map { outcome in
                 AssertionCommit(outcome: outcome, nextIssued: AssertionCommit.issuesNext(after: outcome))
-            })
+            }
+            // `wait_replicas`: an accepted commit (and a stored next challenge) must survive a failover.
+            guard case .success(let commit) = decoded, waitReplicas > 0,
+                  commit.nextIssued || commit.outcome.value != nil else { return completion(decoded) }
+            afterReplicas(commit, on: connection, completion: completion)
         }
     }
 
@@ -521,6 +525,14 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
     /// `runScript` for callers that do not need the connection.
     func runScript(_ script: RedisScript, keys: [[UInt8]], args: RedisCommand, completion: @escaping RedisCompletion) {
         runScriptRouted(script, keys: keys, args: args) { result, _ in completion(result) }
+    }
+
+    /// `decoded` once durable: an accepted outcome waits for `wait_replicas` (`afterReplicas`); a
+    /// refusal (nothing written) and a failure complete at once.
+    func acknowledged<T: Sendable>(_ decoded: Result<StoreOutcome<T>, StoreUnavailable>, on connection: RedisConnection?,
+                                   completion: @escaping @Sendable (Result<StoreOutcome<T>, StoreUnavailable>) -> Void) {
+        guard case .success(let outcome) = decoded, outcome.value != nil, waitReplicas > 0 else { return completion(decoded) }
+        afterReplicas(outcome, on: connection, completion: completion)
     }
 
     /// After an accepted write on `connection`: `WAIT waitReplicas timeout` there (it covers every
