@@ -101,7 +101,7 @@ public struct ConfigCheckReport: Sendable {
             out += "trust      TEST ROOTS: \(c.trust.extraRoots.joined(separator: ", "))\n"
         }
         for app in c.apps { if let s = app.signals { out += "signals    \(app.appID): \(Self.summary(s))\n" } }
-        out += "endpoints  \(c.endpoints.prefix)/{challenge,attest,register,renew,forget} (served before routes; challenge ttl \(DurationSyntax.format(c.endpoints.challengeTTL)), \(c.endpoints.challengeBytes) bytes)\n"
+        out += "endpoints  \(c.endpoints.prefix)/{challenge,attest,register,renew,forget} (served before routes; challenge ttl \(DurationSyntax.format(c.endpoints.challengeTTL)), \(c.endpoints.challengeBytes) bytes\(c.endpoints.nextChallenge ? "" : "; next_challenge off")\(c.endpoints.fleetAttestRate.map { "; fleet attest rate \($0.count) per \(DurationSyntax.format($0.per))" } ?? ""))\n"
         out += "upstreams  \(c.upstreams.map { "\($0.name) = \(Self.endpoints($0))" + Self.summary($0.tls) }.joined(separator: ", "))\n"
         out += "routes (first match wins):\n"
         let shadowed = Set(loaded.routeTable.shadowedRoutes().map(\.route))

@@ -207,7 +207,7 @@ final class VerdictTokenPythonTests: XCTestCase {
         XCTAssertEqual(validClaims["verdict"] as? String, "valid")
         XCTAssertEqual(validClaims["keyId"] as? String, device.keyId)
         XCTAssertEqual(validClaims["counter"] as? Int, 1)
-        XCTAssertEqual(validClaims["tier"] as? String, "app_attest")
+        XCTAssertEqual(validClaims["tier"] as? String, "attested", "the effective tier, as App-Attest-Tier says")
         XCTAssertEqual(validClaims["environment"] as? String, "development")
         XCTAssertEqual(validClaims["app"] as? String, E2EEnvironment.appId)
         let failures = results.suffix(4).map { "\($0["error"] ?? "accepted")" }

@@ -54,7 +54,7 @@ final class VerdictTokenTests: XCTestCase {
         var report = VerdictReport(.valid, keyId: try KeyID([UInt8](repeating: 7, count: 32)))
         report.counter = 42
         report.environment = "production"
-        report.tier = "app_attest"
+        report.tier = "attested"
         report.appId = "ABCDE12345.com.example.app"
         return report
     }
@@ -87,7 +87,7 @@ final class VerdictTokenTests: XCTestCase {
         XCTAssertEqual(c["verdict"] as? String, "valid")
         XCTAssertEqual(c["keyId"] as? String, Data([UInt8](repeating: 7, count: 32)).base64EncodedString())
         XCTAssertEqual(c["counter"] as? Int, 42)
-        XCTAssertEqual(c["tier"] as? String, "app_attest")
+        XCTAssertEqual(c["tier"] as? String, "attested")
         XCTAssertEqual(c["environment"] as? String, "production")
         XCTAssertEqual(c["app"] as? String, "ABCDE12345.com.example.app")
         XCTAssertEqual(c["risk"] as? String, "3")
