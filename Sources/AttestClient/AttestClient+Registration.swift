@@ -117,7 +117,9 @@ extension AttestClient {
     /// Renewal of `previous`: `POST {prefix}/renew` signed by the device key (DESIGN.md section 8);
     /// a full registration when there is nothing to renew or the gateway has no renewal.
     func renew(_ previous: StoredRegistration?) -> Outcome {
-        guard let previous, previous.signing == .device, let kid = previous.attestation.kid,
+        // A registration that went up without App Attest (e.g. Apple's server unavailable) registers again
+        // where App Attest exists, to carry the token this time.
+        guard let previous, previous.signing == .device, previous.attestation.platformAttested || !appAttest.isSupported, let kid = previous.attestation.kid,
               case .success(let signer) = loadOrCreateDeviceKey(), Base64Text.encode(SHA256Digest.hash(signer.publicKey)) == kid else {
             return register(replacing: previous)
         }
