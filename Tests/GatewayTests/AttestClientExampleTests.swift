@@ -1,0 +1,119 @@
+import Foundation
+import GatewayTestSupport
+import XCTest
+
+/// `attest-client-example` (AttestClient's public API only, App Attest played by the simulator) against
+/// the real `attest-gateway` binary with a real redis-server and the Python upstream (issue 11 "Proven
+/// by"): the attestation passes at the expected tier, N protected requests are accepted, each
+/// request's round trips agree with the gateway's access log.
+final class AttestClientExampleTests: XCTestCase {
+    /// True once the gateway sends `App-Attest-Next-Challenge` (branch `next-challenge` merged): every
+    /// request after the first then costs one round trip, else two (a challenge, then the request).
+    /// A gateway that sends next challenges while this is false fails the test (flip it then).
+    static let gatewayIssuesNextChallenges = false
+    /// True once the gateway registers device keys (`POST {prefix}/register`, branch `reg-core`):
+    /// the App Attest run registers the device key (tier `attested`) and `--device-key` passes at tier
+    /// `device`. False: App Attest alone, and `--device-key` fails (nothing to fall back on).
+    static let gatewayRegistersDeviceKeys = false
+
+    /// The gateway binary with Redis, the upstream and the simulator's test CA trusted; access log on.
+    final class Setup {
+        let redis: RedisServer
+        let upstream: UpstreamProcess
+        let dead: ReservedPort
+        let work: URL
+        let gateway: ChildProcess
+        let port: UInt16
+        let ca: String
+
+        init() throws {
+            let cas = try TestCAs.shared()
+            ca = cas.sim.path
+            redis = try RedisServer()
+            upstream = try UpstreamProcess()
+            dead = try ReservedPort()
+            work = try E2EPaths.temporaryDirectory("sdk-example")
+            let yaml = E2EEnvironment.yaml(store: redis.url, upstreamPort: upstream.port, deadPort: dead.port, roots: cas.trustedRoots, access: true)
+            let config = work.appendingPathComponent("gateway.yaml")
+            try yaml.write(to: config, atomically: true, encoding: .utf8)
+            gateway = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path])
+            guard let started = StartedLine.wait(for: gateway), let port = started.port else {
+                throw ChildProcessError.notReady("attest-gateway did not start: \(gateway.output)")
+            }
+            self.port = port
+        }
+
+        /// Runs the example; returns its exit status and its JSON lines.
+        func example(_ extra: [String]) throws -> (status: Int32, lines: [[String: Any]], output: String) {
+            let binary = try BuiltProducts.executable("attest-client-example")
+            let run = try ChildProcess.run(binary, ["--gateway", "http://127.0.0.1:\(port)", "--app-id", E2EEnvironment.appId, "--ca", ca] + extra)
+            return (run.status, StartedLine.jsonLines(run.output), run.output)
+        }
+
+        /// The gateway's access lines so far.
+        var accessLines: [[String: Any]] { StartedLine.jsonLines(gateway.output).filter { $0["type"] as? String == "access" } }
+
+        deinit {
+            gateway.stop(signal: SIGKILL, grace: 1)
+            upstream.stop()
+            redis.stop()
+            try? FileManager.default.removeItem(at: work)
+        }
+    }
+
+    func testExampleAttestsAndSendsAcceptedRequestsWithTheExpectedRoundTrips() throws {
+        let setup = try Setup()
+        let requests = 5
+        let run = try setup.example(["--requests", String(requests)])
+        XCTAssertEqual(run.status, 0, run.output)
+        XCTAssertEqual(run.lines.count, 1 + requests, run.output)
+        let attestation = try XCTUnwrap(run.lines.first, run.output)
+        XCTAssertEqual(attestation["verdict"] as? String, "passed", run.output)
+        XCTAssertEqual(attestation["tier"] as? String, "attested", run.output)
+        XCTAssertEqual(attestation["platformAttested"] as? Bool, true, run.output)
+        XCTAssertEqual(attestation["platformTokenSpent"] as? Bool, true, run.output)
+        XCTAssertNotNil(attestation["kid"] as? String)
+        let answers = Array(run.lines.dropFirst())
+        XCTAssertEqual(answers.filter { $0["status"] as? Int == 200 && $0["verdict"] as? String == "accepted" }.count, requests, run.output)
+        let trips = answers.compactMap { $0["roundTrips"] as? Int }
+        XCTAssertEqual(trips.count, requests)
+        let steady = Self.gatewayIssuesNextChallenges ? 1 : 2
+        XCTAssertEqual(Array(trips.dropFirst()), Array(repeating: steady, count: requests - 1),
+                       "round trips per request after the first (gatewayIssuesNextChallenges = \(Self.gatewayIssuesNextChallenges)): \(trips)")
+
+        // The access log agrees: the protected requests, the challenges, and nothing else after the attestation.
+        var access: [[String: Any]] = []
+        waitFor("the access lines of every request", timeout: 10) {
+            access = setup.accessLines
+            return access.filter { $0["route"] as? String == "protected" }.count >= requests
+        }
+        let protected = access.filter { $0["route"] as? String == "protected" }
+        XCTAssertEqual(protected.count, requests, "\(access)")
+        XCTAssertTrue(protected.allSatisfy { $0["status"] as? Int == 200 && $0["verdict"] as? String == "valid" }, "\(protected)")
+        let attestationLines = access.firstIndex { $0["route"] as? String == "endpoint:attest" || $0["route"] as? String == "endpoint:register" }
+        let afterAttestation = try XCTUnwrap(attestationLines.map { Array(access[($0 + 1)...]) }, "\(access)")
+        XCTAssertEqual(afterAttestation.count, trips.reduce(0, +), "one access line per round trip the SDK counted: \(afterAttestation)")
+        XCTAssertEqual(afterAttestation.filter { $0["route"] as? String == "endpoint:challenge" }.count, trips.reduce(0, +) - requests)
+    }
+
+    func testDeviceKeyOnlyRegistersAtTierDeviceWhereTheGatewayRegistersDeviceKeys() throws {
+        let setup = try Setup()
+        let run = try setup.example(["--requests", "2", "--device-key"])
+        let attestation = try XCTUnwrap(run.lines.first, run.output)
+        if Self.gatewayRegistersDeviceKeys {
+            XCTAssertEqual(run.status, 0, run.output)
+            XCTAssertEqual(attestation["verdict"] as? String, "passed", run.output)
+            XCTAssertEqual(attestation["tier"] as? String, "device", run.output)
+            XCTAssertEqual(attestation["platformAttested"] as? Bool, false, run.output)
+            XCTAssertEqual(run.lines.dropFirst().filter { $0["verdict"] as? String == "accepted" }.count, 2, run.output)
+        } else {
+            // Without registrations there is nothing a device key alone can do: failed, said why, nothing sent.
+            XCTAssertEqual(run.status, 1, run.output)
+            XCTAssertEqual(attestation["verdict"] as? String, "failed", run.output)
+            XCTAssertEqual(attestation["platformTokenSpent"] as? Bool, false)
+            XCTAssertNotNil(attestation["detail"] as? String)
+            XCTAssertTrue(run.lines.dropFirst().allSatisfy { $0["verdict"] as? String == "notAttested" }, run.output)
+            XCTAssertEqual(setup.accessLines.filter { $0["route"] as? String == "protected" }.count, 0)
+        }
+    }
+}
