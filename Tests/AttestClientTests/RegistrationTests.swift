@@ -222,4 +222,41 @@ final class RegistrationTests: XCTestCase {
         XCTAssertEqual(strict.relaunch().attest().verdict, .failed)
         XCTAssertEqual(strict.gateway.count("/attest"), 0)
     }
+
+    func testRenewsByItselfWhenTheRefreshTimeComes() throws {
+        let h = SDKHarness()
+        h.gateway.registrationTTL = 4  // renewAfter = now + 2 s (the timer waits real seconds)
+        h.configure = { $0.automaticRenewal = true; $0.expiryMargin = 1 }
+        let client = h.relaunch()
+        let first = client.attest()
+        XCTAssertEqual(first.verdict, .passed)
+        let refresh = try XCTUnwrap(client.nextAttestationRefresh)
+        XCTAssertEqual(refresh.timeIntervalSince1970, h.clock.now() + 2)
+        // Not due on the SDK's clock: the timer fires and renews nothing (the failing variant).
+        Thread.sleep(forTimeInterval: 2.5)
+        XCTAssertEqual(h.gateway.count("/renew"), 0)
+        // Due: the clock moved; the next timer (re-armed by storedAttestation) renews.
+        h.clock.advance(2)
+        XCTAssertNotNil(client.storedAttestation())
+        waitFor("the automatic renewal", timeout: 10) { h.gateway.count("/renew") == 1 }
+        waitFor("the renewed result", timeout: 5) { client.lastAttestation?.expiresAt == Int(h.clock.now()) + 4 }
+        client.forgetAttestation()
+        XCTAssertNil(client.nextAttestationRefresh, "forgetting stops the automatic renewal")
+    }
+
+    func testAsyncTwinsAnswerAsTheBlockingCalls() async throws {
+        let h = SDKHarness()
+        let client = h.client!
+        let attestation = await client.attest()
+        XCTAssertEqual(attestation.verdict, .passed)
+        let stored = await client.storedAttestation()
+        XCTAssertEqual(stored, attestation)
+        let response = await client.send(SDKHarness.order(1))
+        XCTAssertEqual(response.verdict, .accepted)
+        let renewed = await client.renewAttestation()
+        XCTAssertEqual(renewed.verdict, .passed)
+        await client.forgetAttestation()
+        let afterForget = await client.storedAttestation()
+        XCTAssertNil(afterForget)
+    }
 }
