@@ -14,6 +14,16 @@ import GatewayStore
 /// consumed). Nothing in the store changes unless every step passed. A store outage yields verdict
 /// `unverified` with a 503 refusal, or no refusal when the route is `fail_open`.
 ///
+/// Next challenge (`endpoints.next_challenge`, DESIGN.md section 9): when on, the decision for a
+/// request that named a known key (in the key cache, or an active record in the store) carries a
+/// fresh `assert` challenge for the answer, accepted or refused alike. At the commit it is minted
+/// by the gateway and stored by the commit's own script (`AttestStore.commitAssertion(…issuing:)`,
+/// one round trip); a refusal decided before the commit (bad signature, policy, a missing or
+/// undecodable field) issues it with one `issueChallenge`. Unknown, revoked and expired keys and
+/// store outages get none. A `401` whose cause is the challenge (its value refused by the commit, or
+/// the header missing while the keyId is known) carries a fresh challenge in its body on `enforce`
+/// routes, whether the switch is on or off (the same value as the next challenge when on).
+///
 /// Thread-safe: immutable; completions may run on the caller's thread or the store's queue.
 final class AssertionEnforcer: Sendable {
     /// The outcome for one request: what to tell the upstream and, when the request must not be
@@ -21,6 +31,9 @@ final class AssertionEnforcer: Sendable {
     struct Decision: Sendable {
         var report: VerdictReport
         var refusal: Refusal?
+        /// The next challenge for the answer (forwarded or refused), when `next_challenge` is on and
+        /// the request named a known key.
+        var next: ChallengeIssuer.Issued? = nil
     }
 
     let store: any AttestStore
@@ -29,28 +42,41 @@ final class AssertionEnforcer: Sendable {
     let issuer: ChallengeIssuer
     let clock: GatewayClock
     let family: HeaderFamily
+    /// `endpoints.next_challenge`.
+    let nextChallenge: Bool
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer,
-         clock: GatewayClock, family: HeaderFamily) {
+         clock: GatewayClock, family: HeaderFamily, nextChallenge: Bool = true) {
         self.store = store
         self.keys = keys
         self.apps = apps
         self.issuer = issuer
         self.clock = clock
         self.family = family
+        self.nextChallenge = nextChallenge
     }
 
     /// Evaluates `request` (whose gateway headers were already stripped into `evidence`) for `route`.
     func evaluate(_ evidence: Evidence, request: HTTPRequest, route: CompiledRoute,
                   completion: @escaping @Sendable (Decision) -> Void) {
         let names = family.configuration.evidence
+        let shard = request.connection.loopIndex
         guard let rawKeyId = evidence.keyId, let rawChallenge = evidence.challenge, let rawAssertion = evidence.assertion else {
             var missing: [String] = []
             if evidence.keyId == nil { missing.append(names.keyID) }
             if evidence.challenge == nil { missing.append(names.challenge) }
             if evidence.assertion == nil { missing.append(names.assertion) }
-            completion(Decision(report: VerdictReport(.missing, reason: "assertion_missing"),
-                                refusal: .evidenceMissing(missing)))
+            let decision = Decision(report: VerdictReport(.missing, reason: "assertion_missing"),
+                                    refusal: .evidenceMissing(missing))
+            // A known keyId without a challenge gets a fresh one in the 401 (as the other challenge
+            // refusals do), and any known keyId gets the next challenge.
+            guard evidence.duplicated == nil, let rawKeyId = evidence.keyId, let bytes = Base64.decode(rawKeyId),
+                  let keyId = try? KeyID(bytes) else {
+                completion(decision)
+                return
+            }
+            withChallenge(decision, keyId: keyId, known: false, shard: shard,
+                          intoRefusal: evidence.challenge == nil && route.config.mode == .enforce, completion: completion)
             return
         }
         if let duplicated = evidence.duplicated {
@@ -61,16 +87,21 @@ final class AssertionEnforcer: Sendable {
             completion(invalid(.keyIdInvalid))
             return
         }
+        // Refusals from here on named a keyId: a known key gets the next challenge.
+        let refuse: @Sendable (Refusal) -> Void = { [self] refusal in
+            withChallenge(invalid(refusal, keyId: keyId), keyId: keyId, known: false, shard: shard, intoRefusal: false,
+                          completion: completion)
+        }
         guard let challengeBytes = Base64.decode(rawChallenge) else {
-            completion(invalid(.encodingInvalid(names.challenge), keyId: keyId))
+            refuse(.encodingInvalid(names.challenge))
             return
         }
         guard let challenge = try? Challenge(challengeBytes) else {
-            completion(invalid(.challengeInvalid, keyId: keyId))
+            refuse(.challengeInvalid)
             return
         }
         guard let assertion = Base64.decode(rawAssertion) else {
-            completion(invalid(.encodingInvalid(names.assertion), keyId: keyId))
+            refuse(.encodingInvalid(names.assertion))
             return
         }
 
@@ -79,7 +110,7 @@ final class AssertionEnforcer: Sendable {
         bound.reserveCapacity(route.boundNames.count)
         for (name, nameBytes) in route.boundNames {
             if request.head.headers.count(of: name) > 1 {
-                completion(invalid(.boundHeaderDuplicated(name), keyId: keyId))
+                refuse(.boundHeaderDuplicated(name))
                 return
             }
             let value = request.head.headers.firstBytes(name) ?? []
@@ -94,20 +125,19 @@ final class AssertionEnforcer: Sendable {
         }
         if let rawCopy = evidence.clientData {
             guard let copy = Base64.decode(rawCopy) else {
-                completion(invalid(.encodingInvalid(names.clientData), keyId: keyId))
+                refuse(.encodingInvalid(names.clientData))
                 return
             }
             guard ConstantTime.equals(copy, clientData) else {
-                completion(invalid(.clientDataMismatch, keyId: keyId))
+                refuse(.clientDataMismatch)
                 return
             }
         }
 
         let proceed: @Sendable (CachedKey) -> Void = { [self] key in
             verifyAndCommit(key: key, keyId: keyId, challenge: challenge, assertion: assertion, clientData: clientData,
-                            route: route, completion: completion)
+                            route: route, shard: shard, completion: completion)
         }
-        let shard = request.connection.loopIndex
         if let cached = keys.get(keyId, shard: shard) {
             proceed(cached)
             return
@@ -120,7 +150,9 @@ final class AssertionEnforcer: Sendable {
                 completion(invalid(.store(.keyUnknown), keyId: keyId))
             case .success(let record?):
                 guard let app = apps[record.appId] else {
-                    completion(invalid(.appNotAllowed(record.appId), keyId: keyId))
+                    let answer = invalid(.appNotAllowed(record.appId), keyId: keyId)
+                    guard record.status == .active else { return completion(answer) }
+                    withChallenge(answer, keyId: keyId, known: true, shard: shard, intoRefusal: false, completion: completion)
                     return
                 }
                 guard let publicKey = try? P256PublicKey(x963: record.publicKey) else {
@@ -135,19 +167,24 @@ final class AssertionEnforcer: Sendable {
     }
 
     private func verifyAndCommit(key: CachedKey, keyId: KeyID, challenge: Challenge, assertion: [UInt8],
-                                 clientData: [UInt8], route: CompiledRoute,
+                                 clientData: [UInt8], route: CompiledRoute, shard: Int,
                                  completion: @escaping @Sendable (Decision) -> Void) {
+        // Refusals before the commit: the key is known (cache or store), so they carry the next challenge.
+        let refuse: (Refusal) -> Void = { [self] refusal in
+            withChallenge(invalid(refusal, keyId: keyId), keyId: keyId, known: true, shard: shard, intoRefusal: false,
+                          completion: completion)
+        }
         // Route and app policy (403): valid evidence refused by configuration.
         if let allowed = route.allowedApps, !allowed.contains(key.app.appId) {
-            completion(invalid(.appNotAllowed(key.app.appId), keyId: keyId))
+            refuse(.appNotAllowed(key.app.appId))
             return
         }
         if let required = route.environment, required != key.environment {
-            completion(invalid(.environmentNotAllowed(key.environment.rawValue), keyId: keyId))
+            refuse(.environmentNotAllowed(key.environment.rawValue))
             return
         }
         if let app = apps[key.app.appId], !app.policy.environment.allows(key.environment) {
-            completion(invalid(.environmentNotAllowed(key.environment.rawValue), keyId: keyId))
+            refuse(.environmentNotAllowed(key.environment.rawValue))
             return
         }
 
@@ -158,39 +195,98 @@ final class AssertionEnforcer: Sendable {
         case .accepted(let accepted):
             verified = accepted
         case .rejected(let reason, let detail, _):
-            completion(invalid(.verification(reason, detail: detail), keyId: keyId))
+            refuse(.verification(reason, detail: detail))
             return
         }
 
-        store.commitAssertion(keyId: keyId, challenge: challenge, counter: verified.counter,
-                              window: route.config.counterWindow, now: clock.now()) { [self] result in
+        let decide: @Sendable (Result<AssertionCommit, StoreUnavailable>, NextChallenge?) -> Void = { [self] result, next in
             switch result {
             case .failure:
                 completion(unavailable(route: route, keyId: keyId))
-            case .success(.accepted):
-                var report = VerdictReport(.valid, keyId: keyId)
-                report.keyIdBase64 = key.keyIdBase64
-                report.counter = verified.counter
-                report.environment = key.environment.rawValue
-                report.signals = verified.signals
-                completion(Decision(report: report, refusal: nil))
-            case .success(.refused(let refusal)):
-                if refusal == .keyUnknown { keys.remove(keyId) }
-                let answer = invalid(.store(refusal), keyId: keyId)
-                let challengeProblem = refusal == .challengeUnknown || refusal == .challengeExpired
-                    || refusal == .challengeWrongPurpose
-                guard challengeProblem, route.config.mode == .enforce else {
-                    completion(answer)
+            case .success(let commit):
+                let issued = commit.nextIssued ? next.map(ChallengeIssuer.issued) : nil
+                switch commit.outcome {
+                case .accepted:
+                    var report = VerdictReport(.valid, keyId: keyId)
+                    report.keyIdBase64 = key.keyIdBase64
+                    report.counter = verified.counter
+                    report.environment = key.environment.rawValue
+                    report.signals = verified.signals
+                    completion(Decision(report: report, refusal: nil, next: issued))
+                case .refused(let refusal):
+                    if refusal == .keyUnknown { keys.remove(keyId) }
+                    var answer = invalid(.store(refusal), keyId: keyId)
+                    answer.next = issued
+                    let challengeProblem = refusal == .challengeUnknown || refusal == .challengeExpired
+                        || refusal == .challengeWrongPurpose
+                    guard challengeProblem, route.config.mode == .enforce else {
+                        completion(answer)
+                        return
+                    }
+                    // A 401 caused by the challenge carries a fresh one for this key (DESIGN.md section 2):
+                    // the next challenge the commit stored, else one issued now.
+                    if let issued {
+                        answer.refusal?.freshChallenge = (issued.bytes, issued.expiresAt)
+                        completion(answer)
+                        return
+                    }
+                    let refused = answer
+                    issuer.issue(keyId: keyId, purpose: .assert) { issued in
+                        var withChallenge = refused
+                        if case .success(let fresh) = issued {
+                            withChallenge.refusal?.freshChallenge = (fresh.bytes, fresh.expiresAt)
+                        }
+                        completion(withChallenge)
+                    }
+                }
+            }
+        }
+        let now = clock.now()
+        if nextChallenge, let next = issuer.mint(now: now, avoiding: challenge) {
+            store.commitAssertion(keyId: keyId, challenge: challenge, counter: verified.counter,
+                                  window: route.config.counterWindow, now: now, issuing: next) { result in
+                decide(result, next)
+            }
+        } else {
+            store.commitAssertion(keyId: keyId, challenge: challenge, counter: verified.counter,
+                                  window: route.config.counterWindow, now: now) { result in
+                decide(result.map { AssertionCommit(outcome: $0, nextIssued: false) }, nil)
+            }
+        }
+    }
+
+    /// Completes with `decision`, given a fresh `assert` challenge first when `keyId` is a known key
+    /// (`known`, else in the key cache, else an active record in the store: one read): as the next
+    /// challenge when `next_challenge` is on, and as the refusal's fresh challenge when `intoRefusal`.
+    /// An unknown key, a store failure or nothing to give leaves the decision as it is.
+    private func withChallenge(_ decision: Decision, keyId: KeyID, known: Bool, shard: Int, intoRefusal: Bool,
+                               completion: @escaping @Sendable (Decision) -> Void) {
+        let intoRefusal = intoRefusal && decision.refusal != nil
+        guard nextChallenge || intoRefusal else {
+            completion(decision)
+            return
+        }
+        let issue: @Sendable () -> Void = { [self] in
+            issuer.issue(keyId: keyId, purpose: .assert) { [self] result in
+                guard case .success(let fresh) = result else {
+                    completion(decision)
                     return
                 }
-                // A 401 caused by the challenge carries a fresh one for this key (DESIGN.md section 2).
-                issuer.issue(keyId: keyId, purpose: .assert) { issued in
-                    var withChallenge = answer
-                    if case .success(let fresh) = issued {
-                        withChallenge.refusal?.freshChallenge = (fresh.bytes, fresh.expiresAt)
-                    }
-                    completion(withChallenge)
-                }
+                var given = decision
+                if nextChallenge { given.next = fresh }
+                if intoRefusal { given.refusal?.freshChallenge = (fresh.bytes, fresh.expiresAt) }
+                completion(given)
+            }
+        }
+        if known || keys.get(keyId, shard: shard) != nil {
+            issue()
+            return
+        }
+        store.fetchKey(keyId) { result in
+            if case .success(let record?) = result, record.status == .active {
+                issue()
+            } else {
+                completion(decision)
             }
         }
     }

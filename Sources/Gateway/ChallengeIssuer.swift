@@ -19,6 +19,21 @@ struct ChallengeIssuer: Sendable {
         let expiresAt: Int64
     }
 
+    /// A fresh challenge for a store step that issues it together with another change (the next
+    /// challenge of `AttestStore.commitAssertion(…issuing:)`): random bytes, expiry `now` + ttl (ms).
+    /// Never equal to `avoiding` (minted again in the 2^-256 case). nil when the CSPRNG fails.
+    func mint(now: Int64, avoiding presented: Challenge? = nil) -> NextChallenge? {
+        while true {
+            guard let bytes = try? SecureRandom.bytes(count: byteCount), let challenge = try? Challenge(bytes) else { return nil }
+            if challenge != presented { return NextChallenge(challenge: challenge, expiresAt: now + ttlMillis) }
+        }
+    }
+
+    /// How a minted challenge is sent to clients (expiry in unix seconds).
+    static func issued(_ next: NextChallenge) -> Issued {
+        Issued(bytes: next.challenge.bytes, expiresAt: next.expiresAt / 1000)
+    }
+
     /// Issues a challenge for `keyId` and `purpose`.
     /// - completion: the issued challenge, or `StoreUnavailable` (also when the CSPRNG fails).
     func issue(keyId: KeyID, purpose: ChallengePurpose,

@@ -12,7 +12,9 @@ import GatewayStore
 ///   gateway attested (`401 key_unknown` / `reattest` otherwise).
 /// - `POST <prefix>/attest` `{"keyId", "challenge", "attestation"}` (base64) -> Apple's nine server
 ///   steps with clientDataHash = SHA-256(challenge bytes), then the key record is stored and the
-///   challenge consumed in one atomic store step -> `201` `{"keyId", "appId", "environment", "receipt"}`.
+///   challenge consumed in one atomic store step -> `201` `{"keyId", "appId", "environment", "receipt"}`,
+///   with the key's first `assert` challenge in `App-Attest-Next-Challenge` and
+///   `App-Attest-Next-Challenge-Expires` when `endpoints.next_challenge` is on (`nextChallengeForNewKey`).
 /// Refusals follow DESIGN.md section 2; a challenge failure carries a fresh `attest` challenge.
 final class GatewayEndpoints: Sendable {
     let store: any AttestStore
@@ -22,11 +24,15 @@ final class GatewayEndpoints: Sendable {
     let clock: GatewayClock
     let verifier: AttestationVerifier
     let errorHeader: String
+    /// `endpoints.next_challenge`: a successful attestation's answer carries the key's first
+    /// `assert` challenge (`NextChallengeHeaders`).
+    let nextChallenge: Bool
     /// Where attestation verification (chain building, about a millisecond) runs, off the event loops.
     private let verifyQueue = DispatchQueue(label: "attest-gateway.attestation", attributes: .concurrent)
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer, clock: GatewayClock,
-         verifier: AttestationVerifier, errorHeader: String) {
+         verifier: AttestationVerifier, errorHeader: String, nextChallenge: Bool = true) {
+        self.nextChallenge = nextChallenge
         self.store = store
         self.keys = keys
         self.apps = apps
@@ -174,9 +180,26 @@ final class GatewayEndpoints: Sendable {
                         json.endObject()
                     }
                     json.endObject()
-                    completion(created(json.bytes), RequestLogContext(route: route, keyId: keyId))
+                    let body = json.bytes
+                    nextChallengeForNewKey(keyId) { [self] next in
+                        var response = created(body)
+                        if let next { NextChallengeHeaders.set(next, on: &response.headers) }
+                        completion(response, RequestLogContext(route: route, keyId: keyId))
+                    }
                 }
             }
+        }
+    }
+
+    /// The first `assert` challenge of a key that was just registered, for the answer that registered
+    /// it (`NextChallengeHeaders` on the attestation answer; the place for any other registration
+    /// answer too, such as a future `{prefix}/register`): nil when `next_challenge` is off or the
+    /// store could not issue it (the registration stands; the client asks `{prefix}/challenge`).
+    /// One `issueChallenge` (registration is rare: not folded into the register script).
+    func nextChallengeForNewKey(_ keyId: KeyID, completion: @escaping @Sendable (ChallengeIssuer.Issued?) -> Void) {
+        guard nextChallenge else { return completion(nil) }
+        issuer.issue(keyId: keyId, purpose: .assert) { result in
+            if case .success(let issued) = result { completion(issued) } else { completion(nil) }
         }
     }
 

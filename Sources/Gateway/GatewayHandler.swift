@@ -13,7 +13,8 @@ import Synchronization
 /// mode strips every header of the gateway's family from the request (any case, every copy) and sets
 /// the forwarding family (`ForwardingHeaders`); `off` routes then forward as they are; `enforce` and
 /// `monitor` routes run the `AssertionEnforcer` and forward with the verdict headers set by
-/// replacement - or, on `enforce`, answer the refusal.
+/// replacement - or, on `enforce`, answer the refusal. Either answer carries the decision's next
+/// challenge (`NextChallengeHeaders`); upstream copies of those fields are dropped on every route.
 final class GatewayHandler: HTTPHandler {
     typealias RequestContext = GatewayRequestContext
     typealias Destination = GatewayRequestContext.Destination
@@ -168,6 +169,7 @@ final class GatewayHandler: HTTPHandler {
                                       headers: received, body: request.body)
             forward.connectTimeout = route.connectTimeout
             forward.responseTimeout = route.responseTimeout
+            forward.responseHeadFilter = NextChallengeHeaders.dropUpstreamCopies
             addForwardingHeaders(&forward, request: request, tables: tables, identity: decided.identity)
             responder.forward(forward, context: decided.logging(RequestLogContext(route: route.config.name)))
             return
@@ -184,13 +186,17 @@ final class GatewayHandler: HTTPHandler {
             let context = decided.logging(RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
                                                               reason: decision.report.reason, keyId: decision.report.keyId))
             if mode == .enforce, let refusal = decision.refusal {
-                responder.respond(render(refusal, tables, context.identity), context: context)
+                var response = render(refusal, tables, context.identity)
+                if let next = decision.next { NextChallengeHeaders.set(next, on: &response.headers) }
+                responder.respond(response, context: context)
                 return
             }
             var permitted = prepared
             decision.report.apply(to: &permitted.headers, names: names)
+            permitted.responseHeadFilter = NextChallengeHeaders.filter(decision.next)
             if decision.report.verdict == .valid, let keyId = decision.report.keyId {
-                permitted.upstreamFailureAnswer = upstreamFailureAnswer(keyId: keyId, tables: tables, identity: context.identity)
+                permitted.upstreamFailureAnswer = upstreamFailureAnswer(keyId: keyId, next: decision.next, tables: tables,
+                                                                        identity: context.identity)
             }
             responder.forward(permitted, context: context)
         }
@@ -199,13 +205,23 @@ final class GatewayHandler: HTTPHandler {
     /// How a 502 / 504 is answered once the request's challenge was consumed (verdict `valid`): the
     /// evidence can never pass again, so `refresh_challenge` with a fresh challenge for the key (as the
     /// 401 challenge refusals carry; without one when the store cannot issue it), never `retry`. The
-    /// request id is echoed as on every answer.
-    private func upstreamFailureAnswer(keyId: KeyID, tables: GatewayTables,
+    /// request id is echoed as on every answer. With `next_challenge` on, the fresh challenge is the
+    /// next challenge the commit already stored (no store step here), also sent as
+    /// `NextChallengeHeaders`.
+    private func upstreamFailureAnswer(keyId: KeyID, next: ChallengeIssuer.Issued?, tables: GatewayTables,
                                        identity: RequestIdentity?) -> HTTPForward.UpstreamFailureAnswer {
         let issuer = tables.enforcer.issuer
         let errorHeader = tables.family.configuration.error
         return { error, respond in
             let refusal = Refusal.upstreamAfterConsumption(error)
+            if let next {
+                var answer = refusal
+                answer.freshChallenge = (next.bytes, next.expiresAt)
+                var response = answer.response(errorHeader: errorHeader)
+                NextChallengeHeaders.set(next, on: &response.headers)
+                respond(identity?.echo(on: response) ?? response)
+                return
+            }
             issuer.issue(keyId: keyId, purpose: .assert) { issued in
                 var answer = refusal
                 if case .success(let fresh) = issued { answer.freshChallenge = (fresh.bytes, fresh.expiresAt) }

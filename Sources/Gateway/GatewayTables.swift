@@ -92,8 +92,10 @@ final class GatewayTables: Sendable {
         self.pools = pools
         self.family = family
         endpoints = GatewayEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
-                                     verifier: verifier, errorHeader: config.headers.error)
-        enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock, family: family)
+                                     verifier: verifier, errorHeader: config.headers.error,
+                                     nextChallenge: config.endpoints.nextChallenge)
+        enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock, family: family,
+                                     nextChallenge: config.endpoints.nextChallenge)
         forwarding = ForwardingHeaders(trusted: config.trustedProxies)
         endpointsPrefix = Array(config.endpoints.prefix.utf8)
         rateLimit = config.endpoints.rateLimit

@@ -53,6 +53,13 @@ final class MeasuredStore: AttestStore {
                               completion: measured(.commitAssertion, completion))
     }
 
+    func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
+                         issuing next: NextChallenge,
+                         completion: @escaping @Sendable (Result<AssertionCommit, StoreUnavailable>) -> Void) {
+        inner.commitAssertion(keyId: keyId, challenge: challenge, counter: counter, window: window, now: now, issuing: next,
+                              completion: measured(.commitAssertion, completion))
+    }
+
     func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         inner.revokeKey(keyId, completion: measured(.revokeKey, completion))
     }

@@ -100,7 +100,7 @@ public struct ConfigCheckReport: Sendable {
         if !c.trust.extraRoots.isEmpty {
             out += "trust      TEST ROOTS: \(c.trust.extraRoots.joined(separator: ", "))\n"
         }
-        out += "endpoints  \(c.endpoints.challengePath), \(c.endpoints.attestPath) (served before routes; challenge ttl \(DurationSyntax.format(c.endpoints.challengeTTL)), \(c.endpoints.challengeBytes) bytes)\n"
+        out += "endpoints  \(c.endpoints.challengePath), \(c.endpoints.attestPath) (served before routes; challenge ttl \(DurationSyntax.format(c.endpoints.challengeTTL)), \(c.endpoints.challengeBytes) bytes\(c.endpoints.nextChallenge ? "" : "; next_challenge off"))\n"
         out += "upstreams  \(c.upstreams.map { "\($0.name) = \(Self.endpoints($0))" + Self.summary($0.tls) }.joined(separator: ", "))\n"
         out += "routes (first match wins):\n"
         let shadowed = Set(loaded.routeTable.shadowedRoutes().map(\.route))

@@ -39,7 +39,7 @@ enum ConfigSchema {
         case .store: return ["url", "username", "password", "password_file", "command_timeout", "connect_timeout"]
         case .app: return ["app_id", "environment"]
         case .trust: return ["extra_roots"]
-        case .endpoints: return ["prefix", "challenge_ttl", "challenge_bytes", "rate_limit"]
+        case .endpoints: return ["prefix", "challenge_ttl", "challenge_bytes", "rate_limit", "next_challenge"]
         case .rateLimit: return ["requests_per_second", "burst"]
         case .headers: return ["prefix", "evidence", "injected", "error"]
         case .evidence: return ["key_id", "challenge", "assertion", "client_data"]

@@ -292,8 +292,10 @@ extension ConfigValidator {
                 rateLimitOK = false
             }
         }
-        guard let prefix, let ttl, let bytes, rateLimitOK else { return nil }
-        return EndpointsConfiguration(prefix: prefix, challengeTTL: ttl, challengeBytes: bytes, rateLimit: rateLimit)
+        let next = optional(f, "next_challenge", default: true) { boolean($0, $1) }
+        guard let prefix, let ttl, let bytes, rateLimitOK, let next else { return nil }
+        return EndpointsConfiguration(prefix: prefix, challengeTTL: ttl, challengeBytes: bytes, rateLimit: rateLimit,
+                                      nextChallenge: next)
     }
 
     // MARK: headers

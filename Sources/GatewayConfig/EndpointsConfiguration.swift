@@ -14,6 +14,11 @@ public struct EndpointsConfiguration: Sendable, Hashable {
     public var challengeBytes: Int
     /// Per-client rate limit of the endpoints (`rate_limit`; nil: none, the default).
     public var rateLimit: RateLimit?
+    /// `next_challenge` (default true): every answer of an `enforce` or `monitor` route to a request
+    /// that named a known key carries `App-Attest-Next-Challenge` and
+    /// `App-Attest-Next-Challenge-Expires` (DESIGN.md section 9), and so does a successful
+    /// attestation. false: no answer carries them (upstream copies are dropped either way).
+    public var nextChallenge: Bool
 
     /// A token bucket per client address (`endpoints.rate_limit`): `burst` requests at once, refilled
     /// at `requestsPerSecond`. Requests over it answer `429 rate_limited` with `Retry-After`.
@@ -39,11 +44,12 @@ public struct EndpointsConfiguration: Sendable, Hashable {
 
     /// Creates the endpoints configuration; every value defaults as documented.
     public init(prefix: String = defaultPrefix, challengeTTL: Duration = defaultChallengeTTL, challengeBytes: Int = defaultChallengeBytes,
-                rateLimit: RateLimit? = nil) {
+                rateLimit: RateLimit? = nil, nextChallenge: Bool = true) {
         self.prefix = prefix
         self.challengeTTL = challengeTTL
         self.challengeBytes = challengeBytes
         self.rateLimit = rateLimit
+        self.nextChallenge = nextChallenge
     }
 
     /// `{prefix}/challenge`.

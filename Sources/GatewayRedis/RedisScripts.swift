@@ -111,6 +111,77 @@ struct RedisScript: Sendable {
         return {'ok', h}
         """, sha1: "bb85578265933e8f60adca5dadb38d6444a3cd3c")
 
+    /// `commitAssertion(…issuing:)`: `commit` plus the next challenge. KEYS[1] key record hash,
+    /// KEYS[2] presented challenge hash, KEYS[3] next challenge hash (same hash tag; never the
+    /// presented one). ARGV: counter, window W, now (ms), next expiresAt (ms), next Redis TTL (ms,
+    /// >= 1). Same checks and replies as `commit`; once the key checks passed (exists, active,
+    /// unexpired) the next challenge is written (`p` assert, `exp`, PEXPIRE) before any reply,
+    /// refusals of the challenge and the counter included. On acceptance that `HSET` is the first
+    /// write (a Redis out of memory refuses it before anything changed), then the key record, then
+    /// the `DEL` of the presented challenge. A corrupt replay window is an error before any write.
+    static let commitIssuing = RedisScript("""
+        local k = redis.call('HMGET', KEYS[1], 'ctr', 'status', 'exp', 'win')
+        if not k[1] then return {'key_unknown'} end
+        if k[2] ~= 'active' then return {'key_revoked'} end
+        local now = tonumber(ARGV[3])
+        if k[3] and now >= tonumber(k[3]) then return {'key_expired'} end
+        local function issue()
+          redis.call('HSET', KEYS[3], 'p', 'assert', 'exp', ARGV[4])
+          redis.call('PEXPIRE', KEYS[3], ARGV[5])
+        end
+        local c = redis.call('HMGET', KEYS[2], 'p', 'exp')
+        if not c[1] or not c[2] then issue() return {'challenge_unknown'} end
+        if now >= tonumber(c[2]) then issue() return {'challenge_expired'} end
+        if c[1] ~= 'assert' then issue() return {'challenge_wrong_purpose'} end
+        local highest = tonumber(k[1])
+        local counter = tonumber(ARGV[1])
+        local size = tonumber(ARGV[2])
+        local w = k[4]
+        local b
+        if w and #w == 16 then
+          b = {string.byte(w, 1, 16)}
+        elseif not w or #w == 0 then
+          b = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+        else
+          return redis.error_reply('ERR corrupt replay window')
+        end
+        if counter > highest then
+          local n = counter - highest
+          if n >= 128 then
+            for i = 1, 16 do b[i] = 0 end
+          else
+            local q = math.floor(n / 8)
+            local s = n % 8
+            for i = 16, 1, -1 do
+              local src = i - q
+              local v = 0
+              if src >= 1 then v = bit.band(bit.lshift(b[src], s), 255) end
+              if s > 0 and src >= 2 then v = bit.bor(v, bit.rshift(b[src - 1], 8 - s)) end
+              b[i] = v
+            end
+          end
+          if n <= 128 then
+            local m = n - 1
+            local j = math.floor(m / 8) + 1
+            b[j] = bit.bor(b[j], bit.lshift(1, m % 8))
+          end
+          highest = counter
+        else
+          local d = highest - counter
+          if d < 1 or d > size then issue() return {'counter_replay'} end
+          local m = d - 1
+          local j = math.floor(m / 8) + 1
+          local mask = bit.lshift(1, m % 8)
+          if bit.band(b[j], mask) ~= 0 then issue() return {'counter_replay'} end
+          b[j] = bit.bor(b[j], mask)
+        end
+        local h = string.format('%d', highest)
+        issue()
+        redis.call('HSET', KEYS[1], 'ctr', h, 'win', string.char(unpack(b)))
+        redis.call('DEL', KEYS[2])
+        return {'ok', h}
+        """, sha1: "6278bafe664de9df50cc23c58e45fc3d2f625665")
+
     /// `revokeKey`. KEYS[1] key record hash. Returns 1 after setting `status` to `revoked`, 0 when the key
     /// does not exist (nothing is created).
     static let revoke = RedisScript("""
@@ -134,5 +205,5 @@ struct RedisScript: Sendable {
         """, sha1: "e5db9b8b7d469c1b30f20e5bb87e4a06e93af5c9")
 
     /// Every script, in the order they are loaded at connect.
-    static let all: [RedisScript] = [issue, register, commit, revoke, revokeAudited]
+    static let all: [RedisScript] = [issue, register, commit, commitIssuing, revoke, revokeAudited]
 }

@@ -226,6 +226,26 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         }
     }
 
+    /// See `AttestStore.commitAssertion(keyId:challenge:counter:window:now:issuing:completion:)`: one
+    /// Lua script (`RedisScript.commitIssuing`), one round trip for the commit and the next challenge.
+    public func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
+                                issuing next: NextChallenge,
+                                completion: @escaping @Sendable (Result<AssertionCommit, StoreUnavailable>) -> Void) {
+        var args = RedisCommand(capacity: 96)
+        args.append(decimal: Int64(counter))
+        args.append(decimal: Int64(ReplayWindow.clampedSize(window)))
+        args.append(decimal: now)
+        args.append(decimal: next.expiresAt)
+        args.append(decimal: StoreLimits.challengeLifetime(expiresAt: next.expiresAt, now: now) + challengeGrace)
+        let keys = [schema.keyRecordName(keyId), schema.challengeName(keyId, challenge),
+                    schema.challengeName(keyId, next.challenge)]
+        runScript(.commitIssuing, keys: keys, args: args) { result in
+            completion(result.flatMap(RedisStore.decodeCommit).map { outcome in
+                AssertionCommit(outcome: outcome, nextIssued: AssertionCommit.issuesNext(after: outcome))
+            })
+        }
+    }
+
     /// See `AttestStore.revokeKey` (one Lua script).
     public func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         runScript(.revoke, keys: [schema.keyRecordName(keyId)], args: RedisCommand(capacity: 0)) { result in

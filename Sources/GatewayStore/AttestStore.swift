@@ -59,6 +59,24 @@ public protocol AttestStore: AnyObject, Sendable {
     func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
                          completion: @escaping @Sendable (Result<StoreOutcome<CommittedAssertion>, StoreUnavailable>) -> Void)
 
+    /// `commitAssertion` that also stores `next`, the challenge of the client's next protected
+    /// request (DESIGN.md section 9, "Next challenge"), in the same atomic step and store round trip.
+    ///
+    /// The commit's checks, order and effects are exactly those of `commitAssertion` (on a refusal
+    /// the key record and the presented challenge are unchanged). Independently of the outcome,
+    /// `next` is stored under `keyId` with purpose `assert` and expiry `next.expiresAt` whenever the
+    /// key exists, is active and unexpired: after an acceptance and after the refusals
+    /// `challenge_unknown`, `challenge_expired`, `challenge_wrong_purpose` and `counter_replay`
+    /// (`AssertionCommit.issuesNext(after:)`); never for `key_unknown`, `key_revoked`, `key_expired`.
+    /// `AssertionCommit.nextIssued` says whether it was stored.
+    ///
+    /// The default implementation (for stores without a combined command) runs `commitAssertion` and
+    /// then `issueChallenge`: two round trips, the same answers; an `issueChallenge` failure after a
+    /// commit is reported as `nextIssued == false`, never as a failed commit.
+    func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
+                         issuing next: NextChallenge,
+                         completion: @escaping @Sendable (Result<AssertionCommit, StoreUnavailable>) -> Void)
+
     /// Marks the key revoked (operator action). `.success(false)` when there is no such key.
     func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void)
 
@@ -78,6 +96,30 @@ public protocol AttestStore: AnyObject, Sendable {
     /// `RedisStore` closes its connections (sockets and timers) and stops reconnecting. Stored Redis
     /// data is untouched.
     func close()
+}
+
+extension AttestStore {
+    /// Two round trips: `commitAssertion`, then `issueChallenge` when the outcome keeps the key in
+    /// use (see the requirement's documentation).
+    public func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
+                                issuing next: NextChallenge,
+                                completion: @escaping @Sendable (Result<AssertionCommit, StoreUnavailable>) -> Void) {
+        commitAssertion(keyId: keyId, challenge: challenge, counter: counter, window: window, now: now) { [self] result in
+            switch result {
+            case .failure(let error):
+                completion(.failure(error))
+            case .success(let outcome):
+                guard AssertionCommit.issuesNext(after: outcome) else {
+                    completion(.success(AssertionCommit(outcome: outcome, nextIssued: false)))
+                    return
+                }
+                issueChallenge(next.challenge, keyId: keyId, purpose: .assert, expiresAt: next.expiresAt, now: now) { issued in
+                    let stored = if case .success = issued { true } else { false }
+                    completion(.success(AssertionCommit(outcome: outcome, nextIssued: stored)))
+                }
+            }
+        }
+    }
 }
 
 /// Limits shared by the store implementations.

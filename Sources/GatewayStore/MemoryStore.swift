@@ -121,21 +121,28 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
         let lifetime = StoreLimits.challengeLifetime(expiresAt: expiresAt, now: now)
         let result: Result<Void, StoreUnavailable> = lock.withLock {
             if closed { return .failure(MemoryStore.closedError) }
-            let clockNow = configuration.clock()
             let slot = Slot(keyId: keyId, challenge: challenge)
-            if challenges.count >= configuration.maximumChallenges && challenges[slot] == nil {
-                _ = sweepLocked(clockNow: clockNow, budget: configuration.sweepBudget)
-                if challenges.count >= configuration.maximumChallenges {
-                    return .failure(StoreUnavailable(.overloaded, detail: "memory store holds \(challenges.count) challenges"))
-                }
+            guard storeChallengeLocked(slot, purpose: purpose, expiresAt: expiresAt, lifetime: lifetime) else {
+                return .failure(StoreUnavailable(.overloaded, detail: "memory store holds \(challenges.count) challenges"))
             }
-            let purgeAt = clockNow.addingClamped(lifetime).addingClamped(max(configuration.challengeGrace, 0))
-            challenges[slot] = PendingChallenge(purpose: purpose, expiresAt: expiresAt, purgeAt: purgeAt)
-            pushHeap(purgeAt: purgeAt, slot: slot)
-            if purgeHeap.count > 2 * max(challenges.count, 1024) { rebuildHeap() }
             return .success(())
         }
         completion(result)
+    }
+
+    /// Stores a pending challenge (lock held); false when the store is full even after a sweep.
+    private func storeChallengeLocked(_ slot: Slot, purpose: ChallengePurpose, expiresAt: UnixMillis,
+                                      lifetime: UnixMillis) -> Bool {
+        let clockNow = configuration.clock()
+        if challenges.count >= configuration.maximumChallenges && challenges[slot] == nil {
+            _ = sweepLocked(clockNow: clockNow, budget: configuration.sweepBudget)
+            if challenges.count >= configuration.maximumChallenges { return false }
+        }
+        let purgeAt = clockNow.addingClamped(lifetime).addingClamped(max(configuration.challengeGrace, 0))
+        challenges[slot] = PendingChallenge(purpose: purpose, expiresAt: expiresAt, purgeAt: purgeAt)
+        pushHeap(purgeAt: purgeAt, slot: slot)
+        if purgeHeap.count > 2 * max(challenges.count, 1024) { rebuildHeap() }
+        return true
     }
 
     /// See `AttestStore.registerKey` (one critical section).
@@ -166,21 +173,48 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
                                 completion: @escaping @Sendable (Result<StoreOutcome<CommittedAssertion>, StoreUnavailable>) -> Void) {
         let result: Result<StoreOutcome<CommittedAssertion>, StoreUnavailable> = lock.withLock {
             if closed { return .failure(MemoryStore.closedError) }
-            guard var record = keys[keyId] else { return .success(.refused(.keyUnknown)) }
-            guard record.status == .active else { return .success(.refused(.keyRevoked)) }
-            if let expiresAt = record.expiresAt, now >= expiresAt { return .success(.refused(.keyExpired)) }
-            let slot = Slot(keyId: keyId, challenge: challenge)
-            if let refusal = checkChallenge(slot, purpose: .assert, now: now) { return .success(.refused(refusal)) }
-            guard let admitted = record.replayWindow.admit(counter: counter, highest: record.counter, size: window) else {
-                return .success(.refused(.counterReplay))
-            }
-            record.counter = admitted.highest
-            record.replayWindow = admitted.window
-            keys[keyId] = record
-            challenges[slot] = nil
-            return .success(.accepted(record.committedFields))
+            return .success(commitLocked(keyId: keyId, challenge: challenge, counter: counter, window: window, now: now))
         }
         completion(result)
+    }
+
+    /// See `AttestStore.commitAssertion(keyId:challenge:counter:window:now:issuing:completion:)`: the
+    /// commit and the next challenge in one critical section. The next challenge is stored after
+    /// the commit decided (so it can never be the one the commit consumes); a full store
+    /// (`maximumChallenges`) leaves it out (`nextIssued == false`) without failing the commit.
+    public func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
+                                issuing next: NextChallenge,
+                                completion: @escaping @Sendable (Result<AssertionCommit, StoreUnavailable>) -> Void) {
+        let lifetime = StoreLimits.challengeLifetime(expiresAt: next.expiresAt, now: now)
+        let result: Result<AssertionCommit, StoreUnavailable> = lock.withLock {
+            if closed { return .failure(MemoryStore.closedError) }
+            let outcome = commitLocked(keyId: keyId, challenge: challenge, counter: counter, window: window, now: now)
+            var issued = false
+            if AssertionCommit.issuesNext(after: outcome) {
+                issued = storeChallengeLocked(Slot(keyId: keyId, challenge: next.challenge), purpose: .assert,
+                                              expiresAt: next.expiresAt, lifetime: lifetime)
+            }
+            return .success(AssertionCommit(outcome: outcome, nextIssued: issued))
+        }
+        completion(result)
+    }
+
+    /// The commit's checks and effects (lock held).
+    private func commitLocked(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int,
+                              now: UnixMillis) -> StoreOutcome<CommittedAssertion> {
+        guard var record = keys[keyId] else { return .refused(.keyUnknown) }
+        guard record.status == .active else { return .refused(.keyRevoked) }
+        if let expiresAt = record.expiresAt, now >= expiresAt { return .refused(.keyExpired) }
+        let slot = Slot(keyId: keyId, challenge: challenge)
+        if let refusal = checkChallenge(slot, purpose: .assert, now: now) { return .refused(refusal) }
+        guard let admitted = record.replayWindow.admit(counter: counter, highest: record.counter, size: window) else {
+            return .refused(.counterReplay)
+        }
+        record.counter = admitted.highest
+        record.replayWindow = admitted.window
+        keys[keyId] = record
+        challenges[slot] = nil
+        return .accepted(record.committedFields)
     }
 
     /// See `AttestStore.revokeKey`.

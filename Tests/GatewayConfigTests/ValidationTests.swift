@@ -182,6 +182,21 @@ final class ValidationTests: XCTestCase {
         XCTAssertEqual(lines("endpoints: {challenge_bytes: 65}"), ["endpoints.challenge_bytes: must be from 16 to 64, got 65 (line 10, column 30)"])
     }
 
+    /// `endpoints.next_challenge`: on by default, `false` turns it off, anything but a YAML 1.2
+    /// boolean is an error naming the key.
+    func testEndpointsNextChallenge() {
+        XCTAssertEqual(loadOK(ConfigTestHelpers.minimal())?.configuration.endpoints.nextChallenge, true)
+        XCTAssertEqual(loadOK(ConfigTestHelpers.minimal(extra: "endpoints: {next_challenge: false}"))?.configuration.endpoints.nextChallenge,
+                       false)
+        XCTAssertEqual(loadOK(ConfigTestHelpers.minimal(extra: "endpoints: {next_challenge: true}"))?.configuration.endpoints.nextChallenge,
+                       true)
+        for bad in ["yes", "off", "1", "\"false\""] {
+            let errors = errorLines(ConfigTestHelpers.minimal(extra: "endpoints: {next_challenge: \(bad)}"))
+            XCTAssertEqual(errors.count, 1, "\(bad): \(errors)")
+            XCTAssertTrue(errors.first?.hasPrefix("endpoints.next_challenge: ") ?? false, "\(bad): \(errors)")
+        }
+    }
+
     func testRouteInsideEndpointsPrefixIsRefused() {
         let lines = errorLines(ConfigTestHelpers.minimal(routes: """
         routes:

@@ -27,11 +27,50 @@ final class MemoryStoreConformanceTests: XCTestCase {
     func test_binaryKeyIdsAndChallenges() throws { try suite().binaryKeyIdsAndChallenges() }
     func test_reissueReplacesPurposeAndExpiry() throws { try suite().reissueReplacesPurposeAndExpiry() }
     func test_pingSucceeds() throws { try suite().pingSucceeds() }
+    func test_nextChallengeIssuedByCommit() throws { try suite().nextChallengeIssuedByCommit() }
+    func test_nextChallengeFollowsTheKey() throws { try suite().nextChallengeFollowsTheKey() }
     func test_closedStoreAnswersUnavailable() throws { try suite().closedStoreAnswersUnavailable() }
 
     /// Fails when a check of `StoreConformance.checks` has no test method here.
     func testCoversEveryConformanceCheck() {
-        let covered: Set<String> = ["registerAndFetchRoundTrip", "fetchUnknownIsNil", "registerRefusalsChangeNothing", "reRegistrationRefusedWithoutTouchingCounter", "challengeConsumedExactlyOnce", "commitRefusalsChangeNothing", "commitReturnsStoredFields", "wrongChallengeDoesNotBurnPending", "challengeBoundToKeyAndPurpose", "challengeExpiryUsesInjectedNow", "counterStrictlyIncreasing", "windowOutOfOrderOnceAndTooOldRefused", "windowMatchesReferenceModel", "revokedKeyRefused", "deletedKeyUnknown", "expiredRegistrationRefused", "raceSameCommitAcceptedOnce", "raceSameCounterDistinctChallengesAcceptedOnce", "raceOutOfOrderWindowEachOnce", "binaryKeyIdsAndChallenges", "reissueReplacesPurposeAndExpiry", "pingSucceeds", "closedStoreAnswersUnavailable"]
+        let covered: Set<String> = ["registerAndFetchRoundTrip", "fetchUnknownIsNil", "registerRefusalsChangeNothing", "reRegistrationRefusedWithoutTouchingCounter", "challengeConsumedExactlyOnce", "commitRefusalsChangeNothing", "commitReturnsStoredFields", "wrongChallengeDoesNotBurnPending", "challengeBoundToKeyAndPurpose", "challengeExpiryUsesInjectedNow", "counterStrictlyIncreasing", "windowOutOfOrderOnceAndTooOldRefused", "windowMatchesReferenceModel", "revokedKeyRefused", "deletedKeyUnknown", "expiredRegistrationRefused", "raceSameCommitAcceptedOnce", "raceSameCounterDistinctChallengesAcceptedOnce", "raceOutOfOrderWindowEachOnce", "binaryKeyIdsAndChallenges", "reissueReplacesPurposeAndExpiry", "pingSucceeds", "nextChallengeIssuedByCommit", "nextChallengeFollowsTheKey", "closedStoreAnswersUnavailable"]
         XCTAssertEqual(Set(StoreConformance.checks.map(\.name)), covered)
     }
+}
+
+/// The protocol's default `commitAssertion(…issuing:)` (commit, then `issueChallenge`: what a store
+/// without a combined command gets) against the same conformance checks, through a wrapper that
+/// implements only the plain requirements over a `MemoryStore`.
+final class DefaultCommitIssuingConformanceTests: XCTestCase {
+    /// Forwards the plain requirements only, so the extension's default serves `issuing:`.
+    private final class PlainStore: AttestStore {
+        let inner = MemoryStore()
+        func issueChallenge(_ challenge: Challenge, keyId: KeyID, purpose: ChallengePurpose, expiresAt: UnixMillis,
+                            now: UnixMillis, completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
+            inner.issueChallenge(challenge, keyId: keyId, purpose: purpose, expiresAt: expiresAt, now: now, completion: completion)
+        }
+        func registerKey(_ record: KeyRecord, challenge: Challenge, now: UnixMillis,
+                         completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
+            inner.registerKey(record, challenge: challenge, now: now, completion: completion)
+        }
+        func fetchKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<KeyRecord?, StoreUnavailable>) -> Void) {
+            inner.fetchKey(keyId, completion: completion)
+        }
+        func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
+                             completion: @escaping @Sendable (Result<StoreOutcome<CommittedAssertion>, StoreUnavailable>) -> Void) {
+            inner.commitAssertion(keyId: keyId, challenge: challenge, counter: counter, window: window, now: now,
+                                  completion: completion)
+        }
+        func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
+            inner.revokeKey(keyId, completion: completion)
+        }
+        func deleteKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
+            inner.deleteKey(keyId, completion: completion)
+        }
+        func ping(completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) { inner.ping(completion: completion) }
+        func close() { inner.close() }
+    }
+
+    func test_nextChallengeIssuedByCommit() throws { try StoreConformance(store: PlainStore()).nextChallengeIssuedByCommit() }
+    func test_nextChallengeFollowsTheKey() throws { try StoreConformance(store: PlainStore()).nextChallengeFollowsTheKey() }
 }

@@ -46,11 +46,13 @@ final class RedisStoreConformanceTests: XCTestCase {
     func test_binaryKeyIdsAndChallenges() throws { try suite().binaryKeyIdsAndChallenges() }
     func test_reissueReplacesPurposeAndExpiry() throws { try suite().reissueReplacesPurposeAndExpiry() }
     func test_pingSucceeds() throws { try suite().pingSucceeds() }
+    func test_nextChallengeIssuedByCommit() throws { try suite().nextChallengeIssuedByCommit() }
+    func test_nextChallengeFollowsTheKey() throws { try suite().nextChallengeFollowsTheKey() }
     func test_closedStoreAnswersUnavailable() throws { try suite().closedStoreAnswersUnavailable() }
 
     /// Fails when a check of `StoreConformance.checks` has no test method here.
     func testCoversEveryConformanceCheck() {
-        let covered: Set<String> = ["registerAndFetchRoundTrip", "fetchUnknownIsNil", "registerRefusalsChangeNothing", "reRegistrationRefusedWithoutTouchingCounter", "challengeConsumedExactlyOnce", "commitRefusalsChangeNothing", "commitReturnsStoredFields", "wrongChallengeDoesNotBurnPending", "challengeBoundToKeyAndPurpose", "challengeExpiryUsesInjectedNow", "counterStrictlyIncreasing", "windowOutOfOrderOnceAndTooOldRefused", "windowMatchesReferenceModel", "revokedKeyRefused", "deletedKeyUnknown", "expiredRegistrationRefused", "raceSameCommitAcceptedOnce", "raceSameCounterDistinctChallengesAcceptedOnce", "raceOutOfOrderWindowEachOnce", "binaryKeyIdsAndChallenges", "reissueReplacesPurposeAndExpiry", "pingSucceeds", "closedStoreAnswersUnavailable"]
+        let covered: Set<String> = ["registerAndFetchRoundTrip", "fetchUnknownIsNil", "registerRefusalsChangeNothing", "reRegistrationRefusedWithoutTouchingCounter", "challengeConsumedExactlyOnce", "commitRefusalsChangeNothing", "commitReturnsStoredFields", "wrongChallengeDoesNotBurnPending", "challengeBoundToKeyAndPurpose", "challengeExpiryUsesInjectedNow", "counterStrictlyIncreasing", "windowOutOfOrderOnceAndTooOldRefused", "windowMatchesReferenceModel", "revokedKeyRefused", "deletedKeyUnknown", "expiredRegistrationRefused", "raceSameCommitAcceptedOnce", "raceSameCounterDistinctChallengesAcceptedOnce", "raceOutOfOrderWindowEachOnce", "binaryKeyIdsAndChallenges", "reissueReplacesPurposeAndExpiry", "pingSucceeds", "nextChallengeIssuedByCommit", "nextChallengeFollowsTheKey", "closedStoreAnswersUnavailable"]
         XCTAssertEqual(Set(StoreConformance.checks.map(\.name)), covered)
     }
 }

@@ -42,6 +42,13 @@ public final class LoopHoppingStore: AttestStore, Sendable {
                                             completion: completion) }
     }
 
+    public func commitAssertion(keyId: KeyID, challenge: Challenge, counter: UInt32, window: Int, now: UnixMillis,
+                                issuing next: NextChallenge,
+                                completion: @escaping @Sendable (Result<AssertionCommit, StoreUnavailable>) -> Void) {
+        onLoop { self.inner.commitAssertion(keyId: keyId, challenge: challenge, counter: counter, window: window, now: now,
+                                            issuing: next, completion: completion) }
+    }
+
     public func revokeKey(_ keyId: KeyID, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         onLoop { self.inner.revokeKey(keyId, completion: completion) }
     }

@@ -56,6 +56,8 @@ public struct StoreConformance: Sendable {
         ("binaryKeyIdsAndChallenges", { try $0.binaryKeyIdsAndChallenges() }),
         ("reissueReplacesPurposeAndExpiry", { try $0.reissueReplacesPurposeAndExpiry() }),
         ("pingSucceeds", { try $0.pingSucceeds() }),
+        ("nextChallengeIssuedByCommit", { try $0.nextChallengeIssuedByCommit() }),
+        ("nextChallengeFollowsTheKey", { try $0.nextChallengeFollowsTheKey() }),
         // Closes the store: keep it last (suites that run every check on one store).
         ("closedStoreAnswersUnavailable", { try $0.closedStoreAnswersUnavailable() }),
     ]
@@ -331,6 +333,86 @@ public struct StoreConformance: Sendable {
         try expect(try fetch(record.keyId)?.counter == highest, "stored highest counter matches the model")
     }
 
+    /// `commitAssertion(…issuing:)` accepted: the next challenge is pending under the key with
+    /// purpose `assert` and the given expiry, bound to that key, and spent by exactly one commit.
+    public func nextChallengeIssuedByCommit() throws {
+        let record = try makeRecord(), other = try makeRecord()
+        try registerExpectingAccepted(record)
+        try registerExpectingAccepted(other)
+        let next = NextChallenge(challenge: try randomChallenge(), expiresAt: baseNow + 120_000)
+        let committed = try commitIssuing(record.keyId, try issueAssert(record.keyId), counter: 1, now: baseNow, next: next)
+        try expect(committed == AssertionCommit(outcome: .accepted(CommittedAssertion(counter: 1)), nextIssued: true),
+                   "accepted with the next challenge stored, got \(committed)")
+        try expect(try fetch(record.keyId)?.counter == 1, "the commit itself happened")
+        // Bound to its key (another key's commit does not burn it), purpose assert, expiry as given.
+        try expectCommit(other.keyId, next.challenge, counter: 1, now: baseNow, refused: .challengeUnknown)
+        try expectRegister(record, challenge: next.challenge, now: baseNow, refused: .challengeWrongPurpose)
+        try expectCommit(record.keyId, next.challenge, counter: 2, now: next.expiresAt, refused: .challengeExpired)
+        // Single use.
+        try expectCommit(record.keyId, next.challenge, counter: 2, now: next.expiresAt - 1, accepted: true)
+        try expectCommit(record.keyId, next.challenge, counter: 3, now: baseNow, refused: .challengeUnknown)
+        try expect(try fetch(other.keyId)?.counter == 0 && fetch(record.keyId)?.counter == 2, "counters 0 and 2")
+    }
+
+    /// The next challenge follows the key, not the outcome: stored after the challenge and counter
+    /// refusals of an active key (record and presented challenge unchanged), never for `key_unknown`,
+    /// `key_revoked` or `key_expired`.
+    public func nextChallengeFollowsTheKey() throws {
+        let record = try makeRecord()
+        try registerExpectingAccepted(record)
+        try commit(record.keyId, counter: 5)
+        let snapshot = try fetch(record.keyId)
+        let pending = try issueAssert(record.keyId)
+        let attest = try randomChallenge()
+        try issue(attest, keyId: record.keyId, purpose: .attest, expiresAt: baseNow + 300_000, now: baseNow)
+        let refusals: [(Challenge, UInt32, UnixMillis, StoreRefusal)] = [
+            (try randomChallenge(), 6, baseNow, .challengeUnknown),
+            (pending, 6, baseNow + 300_000, .challengeExpired),
+            (attest, 6, baseNow, .challengeWrongPurpose),
+            (pending, 5, baseNow, .counterReplay),
+        ]
+        var nexts: [Challenge] = []
+        for (presented, counter, now, refusal) in refusals {
+            let next = NextChallenge(challenge: try randomChallenge(), expiresAt: baseNow + 600_000)
+            let answer = try commitIssuing(record.keyId, presented, counter: counter, now: now, next: next)
+            try expect(answer == AssertionCommit(outcome: .refused(refusal), nextIssued: true),
+                       "\(refusal.code) with the next challenge stored, got \(answer)")
+            try expect(try fetch(record.keyId) == snapshot, "record unchanged after \(refusal.code)")
+            nexts.append(next.challenge)
+        }
+        // The presented challenge survived every refusal, and each next challenge works once.
+        try expectCommit(record.keyId, pending, counter: 6, now: baseNow, accepted: true)
+        for (i, next) in nexts.enumerated() {
+            try expectCommit(record.keyId, next, counter: 7 + UInt32(i), now: baseNow, accepted: true)
+        }
+
+        // key_unknown: nothing stored (the key registered afterwards does not find it).
+        let unknown = try randomKeyId()
+        let forUnknown = NextChallenge(challenge: try randomChallenge(), expiresAt: baseNow + 300_000)
+        let unknownAnswer = try commitIssuing(unknown, try randomChallenge(), counter: 1, now: baseNow, next: forUnknown)
+        try expect(unknownAnswer == AssertionCommit(outcome: .refused(.keyUnknown), nextIssued: false), "got \(unknownAnswer)")
+        try registerExpectingAccepted(try makeRecord(keyId: unknown))
+        try expectCommit(unknown, forUnknown.challenge, counter: 1, now: baseNow, refused: .challengeUnknown)
+
+        // key_revoked and key_expired: nothing stored (registering with it finds no challenge at all).
+        let revoked = try makeRecord()
+        try registerExpectingAccepted(revoked)
+        try expect(try wait("revokeKey") { store.revokeKey(revoked.keyId, completion: $0) }.get() == true, "revoked")
+        let forRevoked = NextChallenge(challenge: try randomChallenge(), expiresAt: baseNow + 300_000)
+        let revokedAnswer = try commitIssuing(revoked.keyId, try issueAssert(revoked.keyId), counter: 1, now: baseNow,
+                                              next: forRevoked)
+        try expect(revokedAnswer == AssertionCommit(outcome: .refused(.keyRevoked), nextIssued: false), "got \(revokedAnswer)")
+        try expectRegister(revoked, challenge: forRevoked.challenge, now: baseNow, refused: .challengeUnknown)
+
+        let expiring = try makeRecord(expiresAt: baseNow + 1_000)
+        try registerExpectingAccepted(expiring)
+        let forExpired = NextChallenge(challenge: try randomChallenge(), expiresAt: baseNow + 300_000)
+        let expiredAnswer = try commitIssuing(expiring.keyId, try issueAssert(expiring.keyId), counter: 1, now: baseNow + 1_000,
+                                              next: forExpired)
+        try expect(expiredAnswer == AssertionCommit(outcome: .refused(.keyExpired), nextIssued: false), "got \(expiredAnswer)")
+        try expectRegister(expiring, challenge: forExpired.challenge, now: baseNow, refused: .challengeUnknown)
+    }
+
     /// A revoked key is refused with `key_revoked` and its challenge stays pending.
     public func revokedKeyRefused() throws {
         let record = try makeRecord()
@@ -590,6 +672,15 @@ public struct StoreConformance: Sendable {
         try wait("commitAssertion", { store.commitAssertion(keyId: keyId, challenge: challenge, counter: counter, window: window,
                                                             now: now, completion: $0) }, file: file, line: line)
             .mapError { ConformanceFailure(message: "commitAssertion unavailable: \($0)", file: file, line: line) }.get()
+    }
+
+    /// `commitAssertion(…issuing:)`'s answer (an unavailable store fails the check).
+    public func commitIssuing(_ keyId: KeyID, _ challenge: Challenge, counter: UInt32, window: Int = 0, now: UnixMillis,
+                              next: NextChallenge, file: StaticString = #filePath, line: UInt = #line) throws -> AssertionCommit {
+        try wait("commitAssertion(issuing:)", { store.commitAssertion(keyId: keyId, challenge: challenge, counter: counter,
+                                                                      window: window, now: now, issuing: next, completion: $0) },
+                 file: file, line: line)
+            .mapError { ConformanceFailure(message: "commitAssertion(issuing:) unavailable: \($0)", file: file, line: line) }.get()
     }
 
     /// Issues a fresh assert challenge and commits `counter`, expecting acceptance.

@@ -10,7 +10,7 @@ final class AttestClientExampleTests: XCTestCase {
     /// True once the gateway sends `App-Attest-Next-Challenge` (branch `next-challenge` merged): every
     /// request after the first then costs one round trip, else two (a challenge, then the request).
     /// A gateway that sends next challenges while this is false fails the test (flip it then).
-    static let gatewayIssuesNextChallenges = false
+    static let gatewayIssuesNextChallenges = true
     /// True once the gateway registers device keys (`POST {prefix}/register`, branch `reg-core`):
     /// the App Attest run registers the device key (tier `attested`) and `--device-key` passes at tier
     /// `device`. False: App Attest alone, and `--device-key` fails (nothing to fall back on).

@@ -26,7 +26,10 @@ final class AttestationEndpointTests: E2ETestCase {
         XCTAssertEqual(hash["status"], "active")
         XCTAssertNotNil(hash["pk"])
         XCTAssertNotNil(hash["created"].flatMap { Int64($0) })
-        XCTAssertEqual(try env.redisKeys(device), ["aa:{\(base64URL(device.keyId))}:key"], "the challenge was consumed")
+        // The attest challenge was consumed; the answer's next challenge (an assert one) is pending.
+        let next = try XCTUnwrap(reply.header("App-Attest-Next-Challenge"), "\(reply)")
+        XCTAssertEqual(try env.redisKeys(device), ["aa:{\(base64URL(device.keyId))}:ch:\(base64URL(next))",
+                                                   "aa:{\(base64URL(device.keyId))}:key"].sorted(), "the challenge was consumed")
         let record = try XCTUnwrap(try env.storedKey(device))
         XCTAssertEqual(record.appId, E2EEnvironment.appId)
         XCTAssertEqual(record.publicKey.count, 65)

@@ -11,7 +11,7 @@ upstream connection it arrived on. Query parameters change the behaviour:
   status=S       answer with status S             hop=1         add hop-by-hop response fields
   close=1        Connection: close                dropnext=1    drop the next request on this connection
   trailers=1     chunked trailers                 malformed=1   answer a bare-LF response
-  reset=1        close without answering
+  reset=1        close without answering          nextspoof=1   add forged App-Attest-Next-Challenge* fields
 Special target /__stats answers {"connections": n, "requests": m}.
 
 Usage: upstream.py --port 0 | --unix PATH ; prints "READY <port>" (or "READY unix") when listening.
@@ -121,6 +121,11 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("HTTP2-Settings", "AAMAAABkAARAAAAAAAIAAAAA")
             self.send_header("Proxy-Authenticate", "Basic realm=upstream")
             self.send_header("X-End-To-End", "passes")
+        if q("nextspoof"):
+            # What a client must never take for the gateway's next challenge (two copies, any case).
+            self.send_header("App-Attest-Next-Challenge", "VVBTVFJFQU0tRk9SR0VELUNIQUxMRU5HRS0wMDAwMDA=")
+            self.send_header("app-attest-next-challenge", "second-forged-copy")
+            self.send_header("App-Attest-Next-Challenge-Expires", "4102444800")
         if q("close"):
             self.send_header("Connection", "close")
             self.close_connection = True

@@ -25,6 +25,8 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
     static let unknownAppId = "QQQQQ11111.com.example.unknown"
 
     let storeKind: StoreKind
+    /// `endpoints.next_challenge` of the gateway.
+    let nextChallenge: Bool
     /// How the tests' requests reach the data listener (a TLS transport makes the listener TLS).
     let transport: ClientTransport
     let redis: RedisServer?
@@ -43,8 +45,11 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
 
     /// - Parameter admin: the `admin:` value (an address, or a mapping such as
     ///   `{address: 127.0.0.1:0, ready_requires_store: true}`).
-    init(store: StoreKind, transport: ClientTransport = .http1, admin: String = "127.0.0.1:0") throws {
+    /// - Parameter nextChallenge: `endpoints.next_challenge` (default true, as the gateway's default).
+    init(store: StoreKind, transport: ClientTransport = .http1, admin: String = "127.0.0.1:0",
+         nextChallenge: Bool = true) throws {
         storeKind = store
+        self.nextChallenge = nextChallenge
         self.transport = transport
         cas = try TestCAs.shared()
         work = try E2EPaths.temporaryDirectory("env")
@@ -58,7 +63,7 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
             listen = "[{address: \"127.0.0.1:0\", tls: {certificates: [{chain: \"\(certificate.chainPath)\", key: \"\(certificate.keyPath)\"}]}}]"
         }
         let yaml = E2EEnvironment.yaml(store: redis?.url ?? "memory", upstreamPort: upstream.port, deadPort: deadPort,
-                                       roots: cas.trustedRoots, listen: listen, admin: admin)
+                                       roots: cas.trustedRoots, listen: listen, admin: admin, nextChallenge: nextChallenge)
         gateway = try GatewayUnderTest(yaml: yaml, baseDirectory: work.path, clock: clock.gatewayClock)
     }
 
@@ -71,7 +76,7 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
 
     /// The standard configuration.
     static func yaml(store: String, upstreamPort: UInt16, deadPort: UInt16, roots: [String], access: Bool = false,
-                     listen: String = "127.0.0.1:0", admin: String = "127.0.0.1:0") -> String {
+                     listen: String = "127.0.0.1:0", admin: String = "127.0.0.1:0", nextChallenge: Bool = true) -> String {
         """
         listen: \(listen)
         admin: \(admin)
@@ -86,6 +91,7 @@ final class E2EEnvironment: GatewayClient, @unchecked Sendable {  // immutable a
         trust:
           extra_roots:
         \(roots.map { "    - \($0)" }.joined(separator: "\n"))
+        \(nextChallenge ? "" : "endpoints: {next_challenge: false}")
         upstreams:
           app: http://127.0.0.1:\(upstreamPort)
           down: http://127.0.0.1:\(deadPort)

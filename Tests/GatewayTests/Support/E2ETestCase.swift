@@ -13,6 +13,8 @@ class E2ETestCase: XCTestCase {
     class var transport: ClientTransport { .http1 }
     /// The class's `admin:` value (an address or a mapping with `ready_requires_store`).
     class var admin: String { "127.0.0.1:0" }
+    /// The class's `endpoints.next_challenge` (default true).
+    class var nextChallenge: Bool { true }
     /// Whether every test of the class needs ../shared/tools/ref_device.py.
     class var needsRefDevice: Bool { true }
 
@@ -44,7 +46,7 @@ class E2ETestCase: XCTestCase {
     private class func sharedEnvironment() throws -> E2EEnvironment {
         lock.lock(); defer { lock.unlock() }
         if let existing = environments[ObjectIdentifier(self)] { return existing }
-        let made = try E2EEnvironment(store: storeKind, transport: transport, admin: admin)
+        let made = try E2EEnvironment(store: storeKind, transport: transport, admin: admin, nextChallenge: nextChallenge)
         environments[ObjectIdentifier(self)] = made
         return made
     }

@@ -40,7 +40,13 @@ extension E2ETestCase {
         XCTAssertEqual(try env.storedCounter(device), 1)
         if env.storeKind == .redis {
             XCTAssertEqual(try env.redisKeyHash(device)["ctr"], "1")
-            XCTAssertEqual(try env.redisKeys(device), ["aa:{\(base64URL(device.keyId))}:key"], "the challenge was consumed")
+            // The challenge was consumed; the answer's next challenge is pending.
+            let next = try XCTUnwrap(reply.header("App-Attest-Next-Challenge"), "\(reply)")
+            let keys = try env.redisKeys(device)
+            XCTAssertFalse(keys.contains("aa:{\(base64URL(device.keyId))}:ch:\(base64URL(signed.challenge))"),
+                           "the challenge was consumed: \(keys)")
+            XCTAssertTrue(keys.contains("aa:{\(base64URL(device.keyId))}:ch:\(base64URL(next))"), "\(keys)")
+            XCTAssertTrue(keys.contains("aa:{\(base64URL(device.keyId))}:key"), "\(keys)")
         }
 
         // Without a body (client data carries SHA-256 of zero bytes).

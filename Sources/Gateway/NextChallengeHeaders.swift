@@ -1,0 +1,40 @@
+import AppAttest
+import GatewayHTTP
+
+/// The next challenge on the answers of `enforce` and `monitor` routes (DESIGN.md section 9, "Next
+/// challenge"; issue 11, "One round trip"): `App-Attest-Next-Challenge` (the challenge, standard
+/// base64, padded) and `App-Attest-Next-Challenge-Expires` (its expiry, unix seconds), so that a
+/// client signs its next protected request without asking `{prefix}/challenge` first.
+///
+/// The names are fixed (the client SDK reads them; they do not follow `headers.prefix`). Every field
+/// of an upstream response whose name starts with `App-Attest-Next-Challenge` (any case, every
+/// copy) is dropped on every route before the gateway sets its own, so a client never takes an
+/// upstream's value for a challenge the gateway issued.
+enum NextChallengeHeaders {
+    /// `App-Attest-Next-Challenge`: the challenge, standard base64.
+    static let challengeName = "App-Attest-Next-Challenge"
+    /// `App-Attest-Next-Challenge-Expires`: unix seconds.
+    static let expiresName = "App-Attest-Next-Challenge-Expires"
+
+    /// Removes every upstream copy (names starting with `App-Attest-Next-Challenge`), then adds
+    /// `issued` when there is one.
+    static func set(_ issued: ChallengeIssuer.Issued?, on headers: inout HTTPHeaders) {
+        headers.removeAll(namePrefix: challengeName)
+        guard let issued else { return }
+        try? headers.add(name: challengeName, value: Base64.encode(issued.bytes))
+        try? headers.add(name: expiresName, value: String(issued.expiresAt))
+    }
+
+    /// The response-head edit of a forward that carries no next challenge: drops upstream copies.
+    /// One shared closure (nothing allocated per request).
+    static let dropUpstreamCopies: @Sendable (inout HTTPResponseHead) -> Void = { head in
+        head.headers.removeAll(namePrefix: challengeName)
+    }
+
+    /// The response-head edit of a forward whose answer carries `issued` (upstream copies dropped
+    /// first); `dropUpstreamCopies` when there is none.
+    static func filter(_ issued: ChallengeIssuer.Issued?) -> @Sendable (inout HTTPResponseHead) -> Void {
+        guard let issued else { return dropUpstreamCopies }
+        return { head in set(issued, on: &head.headers) }
+    }
+}
