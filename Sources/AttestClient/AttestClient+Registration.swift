@@ -73,6 +73,7 @@ extension AttestClient {
             var body: [String: Any] = ["publicKey": Base64Text.encode(signer.publicKey), "challenge": Base64Text.encode(challenge),
                                        "signature": Base64Text.encode(signature), "backing": signer.backing, "integrity": integrity]
             if let json = evidence.json { body["appAttest"] = json }
+            if let appId = configuration.appId { body["appId"] = appId }
             let answer: GatewayAnswer
             switch postEndpoint("/register", body, kid: kid, roundTrips: &roundTrips) {
             case .unavailable(let detail): return (.failed(detail, tokenSpent: spentAny, backing: signer.backing), nil)

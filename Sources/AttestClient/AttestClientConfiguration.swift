@@ -19,6 +19,9 @@ public struct AttestClientConfiguration: Sendable {
     public var gateway: URL
     /// The gateway's endpoint prefix (`endpoints.prefix`), default `/app-attest/v1`.
     public var prefix: String = "/app-attest/v1"
+    /// The app's identifier `TEAMID.bundle.id`, sent as `appId` with registrations; the gateway needs it
+    /// for a registration without App Attest when it serves several apps. nil: not sent.
+    public var appId: String?
     /// Registration mode (default `.automatic`).
     public var mode: Mode = .automatic
     /// Integrity codes this app found (e.g. `jb_files`, `debugger`), sent with each registration.

@@ -43,6 +43,7 @@ struct ExampleMain {
         }
         var configuration = AttestClientConfiguration(gateway: gateway)
         if let prefix = options["prefix"] { configuration.prefix = prefix }
+        configuration.appId = appId
         configuration.mode = deviceKeyOnly ? .deviceKey : .automatic
         configuration.automaticRenewal = false  // a short-lived command
         let state = options["state"].map { URL(fileURLWithPath: $0) }

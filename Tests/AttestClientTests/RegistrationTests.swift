@@ -40,7 +40,14 @@ final class RegistrationTests: XCTestCase {
         XCTAssertFalse(result.platformAttested)
         XCTAssertFalse(result.platformTokenSpent)
         XCTAssertNil(try XCTUnwrap(h.gateway.bodies("/register").first)["appAttest"])
+        XCTAssertNil(try XCTUnwrap(h.gateway.bodies("/register").first)["appId"], "not configured, not sent")
         XCTAssertEqual(h.appAttest.recorded, [], "isSupported false: App Attest is never called")
+        // With appId configured, it goes with the registration.
+        h.configure = { $0.appId = "ABCDE12345.com.example" }
+        let named = h.relaunch()
+        named.forgetAttestation()
+        XCTAssertEqual(named.attest().verdict, .passed)
+        XCTAssertEqual(h.gateway.bodies("/register").last?["appId"] as? String, "ABCDE12345.com.example")
     }
 
     func testNoDeviceKeyAndNoAppAttestIsUnsupported() {
