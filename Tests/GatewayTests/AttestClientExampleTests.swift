@@ -13,7 +13,9 @@ final class AttestClientExampleTests: XCTestCase {
     static let gatewayIssuesNextChallenges = true
     /// True once the gateway registers device keys (`POST {prefix}/register`, branch `reg-core`):
     /// the App Attest run registers the device key (tier `attested`) and `--device-key` passes at tier
-    /// `device`. False: App Attest alone, and `--device-key` fails (nothing to fall back on).
+    /// `device` on a `min_tier: device` route (refused `tier_too_low` on the others). False: App Attest
+    /// alone, and `--device-key` fails (nothing to fall back on). Both settings were run: true on a
+    /// scratch merge of `reg-core` (20:13 UTC), false on this branch.
     static let gatewayRegistersDeviceKeys = false
 
     /// The gateway binary with Redis, the upstream and the simulator's test CA trusted; access log on.
@@ -33,7 +35,18 @@ final class AttestClientExampleTests: XCTestCase {
             upstream = try UpstreamProcess()
             dead = try ReservedPort()
             work = try E2EPaths.temporaryDirectory("sdk-example")
-            let yaml = E2EEnvironment.yaml(store: redis.url, upstreamPort: upstream.port, deadPort: dead.port, roots: cas.trustedRoots, access: true)
+            var yaml = E2EEnvironment.yaml(store: redis.url, upstreamPort: upstream.port, deadPort: dead.port, roots: cas.trustedRoots, access: true)
+            if AttestClientExampleTests.gatewayRegistersDeviceKeys {
+                // A route that takes device keys (the others keep the default min_tier: attested).
+                yaml = yaml.replacingOccurrences(of: "routes:\n", with: """
+                    routes:
+                      - name: device
+                        path_prefix: /v1/device
+                        upstream: app
+                        min_tier: device
+
+                    """)
+            }
             let config = work.appendingPathComponent("gateway.yaml")
             try yaml.write(to: config, atomically: true, encoding: .utf8)
             gateway = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path])
@@ -98,14 +111,22 @@ final class AttestClientExampleTests: XCTestCase {
 
     func testDeviceKeyOnlyRegistersAtTierDeviceWhereTheGatewayRegistersDeviceKeys() throws {
         let setup = try Setup()
-        let run = try setup.example(["--requests", "2", "--device-key"])
+        let run = try setup.example(["--requests", "2", "--device-key"] + (Self.gatewayRegistersDeviceKeys ? ["--route", "/v1/device/example"] : []))
         let attestation = try XCTUnwrap(run.lines.first, run.output)
         if Self.gatewayRegistersDeviceKeys {
             XCTAssertEqual(run.status, 0, run.output)
             XCTAssertEqual(attestation["verdict"] as? String, "passed", run.output)
             XCTAssertEqual(attestation["tier"] as? String, "device", run.output)
             XCTAssertEqual(attestation["platformAttested"] as? Bool, false, run.output)
-            XCTAssertEqual(run.lines.dropFirst().filter { $0["verdict"] as? String == "accepted" }.count, 2, run.output)
+            XCTAssertEqual(attestation["backing"] as? String, "software", run.output)
+            XCTAssertEqual(run.lines.dropFirst().filter { $0["status"] as? Int == 200 && $0["verdict"] as? String == "accepted" }.count, 2, run.output)
+            // The failing variant: a route of the default min_tier (attested) refuses a device key, finally.
+            let strict = try setup.example(["--requests", "1", "--device-key"])
+            XCTAssertEqual(strict.status, 1, strict.output)
+            let refused = try XCTUnwrap(strict.lines.last, strict.output)
+            XCTAssertEqual(refused["status"] as? Int, 403, strict.output)
+            XCTAssertEqual(refused["verdict"] as? String, "refused", strict.output)
+            XCTAssertEqual(refused["error"] as? String, "tier_too_low", strict.output)
         } else {
             // Without registrations there is nothing a device key alone can do: failed, said why, nothing sent.
             XCTAssertEqual(run.status, 1, run.output)
