@@ -115,59 +115,75 @@ extension AttestClient {
         return (.failed("registration refused: the gateway kept refusing the challenge", tokenSpent: spentAny, backing: signer.backing), nil)
     }
 
-    /// Renewal of `previous`: `POST {prefix}/renew` signed by the device key (DESIGN.md section 8);
-    /// a full registration when there is nothing to renew or the gateway has no renewal.
+    /// The proof field of `/renew` and `/forget` for `registration` over the lifecycle client data
+    /// (`label`, challenge, keyId): `signature` by the device key, or `assertion` by the App Attest key.
+    /// nil when the key cannot prove (it is gone or App Attest refuses).
+    func lifecycleProof(_ registration: StoredRegistration, label: String, challenge: Data) -> (name: String, value: String)? {
+        guard let kid = registration.attestation.kid, let keyId = Base64Text.decode(kid) else { return nil }
+        let clientData = ClientDataFraming.lifecycle(label, challenge: challenge, keyId: keyId)
+        switch registration.signing {
+        case .device:
+            guard case .success(let signer) = loadOrCreateDeviceKey(), SHA256Digest.hash(signer.publicKey) == keyId,
+                  let signature = try? signer.sign(clientData) else { return nil }
+            return ("signature", Base64Text.encode(signature))
+        case .appAttest:
+            guard case .success(let assertion) = withAppleRetries({
+                try appAttest.generateAssertion(registration.appAttestKeyId ?? kid, clientDataHash: SHA256Digest.hash(clientData))
+            }) else { return nil }
+            return ("assertion", Base64Text.encode(assertion))
+        }
+    }
+
+    /// Renewal of `previous`: `POST {prefix}/renew` `{"keyId", "challenge", "signature"|"assertion"}`
+    /// (DESIGN.md section 8); a full registration when there is nothing to renew, the gateway has no
+    /// renewal (the `renew` purpose or the endpoint unknown), or it asks to re-attest. A device-key
+    /// registration made without App Attest registers again where App Attest exists, to carry the token.
     func renew(_ previous: StoredRegistration?) -> Outcome {
-        // A registration that went up without App Attest (e.g. Apple's server unavailable) registers again
-        // where App Attest exists, to carry the token this time.
-        guard let previous, previous.signing == .device, previous.attestation.platformAttested || !appAttest.isSupported, let kid = previous.attestation.kid,
-              case .success(let signer) = loadOrCreateDeviceKey(), Base64Text.encode(SHA256Digest.hash(signer.publicKey)) == kid else {
+        guard let previous, let kid = previous.attestation.kid,
+              previous.signing == .appAttest || previous.attestation.platformAttested || !appAttest.isSupported else {
             return register(replacing: previous)
         }
+        let backing = previous.attestation.backing
         var roundTrips = 0
         let challenge: Data
         switch requestChallenge(kid: kid, purpose: "renew", roundTrips: &roundTrips) {
         case .challenge(let bytes): challenge = bytes
-        case .unavailable(let detail): return (.failed(detail, backing: signer.backing), nil)
+        case .unavailable(let detail): return (.failed(detail, backing: backing), nil)
         case .refused: return register(replacing: previous)  // no renewal on this gateway, or the key is gone
         }
-        let keyId = SHA256Digest.hash(signer.publicKey)
-        guard let signature = try? signer.sign(ClientDataFraming.lifecycle("renew-v1", challenge: challenge, keyId: keyId)) else {
-            return register(replacing: previous)
-        }
-        switch postEndpoint("/renew", ["keyId": kid, "challenge": Base64Text.encode(challenge), "signature": Base64Text.encode(signature)],
+        guard let proof = lifecycleProof(previous, label: "renew-v1", challenge: challenge) else { return register(replacing: previous) }
+        switch postEndpoint("/renew", ["keyId": kid, "challenge": Base64Text.encode(challenge), proof.name: proof.value],
                             kid: kid, roundTrips: &roundTrips) {
-        case .unavailable(let detail): return (.failed(detail, backing: signer.backing), nil)
+        case .unavailable(let detail): return (.failed(detail, backing: backing), nil)
         case .answer(let answer):
             guard answer.status == 200 || answer.status == 201 else {
                 if answer.status == 404 || answer.action == "reattest" { return register(replacing: previous) }
-                return (.failed(answer.describe("renewal refused"), backing: signer.backing), nil)
+                return (.failed(answer.describe("renewal refused"), backing: backing), nil)
             }
             var attestation = previous.attestation
             attestation.platformTokenSpent = false
             attestation.detail = nil
-            if let expiresAt = answer.number("expiresAt") { attestation.expiresAt = Int(expiresAt) }
+            attestation.expiresAt = answer.number("expiresAt").map { Int($0) }
             attestation.renewAfter = answer.number("renewAfter").map { Int($0) }
             if let tier = answer.string("tier") { attestation.tier = tier }
             if let attested = answer.bool("platformAttested") { attestation.platformAttested = attested }
             if let integrity = answer.integrity { attestation.integrity = integrity }
-            return (attestation, StoredRegistration(attestation: attestation, signing: .device, appAttestKeyId: nil))
+            return (attestation, StoredRegistration(attestation: attestation, signing: previous.signing, appAttestKeyId: previous.appAttestKeyId))
         }
     }
 
-    /// `POST {prefix}/forget` for a device-key registration, once, answer ignored (best effort).
+    /// `POST {prefix}/forget` for `registration`, once, answer ignored (best effort: a gateway without
+    /// the endpoint, or one that cannot be reached, changes nothing here).
     func tellGatewayToForget(_ registration: StoredRegistration) {
-        guard registration.signing == .device, let kid = registration.attestation.kid, case .success(let signer) = loadOrCreateDeviceKey() else { return }
-        let keyId = SHA256Digest.hash(signer.publicKey)
-        guard Base64Text.encode(keyId) == kid, let challengeURL = url(configuration.prefix + "/challenge"),
+        guard let kid = registration.attestation.kid, let challengeURL = url(configuration.prefix + "/challenge"),
               let challengeBody = try? JSONSerialization.data(withJSONObject: ["keyId": kid, "purpose": "forget"]),
               let answer = try? transport.send(TransportRequest(method: "POST", url: challengeURL, headers: [("Content-Type", "application/json")],
                                                                 body: challengeBody, timeout: configuration.requestTimeout)),
               answer.status == 201, let challenge = GatewayAnswer(answer).challenge?.bytes,
-              let signature = try? signer.sign(ClientDataFraming.lifecycle("forget-v1", challenge: challenge, keyId: keyId)),
+              let proof = lifecycleProof(registration, label: "forget-v1", challenge: challenge),
               let forgetURL = url(configuration.prefix + "/forget"),
-              let body = try? JSONSerialization.data(withJSONObject: ["keyId": kid, "challenge": Base64Text.encode(challenge),
-                                                                       "signature": Base64Text.encode(signature)]) else { return }
+              let body = try? JSONSerialization.data(withJSONObject: ["keyId": kid, "challenge": Base64Text.encode(challenge), proof.name: proof.value])
+        else { return }
         _ = try? transport.send(TransportRequest(method: "POST", url: forgetURL, headers: [("Content-Type", "application/json")], body: body,
                                                  timeout: configuration.requestTimeout))
     }

@@ -222,6 +222,17 @@ final class RegistrationTests: XCTestCase {
         let response = h.client.send(SDKHarness.order(1))
         XCTAssertEqual(response.verdict, .accepted, "\(response)")
         XCTAssertNotNil(h.gateway.requests.last?.header("App-Attest-Assertion"), "signed with an App Attest assertion")
+        // Renewal and forgetting prove with App Attest assertions over renew-v1 / forget-v1.
+        h.clock.advance(100)
+        let renewed = h.client.renewAttestation()
+        XCTAssertEqual(renewed.verdict, .passed, "\(renewed)")
+        XCTAssertEqual(h.gateway.count("/renew"), 1)
+        XCTAssertEqual(renewed.kid, result.kid, "the same key, no new attestation")
+        XCTAssertEqual(h.gateway.count("/attest"), 1)
+        XCTAssertNotNil(h.gateway.bodies("/renew").first?["assertion"])
+        h.client.forgetAttestation()
+        XCTAssertEqual(h.gateway.forgottenKids, [try XCTUnwrap(result.kid)])
+
         // Failing variant: mode .deviceKey never falls back.
         let strict = SDKHarness(appAttest: true)
         strict.gateway.registerSupported = false

@@ -163,17 +163,27 @@ final class FakeGateway: HTTPTransport, @unchecked Sendable {  // all state guar
                               "expiresAt": now + registrationTTL, "renewAfter": now + registrationTTL / 2, "integrity": integrity, "backing": backing],
                         headers: nextChallengeHeaders(kid: kid))
         case prefix + "/renew", prefix + "/forget":
-            guard let kid = body["keyId"] as? String, let publicKey = deviceKeys[kid] else { return Self.refusal(401, "key_unknown", "reattest") }
-            let label = path.hasSuffix("renew") ? "renew" : "forget"
-            guard let challenge = consume(body["challenge"] as? String, kid: kid, purpose: label),
-                  let signature = (body["signature"] as? String).flatMap({ Data(base64Encoded: $0) }),
-                  let key = try? P256PublicKey(x963: Array(publicKey)),
-                  key.verify(signature: Array(signature), message: FakeGateway.framed([Array("\(label)-v1".utf8), Array(challenge),
-                                                                                        AttestCrypto.SHA256.hash(Array(publicKey))])) == .valid else {
-                return Self.refusal(401, "bad_signature", "reattest")
+            guard let kid = body["keyId"] as? String, deviceKeys[kid] != nil || appAttestKeys.contains(kid) else {
+                return Self.refusal(401, "key_unknown", "reattest")
             }
+            let label = path.hasSuffix("renew") ? "renew" : "forget"
+            guard let challenge = consume(body["challenge"] as? String, kid: kid, purpose: label) else {
+                return Self.refusal(401, "challenge_unknown", "refresh_challenge")
+            }
+            let clientData = FakeGateway.framed([Array("\(label)-v1".utf8), Array(challenge), Array(Data(base64Encoded: kid) ?? Data())])
+            let proven: Bool
+            if let publicKey = deviceKeys[kid] {
+                proven = (body["signature"] as? String).flatMap({ Data(base64Encoded: $0) }).map { signature in
+                    (try? P256PublicKey(x963: Array(publicKey)))?.verify(signature: Array(signature), message: clientData) == .valid
+                } ?? false
+            } else {
+                let hash = Data(AttestCrypto.SHA256.hash(clientData)).base64EncodedString()
+                proven = body["assertion"] as? String == Data("assertion|\(kid)|\(hash)".utf8).base64EncodedString()
+            }
+            guard proven else { return Self.refusal(401, "bad_signature", "deny") }
             if label == "forget" {
                 deviceKeys[kid] = nil
+                appAttestKeys.remove(kid)
                 forgotten.append(kid)
                 return json(200, ["forgotten": true])
             }
