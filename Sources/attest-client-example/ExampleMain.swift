@@ -3,7 +3,7 @@ import AttestSimulator
 import Foundation
 
 /// `attest-client-example --gateway URL --app-id ID --ca DIR [--requests N] [--device-key]
-/// [--route /v1/protected/example] [--prefix /app-attest/v1] [--state DIR]`
+/// [--route /v1/protected/example] [--prefix /app-attest/v1] [--state DIR] [--renew] [--forget]`
 ///
 /// An app's view of the gateway through AttestClient's public API only: `attest()`, then N protected
 /// POSTs with `send(_:)`. App Attest is played by the simulator under the test CA in DIR (Linux has no
@@ -11,19 +11,25 @@ import Foundation
 /// keeps the SDK's state (device key, registration) between runs; without it a fresh temporary one.
 ///
 /// Prints one JSON line with the `Attestation`, then one per request `{"status", "verdict",
-/// "roundTrips"}` (plus `error` when refused). Exit 0 when attestation passed and every request was
+/// "roundTrips"}` (plus `error` when refused); `--renew` then prints the `renewAttestation()` result
+/// (`"renewed": true`), `--forget` then `{"forgotten": true, "stored": false}` after `forgetAttestation()`
+/// (`stored`: whether `storedAttestation()` still finds one). Exit 0 when attestation passed and every request was
 /// accepted, 1 otherwise, 2 on usage errors.
 @main
 struct ExampleMain {
-    static let usage = "usage: attest-client-example --gateway URL --app-id ID --ca DIR [--requests N] [--device-key] [--route PATH] [--prefix PATH] [--state DIR]"
+    static let usage = "usage: attest-client-example --gateway URL --app-id ID --ca DIR [--requests N] [--device-key] [--route PATH] [--prefix PATH] [--state DIR] [--renew] [--forget]"
 
     static func main() {
         var options: [String: String] = [:]
         var deviceKeyOnly = false
+        var renew = false
+        var forget = false
         var arguments = Array(CommandLine.arguments.dropFirst())
         while !arguments.isEmpty {
             let name = arguments.removeFirst()
             if name == "--device-key" { deviceKeyOnly = true; continue }
+            if name == "--renew" { renew = true; continue }
+            if name == "--forget" { forget = true; continue }
             guard ["--gateway", "--app-id", "--ca", "--requests", "--route", "--prefix", "--state"].contains(name), !arguments.isEmpty else {
                 fail(usage: "unknown or incomplete option \(name)")
             }
@@ -65,6 +71,17 @@ struct ExampleMain {
             if let detail = response.detail, response.verdict != .accepted { line.append(("detail", detail)) }
             print(json(line))
             ok = ok && response.verdict == .accepted
+        }
+        if renew {
+            let renewed = client.renewAttestation()
+            print(json([("renewed", true)] + attestationFields(renewed)))
+            ok = ok && renewed.verdict == .passed && renewed.detail == nil
+        }
+        if forget {
+            client.forgetAttestation()
+            let stored = client.storedAttestation() != nil
+            print(json([("forgotten", true), ("stored", stored)]))
+            ok = ok && !stored
         }
         exit(ok ? 0 : 1)
     }

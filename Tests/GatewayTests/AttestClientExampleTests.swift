@@ -18,6 +18,11 @@ final class AttestClientExampleTests: XCTestCase {
     /// scratch merge of `reg-core` (20:13 UTC), false on this branch.
     static let gatewayRegistersDeviceKeys = false
 
+    /// True once the gateway renews and forgets keys (`POST {prefix}/renew` and `/forget`, branch
+    /// `reg-life`): the renewal keeps the key and spends nothing, and forgetting reaches the gateway.
+    /// False: the renewal attests a new App Attest key (the `renew` purpose is unknown).
+    static let gatewayRenewsKeys = false
+
     /// The gateway binary with Redis, the upstream and the simulator's test CA trusted; access log on.
     final class Setup {
         let redis: RedisServer
@@ -135,6 +140,38 @@ final class AttestClientExampleTests: XCTestCase {
             XCTAssertNotNil(attestation["detail"] as? String)
             XCTAssertTrue(run.lines.dropFirst().allSatisfy { $0["verdict"] as? String == "notAttested" }, run.output)
             XCTAssertEqual(setup.accessLines.filter { $0["route"] as? String == "protected" }.count, 0)
+        }
+    }
+
+    func testRenewAndForgetThroughTheExample() throws {
+        let setup = try Setup()
+        let run = try setup.example(["--requests", "1", "--renew", "--forget"])
+        XCTAssertEqual(run.status, 0, run.output)
+        XCTAssertEqual(run.lines.count, 4, run.output)
+        guard run.lines.count == 4 else { return }
+        let (first, request, renewed, forgot) = (run.lines[0], run.lines[1], run.lines[2], run.lines[3])
+        XCTAssertEqual(request["verdict"] as? String, "accepted", run.output)
+        XCTAssertEqual(renewed["renewed"] as? Bool, true)
+        XCTAssertEqual(renewed["verdict"] as? String, "passed", run.output)
+        XCTAssertEqual(renewed["tier"] as? String, "attested", run.output)
+        XCTAssertEqual(forgot["forgotten"] as? Bool, true)
+        XCTAssertEqual(forgot["stored"] as? Bool, false, "nothing stored after forgetAttestation()")
+        var access: [[String: Any]] = []
+        waitFor("the access lines of the renewal", timeout: 10) {
+            access = setup.accessLines
+            return Self.gatewayRenewsKeys ? access.contains { $0["path"] as? String == "/app-attest/v1/forget" }
+                : access.filter { $0["route"] as? String == "endpoint:attest" }.count >= 2
+        }
+        func answered(_ route: String) -> [Int] { access.filter { $0["route"] as? String == route }.compactMap { $0["status"] as? Int } }
+        if Self.gatewayRenewsKeys {
+            XCTAssertEqual(renewed["kid"] as? String, first["kid"] as? String, "renewed, the same key")
+            XCTAssertEqual(renewed["platformTokenSpent"] as? Bool, false, "an assertion, no attestation spent")
+            XCTAssertEqual(answered("endpoint:renew"), [200], "\(access)")
+            XCTAssertEqual(answered("endpoint:forget"), [200], "\(access)")
+        } else {
+            XCTAssertNotEqual(renewed["kid"] as? String, first["kid"] as? String, "a new App Attest key, attested")
+            XCTAssertEqual(renewed["platformTokenSpent"] as? Bool, true)
+            XCTAssertEqual(answered("endpoint:attest"), [201, 201], "\(access)")
         }
     }
 }
