@@ -105,7 +105,7 @@ struct ExampleMain {
             case let b as Bool: return b ? "true" : "false"
             case let i as Int: return String(i)
             case let s as String:
-                let data = (try? JSONSerialization.data(withJSONObject: [s], options: [.fragmentsAllowed])) ?? Data("[\"\"]".utf8)
+                let data = (try? JSONSerialization.data(withJSONObject: [s], options: [.fragmentsAllowed, .withoutEscapingSlashes])) ?? Data("[\"\"]".utf8)
                 let text = String(decoding: data, as: UTF8.self)
                 return String(text.dropFirst().dropLast())
             default: return "null"
