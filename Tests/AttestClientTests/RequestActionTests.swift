@@ -31,6 +31,7 @@ final class RequestActionTests: XCTestCase {
         let stale = h.client.send(SDKHarness.order(5))
         XCTAssertEqual(stale.verdict, .accepted)
         XCTAssertEqual(stale.roundTrips, 2)
+        XCTAssertEqual(h.gateway.count("/challenge"), challenges + 1, "a new challenge, not the expired one (which a refusal would replace)")
     }
 
     func testRefreshChallengeUsesTheAnswersChallengeAtOnce() {
