@@ -16,13 +16,17 @@ extension AttestClient {
         "the gateway refused \(backoff.refusals) registration(s) in a row that spent an App Attest attestation; no new attempt until \(backoff.untilText)"
     }
 
-    /// The device key (restored, or created and stored). Serialized by `operation`.
+    /// The device key in memory or restored from the store; nil when there is none.
+    func existingDeviceKey() -> (any DeviceKeySigner)? {
+        if let key = lock.withLock({ deviceKey }) { return key }
+        guard let data = store.data(for: Item.deviceKey), let key = try? keys.restoreKey(data), key.publicKey.count == 65 else { return nil }
+        lock.withLock { deviceKey = key }
+        return key
+    }
+
+    /// The device key (restored, or created and stored). Only under `operation`: key generation is serialized.
     func loadOrCreateDeviceKey() -> Result<any DeviceKeySigner, Error> {
-        if let key = lock.withLock({ deviceKey }) { return .success(key) }
-        if let data = store.data(for: Item.deviceKey), let key = try? keys.restoreKey(data), key.publicKey.count == 65 {
-            lock.withLock { deviceKey = key }
-            return .success(key)
-        }
+        if let key = existingDeviceKey() { return .success(key) }
         do {
             let key = try keys.makeKey()
             try? store.set(key.persistentRepresentation, for: Item.deviceKey)
@@ -123,7 +127,7 @@ extension AttestClient {
         let clientData = ClientDataFraming.lifecycle(label, challenge: challenge, keyId: keyId)
         switch registration.signing {
         case .device:
-            guard case .success(let signer) = loadOrCreateDeviceKey(), SHA256Digest.hash(signer.publicKey) == keyId,
+            guard let signer = existingDeviceKey(), SHA256Digest.hash(signer.publicKey) == keyId,
                   let signature = try? signer.sign(clientData) else { return nil }
             return ("signature", Base64Text.encode(signature))
         case .appAttest:

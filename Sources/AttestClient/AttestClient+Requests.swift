@@ -125,7 +125,9 @@ extension AttestClient {
         var headers: [(name: String, value: String)] = [(configuration.keyIdHeader, kid), (configuration.challengeHeader, Base64Text.encode(challenge))]
         switch registration.signing {
         case .device:
-            guard case .success(let signer) = loadOrCreateDeviceKey(), let signature = try? signer.sign(clientData) else {
+            // Never creates a key here (outside `operation`): a lost key is invalidKey, and `send` re-registers.
+            guard let signer = existingDeviceKey(), Base64Text.encode(SHA256Digest.hash(signer.publicKey)) == kid,
+                  let signature = try? signer.sign(clientData) else {
                 return .failure(.invalidKey)
             }
             headers.append((configuration.signatureHeader, Base64Text.encode(signature)))

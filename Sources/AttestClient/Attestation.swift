@@ -34,7 +34,9 @@ public struct Attestation: Sendable, Equatable, Codable, CustomStringConvertible
     /// Where the signing key is kept: `secure_enclave` or `software` (`app_attest` when requests are
     /// signed with App Attest assertions, on a gateway without device-key registrations).
     public var backing: String?
-    /// Why attestation did not pass, when it did not (one sentence, never secrets).
+    /// Why attestation did not pass, when it did not (one sentence, never secrets); on a passed result,
+    /// why App Attest was not used (e.g. `App Attest is not supported on this device`), or why a renewal
+    /// failed while the previous result was kept.
     public var detail: String?
     /// When the gateway asks for a renewal (unix seconds); nil when it gave none.
     public var renewAfter: Int?

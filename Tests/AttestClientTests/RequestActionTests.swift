@@ -169,4 +169,17 @@ final class RequestActionTests: XCTestCase {
         XCTAssertEqual(client.send(plain).verdict, .accepted)
         XCTAssertEqual(h.gateway.requests.last?.url.path, "/api/v1/orders")
     }
+
+    func testALostDeviceKeyRegistersANewOneInsteadOfSigningWithAStranger() throws {
+        let h = SDKHarness(appAttest: false)
+        let first = h.client.attest()
+        XCTAssertEqual(first.verdict, .passed)
+        try h.store.set(nil, for: "device-key")  // e.g. a Keychain item gone while the registration stayed
+        let relaunched = h.relaunch()
+        let response = relaunched.send(SDKHarness.order(1))
+        XCTAssertEqual(response.verdict, .accepted, "\(response)")
+        XCTAssertEqual(h.keys.count, 2, "a new device key, made under the serialized registration")
+        XCTAssertEqual(h.gateway.count("/register"), 2)
+        XCTAssertNotEqual(relaunched.lastAttestation?.kid, first.kid)
+    }
 }
