@@ -49,7 +49,7 @@ extension AttestClient {
             if configuration.mode == .automatic && appAttest.isSupported { return attestAppAttestOnly(replacing: previous) }
             return (.unsupported("no device key could be created: \(error)"), nil)
         }
-        let kid = Base64Text.encode(SHA256Digest.hash(signer.publicKey))
+        let kid = Base64Text.encode(SHA256Hashing.hash(signer.publicKey))
         var roundTrips = 0
         var challenge: Data
         switch requestChallenge(kid: kid, purpose: "register", roundTrips: &roundTrips) {
@@ -68,7 +68,7 @@ extension AttestClient {
             let integrity = configuration.integrityCodes()
             let clientData = ClientDataFraming.registration(challenge: challenge, publicKey: signer.publicKey, backing: signer.backing,
                                                             integrity: integrity)
-            let evidence = platformEvidence(clientDataHash: SHA256Digest.hash(clientData))
+            let evidence = platformEvidence(clientDataHash: SHA256Hashing.hash(clientData))
             spentAny = spentAny || evidence.spent
             let signature: Data
             do { signature = try signer.sign(clientData) } catch {
@@ -127,12 +127,12 @@ extension AttestClient {
         let clientData = ClientDataFraming.lifecycle(label, challenge: challenge, keyId: keyId)
         switch registration.signing {
         case .device:
-            guard let signer = existingDeviceKey(), SHA256Digest.hash(signer.publicKey) == keyId,
+            guard let signer = existingDeviceKey(), SHA256Hashing.hash(signer.publicKey) == keyId,
                   let signature = try? signer.sign(clientData) else { return nil }
             return ("signature", Base64Text.encode(signature))
         case .appAttest:
             guard case .success(let assertion) = withAppleRetries({
-                try appAttest.generateAssertion(registration.appAttestKeyId ?? kid, clientDataHash: SHA256Digest.hash(clientData))
+                try appAttest.generateAssertion(registration.appAttestKeyId ?? kid, clientDataHash: SHA256Hashing.hash(clientData))
             }) else { return nil }
             return ("assertion", Base64Text.encode(assertion))
         }
@@ -217,7 +217,7 @@ extension AttestClient {
             case .refused(let answer): return (.failed(answer.describe("no attestation challenge")), nil)
             }
             let attestation: Data
-            switch withAppleRetries({ try appAttest.attestKey(key.keyId, clientDataHash: SHA256Digest.hash(challenge)) }) {
+            switch withAppleRetries({ try appAttest.attestKey(key.keyId, clientDataHash: SHA256Hashing.hash(challenge)) }) {
             case .success(let object): attestation = object
             case .failure(.serverUnavailable): return (.failed("App Attest did not answer in time (serverUnavailable); the key is kept"), nil)
             case .failure(.featureUnsupported): return (.unsupported("App Attest is not supported (featureUnsupported)"), nil)

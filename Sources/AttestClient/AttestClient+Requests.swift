@@ -126,14 +126,14 @@ extension AttestClient {
         switch registration.signing {
         case .device:
             // Never creates a key here (outside `operation`): a lost key is invalidKey, and `send` re-registers.
-            guard let signer = existingDeviceKey(), Base64Text.encode(SHA256Digest.hash(signer.publicKey)) == kid,
+            guard let signer = existingDeviceKey(), Base64Text.encode(SHA256Hashing.hash(signer.publicKey)) == kid,
                   let signature = try? signer.sign(clientData) else {
                 return .failure(.invalidKey)
             }
             headers.append((configuration.signatureHeader, Base64Text.encode(signature)))
         case .appAttest:
             let keyId = registration.appAttestKeyId ?? kid
-            switch withAppleRetries({ try appAttest.generateAssertion(keyId, clientDataHash: SHA256Digest.hash(clientData)) }) {
+            switch withAppleRetries({ try appAttest.generateAssertion(keyId, clientDataHash: SHA256Hashing.hash(clientData)) }) {
             case .success(let assertion): headers.append((configuration.assertionHeader, Base64Text.encode(assertion)))
             case .failure(let code):
                 if code == .invalidKey { saveAppAttestKey(nil) }

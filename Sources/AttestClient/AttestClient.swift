@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(UIKit) && !os(watchOS)
-import UIKit
-#endif
 
 /// The app side of the gateway (DESIGN.md section 9): registers this install's key, keeps the result
 /// across launches, renews it, and signs protected requests, following every `action` the gateway
@@ -70,7 +67,8 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
         self.retry = RetryPolicy(base: configuration.retryBaseDelay, cap: configuration.retryMaxDelay, maxRetries: max(0, configuration.maxRetries))
         #if canImport(UIKit) && !os(watchOS)
         if configuration.automaticRenewal {
-            foregroundObserver = NotificationCenter.default.addObserver(forName: UIApplication.willEnterForegroundNotification,
+            // UIApplication.willEnterForegroundNotification by its raw name (no main-actor UIKit symbol here).
+            foregroundObserver = NotificationCenter.default.addObserver(forName: Notification.Name("UIApplicationWillEnterForegroundNotification"),
                                                                         object: nil, queue: nil) { [weak self] _ in
                 DispatchQueue.global(qos: .utility).async { self?.renewIfDue(generation: nil) }
             }

@@ -30,7 +30,7 @@ public enum ClientDataFraming {
     ///   - boundFields: extra bound header fields, `(name, value)` in the route's order (names verbatim).
     public static func bindingV1(challenge: Data, method: String, target: String, body: Data,
                                  boundFields: [(name: String, value: String)] = []) -> Data {
-        framed([challenge, Data(method.utf8), Data(target.utf8), SHA256Digest.hash(body)]
+        framed([challenge, Data(method.utf8), Data(target.utf8), SHA256Hashing.hash(body)]
                + boundFields.map { Data("\($0.name):\($0.value)".utf8) })
     }
 

@@ -32,11 +32,7 @@ public struct DeviceCheckAppAttestService: AppAttestService {
 
     /// Runs `call` and waits for its completion; maps `DCError` to `AppAttestServiceError`.
     private static func wait<T>(_ call: (@escaping @Sendable (T?, Error?) -> Void) -> Void) throws -> T {
-        final class Box: @unchecked Sendable {  // written once before `done.signal()`, read after `wait()`
-            var value: T?
-            var error: Error?
-        }
-        let box = Box()
+        let box = CompletionBox<T>()
         let done = DispatchSemaphore(value: 0)
         call { value, error in
             box.value = value
@@ -48,5 +44,11 @@ public struct DeviceCheckAppAttestService: AppAttestService {
         if let error = box.error as? DCError { throw AppAttestServiceError(rawValue: error.code.rawValue) ?? .unknownSystemFailure }
         throw AppAttestServiceError.unknownSystemFailure
     }
+}
+
+/// One completion's result, handed from DeviceCheck's callback to the waiting caller.
+private final class CompletionBox<T>: @unchecked Sendable {  // written once before `done.signal()`, read after `wait()`
+    var value: T?
+    var error: Error?
 }
 #endif

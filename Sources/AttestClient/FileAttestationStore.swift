@@ -11,9 +11,15 @@ public struct FileAttestationStore: AttestationStore {
         self.directory = directory
     }
 
-    /// `~/.attest-client/<name>`: the default directory for `name`.
+    /// The default directory for `name`: `~/.attest-client/<name>` on Linux, `Application Support/attest-client/<name>`
+    /// on Apple platforms.
     public static func defaultDirectory(name: String = "default") -> URL {
-        FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".attest-client").appendingPathComponent(name)
+        #if os(Linux)
+        return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".attest-client").appendingPathComponent(name)
+        #else
+        let base = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first ?? FileManager.default.temporaryDirectory
+        return base.appendingPathComponent("attest-client").appendingPathComponent(name)
+        #endif
     }
 
     /// The file of item `name` (names are the SDK's own identifiers; anything but `[A-Za-z0-9._-]` becomes `_`).

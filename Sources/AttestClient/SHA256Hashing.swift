@@ -6,7 +6,7 @@ import AttestCrypto
 #endif
 
 /// SHA-256 for the SDK: CryptoKit on Apple platforms, AttestCrypto (OpenSSL) on Linux.
-enum SHA256Digest {
+enum SHA256Hashing {
     /// SHA-256 of `bytes` (32 bytes).
     static func hash(_ bytes: Data) -> Data {
         #if canImport(CryptoKit)
