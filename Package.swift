@@ -4,6 +4,9 @@ import PackageDescription
 
 let package = Package(
     name: "attest-gateway",
+    // Apple platforms matter for the AttestClient product only (the gateway is Linux): App Attest and
+    // CryptoKit need iOS 14 / macOS 11 / tvOS 15 / watchOS 9.
+    platforms: [.iOS(.v14), .macOS(.v11), .tvOS(.v15), .watchOS(.v9)],
     products: [
         .executable(name: "attest-gateway", targets: ["attest-gateway"]),
         .executable(name: "attestctl", targets: ["attestctl"]),

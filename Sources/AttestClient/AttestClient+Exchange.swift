@@ -39,12 +39,12 @@ extension AttestClient {
         guard let text = response.header(configuration.nextChallengeHeader), let bytes = Base64Text.decode(text), !bytes.isEmpty else { return }
         let expires = response.header(configuration.nextChallengeExpiresHeader).flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } ?? 0
         guard expires > clock.now() else { return }
-        lock.withLock { nextChallenge = (kid, bytes, expires) }
+        lock.locked { nextChallenge = (kid, bytes, expires) }
     }
 
     /// The next challenge for `kid` when it is still fresh (at least 2 seconds to go), taken (a challenge is one-time).
     func takeNextChallenge(kid: String) -> Data? {
-        lock.withLock {
+        lock.locked {
             guard let next = nextChallenge, next.kid == kid else { return nil }
             nextChallenge = nil
             return next.expiresAt - 2 > clock.now() ? next.bytes : nil

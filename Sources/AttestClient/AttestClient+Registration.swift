@@ -18,9 +18,9 @@ extension AttestClient {
 
     /// The device key in memory or restored from the store; nil when there is none.
     func existingDeviceKey() -> (any DeviceKeySigner)? {
-        if let key = lock.withLock({ deviceKey }) { return key }
+        if let key = lock.locked({ deviceKey }) { return key }
         guard let data = store.data(for: Item.deviceKey), let key = try? keys.restoreKey(data), key.publicKey.count == 65 else { return nil }
-        lock.withLock { deviceKey = key }
+        lock.locked { deviceKey = key }
         return key
     }
 
@@ -30,7 +30,7 @@ extension AttestClient {
         do {
             let key = try keys.makeKey()
             try? store.set(key.persistentRepresentation, for: Item.deviceKey)
-            lock.withLock { deviceKey = key }
+            lock.locked { deviceKey = key }
             return .success(key)
         } catch {
             return .failure(error)

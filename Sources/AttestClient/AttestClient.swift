@@ -108,7 +108,7 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
         operation.lock()
         defer { operation.unlock() }
         if let valid = validRegistration() {
-            lock.withLock { last = valid.attestation }
+            lock.locked { last = valid.attestation }
             scheduleRenewal(valid)
             return valid.attestation
         }
@@ -127,7 +127,7 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
         if result.verdict == .passed || previous == nil { return record(result, stored) }
         var kept = previous!.attestation
         kept.detail = "renewal failed, the previous result is kept: \(result.detail ?? result.verdict.rawValue)"
-        lock.withLock { last = kept }
+        lock.locked { last = kept }
         scheduleRetryOfRenewal(previous!)
         return kept
     }
@@ -147,8 +147,8 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
     public func forgetAttestation() {
         operation.lock()
         defer { operation.unlock() }
-        if let current = lock.withLock({ registration }) ?? loadRegistration() { tellGatewayToForget(current) }
-        lock.withLock {
+        if let current = lock.locked({ registration }) ?? loadRegistration() { tellGatewayToForget(current) }
+        lock.locked {
             last = nil
             registration = nil
             nextChallenge = nil
@@ -160,11 +160,11 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
     }
 
     /// The last result of `attest()` or `renewAttestation()`, without attesting again; nil before the first.
-    public var lastAttestation: Attestation? { lock.withLock { last } }
+    public var lastAttestation: Attestation? { lock.locked { last } }
 
     /// When the automatic renewal will next run; nil when none is planned.
     public var nextAttestationRefresh: Date? {
-        lock.withLock { refreshAt.map { Date(timeIntervalSince1970: $0) } }
+        lock.locked { refreshAt.map { Date(timeIntervalSince1970: $0) } }
     }
 
     // MARK: - async twins
@@ -193,9 +193,9 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
     func validRegistration() -> StoredRegistration? {
         let now = clock.now()
         let margin = configuration.expiryMargin
-        if let current = lock.withLock({ registration }), current.isValid(now: now, margin: margin) { return current }
+        if let current = lock.locked({ registration }), current.isValid(now: now, margin: margin) { return current }
         guard let stored = loadRegistration(), stored.isValid(now: now, margin: margin) else { return nil }
-        lock.withLock { if registration == nil { registration = stored } }
+        lock.locked { if registration == nil { registration = stored } }
         return stored
     }
 
@@ -205,9 +205,9 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
 
     /// Makes `result` the last one; a passed one (with `stored`) becomes the registration, persisted and scheduled for renewal.
     func record(_ result: Attestation, _ stored: StoredRegistration?) -> Attestation {
-        lock.withLock { last = result }
+        lock.locked { last = result }
         guard result.verdict == .passed, let stored else { return result }
-        lock.withLock { registration = stored }
+        lock.locked { registration = stored }
         if let data = try? JSONEncoder().encode(stored) { try? store.set(data, for: Item.registration) }
         try? store.set(nil, for: Item.backoff)
         scheduleRenewal(stored)
@@ -216,7 +216,7 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
 
     /// Drops `stale` (the registration a `reattest` answer refused), unless it was replaced meanwhile.
     func invalidate(_ stale: StoredRegistration) {
-        let dropped: Bool = lock.withLock {
+        let dropped: Bool = lock.locked {
             guard registration?.attestation.kid == stale.attestation.kid else { return false }
             registration = nil
             nextChallenge = nil
@@ -246,7 +246,7 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
     }
 
     func schedule(at time: Double?) {
-        let generation: Int = lock.withLock {
+        let generation: Int = lock.locked {
             refreshAt = time
             renewalGeneration += 1
             return renewalGeneration
@@ -260,7 +260,7 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
 
     /// Renews when the planned refresh time has come (and, for a timer, when it is still the planned one).
     func renewIfDue(generation: Int?) {
-        let due: Bool = lock.withLock {
+        let due: Bool = lock.locked {
             guard let refreshAt, generation == nil || generation == renewalGeneration else { return false }
             return refreshAt <= clock.now() + 1
         }
