@@ -6,7 +6,7 @@ import AttestCrypto
 #endif
 
 /// A software P-256 device key.
-struct SoftwareKey: DeviceKeySigner {
+struct SoftwareKey: DeviceKeySigner, @unchecked Sendable {  // an immutable key: CryptoKit keys are values, ECPrivateKey is thread-safe
     #if canImport(CryptoKit)
     let key: P256.Signing.PrivateKey
     var publicKey: Data { key.publicKey.x963Representation }
