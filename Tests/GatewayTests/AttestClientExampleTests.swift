@@ -125,8 +125,13 @@ final class AttestClientExampleTests: XCTestCase {
         let protected = access.filter { $0["route"] as? String == "protected" }
         XCTAssertEqual(protected.count, requests, "\(access)")
         XCTAssertTrue(protected.allSatisfy { $0["status"] as? Int == 200 && $0["verdict"] as? String == "valid" }, "\(protected)")
-        let attestationLines = access.firstIndex { $0["route"] as? String == "endpoint:attest" || $0["route"] as? String == "endpoint:register" }
-        let afterAttestation = try XCTUnwrap(attestationLines.map { Array(access[($0 + 1)...]) }, "\(access)")
+        // The example's own lines (its user agent; the set-up's curl probes left out), in time order: each
+        // event loop writes its own lines, so lines of different connections may come out of order.
+        let example = access.filter { ($0["user_agent"] as? String)?.hasPrefix("attest-client-example") == true }
+            .enumerated().sorted { ($0.element["ts"] as? String ?? "", $0.offset) < ($1.element["ts"] as? String ?? "", $1.offset) }
+            .map(\.element)
+        let attestationLines = example.firstIndex { $0["route"] as? String == "endpoint:attest" || $0["route"] as? String == "endpoint:register" }
+        let afterAttestation = try XCTUnwrap(attestationLines.map { Array(example[($0 + 1)...]) }, "\(access)")
         XCTAssertEqual(afterAttestation.count, trips.reduce(0, +), "one access line per round trip the SDK counted: \(afterAttestation)")
         XCTAssertEqual(afterAttestation.filter { $0["route"] as? String == "endpoint:challenge" }.count, trips.reduce(0, +) - requests)
     }
