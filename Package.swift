@@ -4,10 +4,15 @@ import PackageDescription
 
 let package = Package(
     name: "attest-gateway",
+    // Apple platforms matter for the AttestClient product only (the gateway is Linux): App Attest and
+    // CryptoKit need iOS 14 / macOS 11 / tvOS 15 / watchOS 9.
+    platforms: [.iOS(.v14), .macOS(.v11), .tvOS(.v15), .watchOS(.v9)],
     products: [
         .executable(name: "attest-gateway", targets: ["attest-gateway"]),
         .executable(name: "attestctl", targets: ["attestctl"]),
         .library(name: "AppAttest", targets: ["AppAttest"]),
+        // The app side of every flow (DESIGN.md section 9): what an iOS app adds as one dependency.
+        .library(name: "AttestClient", targets: ["AttestClient"]),
     ],
     targets: [
         // One system-library target per C library from Debian (pkg-config finds flags).
@@ -28,6 +33,13 @@ let package = Package(
         .target(name: "AppAttest", dependencies: ["AttestCrypto", "GatewayRules"]),
         // Software device and test CA minting Apple-format objects under a test root.
         .target(name: "AttestSimulator", dependencies: ["AppAttest", "AttestCrypto", "GatewayRules"]),
+
+        // The client SDK (DESIGN.md section 9): platform-neutral logic behind small protocols; DeviceCheck,
+        // CryptoKit and Keychain adapters where those exist. AttestCrypto (OpenSSL) only on Linux, so the
+        // Apple build carries no OpenSSL.
+        .target(name: "AttestClient", dependencies: [.target(name: "AttestCrypto", condition: .when(platforms: [.linux]))]),
+        // The SDK's example client: only AttestClient's public API, plus App Attest played by the simulator.
+        .executableTarget(name: "attest-client-example", dependencies: ["AttestClient", "AttestSimulator", "AppAttest", "AttestCrypto"]),
 
         // The I/O runtime both protocols and the Redis store share: event loops, poller, sockets,
         // addresses, timers, clock, the TLS transport.
@@ -63,6 +75,8 @@ let package = Package(
                     exclude: ["Fixtures"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayRules", "GatewayTestSupport"]),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "AttestSimulator", "GatewayConfig", "GatewayIO", "GatewayHTTP", "GatewayRules", "GatewayTestSupport"], exclude: ["Fixtures"]),
+        // The SDK against a scripted fake gateway and fake App Attest service; binding v1 against the gateway's own.
+        .testTarget(name: "AttestClientTests", dependencies: ["AttestClient", "AppAttest", "AttestCrypto", "GatewayTestSupport"]),
         // The deployable artefacts (DESIGN.md section 10): the release tarball run in a clean root, the
         // systemd unit, the Dockerfile and compose file, the Kubernetes manifests.
         .testTarget(name: "DeployTests", dependencies: ["GatewayTestSupport"]),

@@ -128,6 +128,21 @@ public struct SoftwareDevice: Sendable {
     ///   - options: explicit counter, flags, iOS 27 map.
     /// - Throws: `SimulatorError.invalidArgument` when the counter would pass 2^32 - 1; `CryptoError`.
     public mutating func mintAssertion(appId: String, clientData: [UInt8], options: AssertionOptions = AssertionOptions()) throws -> MintedAssertion {
+        try mintAssertion(appId: appId, clientData: clientData, clientDataHash: SHA256.hash(clientData), options: options)
+    }
+
+    /// Mints an assertion over a clientDataHash as an app passes it to `generateAssertion` (the client
+    /// data itself stays with the app), advancing the device counter.
+    /// - Parameters:
+    ///   - appId: "TEAMID.bundle.id".
+    ///   - clientDataHash: the hash to bind (any length; apps pass SHA-256 of their client data).
+    ///   - options: explicit counter, flags, iOS 27 map.
+    /// - Throws: as `mintAssertion(appId:clientData:options:)`. The result's `clientData` is empty.
+    public mutating func mintAssertion(appId: String, clientDataHash: [UInt8], options: AssertionOptions = AssertionOptions()) throws -> MintedAssertion {
+        try mintAssertion(appId: appId, clientData: [], clientDataHash: clientDataHash, options: options)
+    }
+
+    private mutating func mintAssertion(appId: String, clientData: [UInt8], clientDataHash: [UInt8], options: AssertionOptions) throws -> MintedAssertion {
         let used: UInt32
         if let explicit = options.counter {
             used = explicit
@@ -137,7 +152,6 @@ public struct SoftwareDevice: Sendable {
         }
         let authData = AuthenticatorDataBuilder.assertion(appId: appId, counter: used, flags: options.flags,
                                                           ios27Extension: options.ios27Extension)
-        let clientDataHash = SHA256.hash(clientData)
         let nonce = SHA256.hash(authData, clientDataHash)
         let signature = try privateKey.signature(for: nonce, digest: .sha256)  // the nonce is the message
         let object: CBORValue = .map([

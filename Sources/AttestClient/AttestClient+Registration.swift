@@ -1,0 +1,255 @@
+import Foundation
+
+/// Registration (DESIGN.md section 8), renewal, forgetting, and App Attest alone for gateways without
+/// registrations. Callers hold `operation`.
+extension AttestClient {
+    typealias Outcome = (Attestation, StoredRegistration?)
+
+    /// The refused-registration back-off, when one is running at `now`.
+    func activeBackoff(now: Double) -> RegistrationBackoff? {
+        guard let data = store.data(for: Item.backoff), let backoff = try? JSONDecoder().decode(RegistrationBackoff.self, from: data),
+              backoff.until > now else { return nil }
+        return backoff
+    }
+
+    func backoffDetail(_ backoff: RegistrationBackoff) -> String {
+        "the gateway refused \(backoff.refusals) registration(s) in a row that spent an App Attest attestation; no new attempt until \(backoff.untilText)"
+    }
+
+    /// The device key in memory or restored from the store; nil when there is none.
+    func existingDeviceKey() -> (any DeviceKeySigner)? {
+        if let key = lock.locked({ deviceKey }) { return key }
+        guard let data = store.data(for: Item.deviceKey), let key = try? keys.restoreKey(data), key.publicKey.count == 65 else { return nil }
+        lock.locked { deviceKey = key }
+        return key
+    }
+
+    /// The device key (restored, or created and stored). Only under `operation`: key generation is serialized.
+    func loadOrCreateDeviceKey() -> Result<any DeviceKeySigner, Error> {
+        if let key = existingDeviceKey() { return .success(key) }
+        do {
+            let key = try keys.makeKey()
+            try? store.set(key.persistentRepresentation, for: Item.deviceKey)
+            lock.locked { deviceKey = key }
+            return .success(key)
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    /// A full registration for the configured mode.
+    func register(replacing previous: StoredRegistration?) -> Outcome {
+        if configuration.mode == .appAttestOnly { return attestAppAttestOnly(replacing: previous) }
+        let now = clock.now()
+        if let backoff = activeBackoff(now: now) { return (.failed(backoffDetail(backoff)), nil) }
+        let signer: any DeviceKeySigner
+        switch loadOrCreateDeviceKey() {
+        case .success(let key): signer = key
+        case .failure(let error):
+            if configuration.mode == .automatic && appAttest.isSupported { return attestAppAttestOnly(replacing: previous) }
+            return (.unsupported("no device key could be created: \(error)"), nil)
+        }
+        let kid = Base64Text.encode(SHA256Hashing.hash(signer.publicKey))
+        var roundTrips = 0
+        var challenge: Data
+        switch requestChallenge(kid: kid, purpose: "register", roundTrips: &roundTrips) {
+        case .challenge(let bytes): challenge = bytes
+        case .unavailable(let detail): return (.failed(detail, backing: signer.backing), nil)
+        case .refused(let answer):
+            if configuration.mode == .automatic && answer.status == 400 && appAttest.isSupported {
+                // A gateway without registrations does not know the purpose "register": App Attest alone.
+                return attestAppAttestOnly(replacing: previous)
+            }
+            return (.failed(answer.describe("no registration challenge"), backing: signer.backing), nil)
+        }
+        var spentAny = false
+        var replacedAppAttestKey = false
+        for _ in 0..<3 {
+            let integrity = configuration.integrityCodes()
+            let clientData = ClientDataFraming.registration(challenge: challenge, publicKey: signer.publicKey, backing: signer.backing,
+                                                            integrity: integrity)
+            let evidence = platformEvidence(clientDataHash: SHA256Hashing.hash(clientData))
+            spentAny = spentAny || evidence.spent
+            let signature: Data
+            do { signature = try signer.sign(clientData) } catch {
+                return (.failed("the device key cannot sign: \(error)", tokenSpent: spentAny, backing: signer.backing), nil)
+            }
+            var body: [String: Any] = ["publicKey": Base64Text.encode(signer.publicKey), "challenge": Base64Text.encode(challenge),
+                                       "signature": Base64Text.encode(signature), "backing": signer.backing, "integrity": integrity]
+            if let json = evidence.json { body["appAttest"] = json }
+            if let appId = configuration.appId { body["appId"] = appId }
+            let answer: GatewayAnswer
+            switch postEndpoint("/register", body, kid: kid, roundTrips: &roundTrips) {
+            case .unavailable(let detail): return (.failed(detail, tokenSpent: spentAny, backing: signer.backing), nil)
+            case .answer(let got): answer = got
+            }
+            if answer.status == 201 || answer.status == 200 {
+                let attestation = Attestation(
+                    supported: true, verdict: .passed, platformAttested: answer.bool("platformAttested") ?? (evidence.json != nil),
+                    platformTokenSpent: spentAny || (answer.bool("platformTokenSpent") ?? false),
+                    expiresAt: answer.number("expiresAt").map { Int($0) }, kid: answer.string("kid") ?? kid,
+                    tier: answer.string("tier") ?? (evidence.json != nil ? "attested" : "device"), integrity: answer.integrity,
+                    backing: answer.string("backing") ?? signer.backing,
+                    detail: evidence.json == nil ? evidence.note : nil, renewAfter: answer.number("renewAfter").map { Int($0) })
+                return (attestation, StoredRegistration(attestation: attestation, signing: .device, appAttestKeyId: nil))
+            }
+            let code = answer.refusalCode(errorHeader: configuration.errorHeader)
+            if code == "registration_refused" && evidence.spent {
+                let previousBackoff = store.data(for: Item.backoff).flatMap { try? JSONDecoder().decode(RegistrationBackoff.self, from: $0) }
+                let backoff = (previousBackoff ?? RegistrationBackoff(refusals: 0, until: 0)).refused(now: clock.now(), retryAt: answer.number("retryAt"))
+                if let data = try? JSONEncoder().encode(backoff) { try? store.set(data, for: Item.backoff) }
+                return (.failed(answer.describe("registration refused") + "; " + backoffDetail(backoff), tokenSpent: true, backing: signer.backing), nil)
+            }
+            if answer.action == "refresh_challenge", let fresh = answer.challenge, !evidence.spent {
+                challenge = fresh.bytes  // the refusal's fresh challenge, at once
+                continue
+            }
+            if answer.action == "reattest", evidence.json?["assertion"] != nil, !replacedAppAttestKey {
+                // The gateway does not know (or no longer accepts) the App Attest key: replace it, attest the new one.
+                saveAppAttestKey(nil)
+                replacedAppAttestKey = true
+                guard case .challenge(let bytes) = requestChallenge(kid: kid, purpose: "register", roundTrips: &roundTrips) else {
+                    return (.failed(answer.describe("registration refused"), tokenSpent: spentAny, backing: signer.backing), nil)
+                }
+                challenge = bytes
+                continue
+            }
+            return (.failed(answer.describe("registration refused"), tokenSpent: spentAny, backing: signer.backing), nil)
+        }
+        return (.failed("registration refused: the gateway kept refusing the challenge", tokenSpent: spentAny, backing: signer.backing), nil)
+    }
+
+    /// The proof field of `/renew` and `/forget` for `registration` over the lifecycle client data
+    /// (`label`, challenge, keyId): `signature` by the device key, or `assertion` by the App Attest key.
+    /// nil when the key cannot prove (it is gone or App Attest refuses).
+    func lifecycleProof(_ registration: StoredRegistration, label: String, challenge: Data) -> (name: String, value: String)? {
+        guard let kid = registration.attestation.kid, let keyId = Base64Text.decode(kid) else { return nil }
+        let clientData = ClientDataFraming.lifecycle(label, challenge: challenge, keyId: keyId)
+        switch registration.signing {
+        case .device:
+            guard let signer = existingDeviceKey(), SHA256Hashing.hash(signer.publicKey) == keyId,
+                  let signature = try? signer.sign(clientData) else { return nil }
+            return ("signature", Base64Text.encode(signature))
+        case .appAttest:
+            guard case .success(let assertion) = withAppleRetries({
+                try appAttest.generateAssertion(registration.appAttestKeyId ?? kid, clientDataHash: SHA256Hashing.hash(clientData))
+            }) else { return nil }
+            return ("assertion", Base64Text.encode(assertion))
+        }
+    }
+
+    /// Renewal of `previous`: `POST {prefix}/renew` `{"keyId", "challenge", "signature"|"assertion"}`
+    /// (DESIGN.md section 8); a full registration when there is nothing to renew, the gateway has no
+    /// renewal (the `renew` purpose or the endpoint unknown), or it asks to re-attest. A device-key
+    /// registration made without App Attest registers again where App Attest exists, to carry the token.
+    func renew(_ previous: StoredRegistration?) -> Outcome {
+        guard let previous, let kid = previous.attestation.kid,
+              previous.signing == .appAttest || previous.attestation.platformAttested || !appAttest.isSupported else {
+            return register(replacing: previous)
+        }
+        let backing = previous.attestation.backing
+        var roundTrips = 0
+        let challenge: Data
+        switch requestChallenge(kid: kid, purpose: "renew", roundTrips: &roundTrips) {
+        case .challenge(let bytes): challenge = bytes
+        case .unavailable(let detail): return (.failed(detail, backing: backing), nil)
+        case .refused: return register(replacing: previous)  // no renewal on this gateway, or the key is gone
+        }
+        guard let proof = lifecycleProof(previous, label: "renew-v1", challenge: challenge) else { return register(replacing: previous) }
+        switch postEndpoint("/renew", ["keyId": kid, "challenge": Base64Text.encode(challenge), proof.name: proof.value],
+                            kid: kid, roundTrips: &roundTrips) {
+        case .unavailable(let detail): return (.failed(detail, backing: backing), nil)
+        case .answer(let answer):
+            guard answer.status == 200 || answer.status == 201 else {
+                if answer.status == 404 || answer.action == "reattest" { return register(replacing: previous) }
+                return (.failed(answer.describe("renewal refused"), backing: backing), nil)
+            }
+            var attestation = previous.attestation
+            attestation.platformTokenSpent = false
+            attestation.detail = nil
+            attestation.expiresAt = answer.number("expiresAt").map { Int($0) }
+            attestation.renewAfter = answer.number("renewAfter").map { Int($0) }
+            if let tier = answer.string("tier") { attestation.tier = tier }
+            if let attested = answer.bool("platformAttested") { attestation.platformAttested = attested }
+            if let integrity = answer.integrity { attestation.integrity = integrity }
+            return (attestation, StoredRegistration(attestation: attestation, signing: previous.signing, appAttestKeyId: previous.appAttestKeyId))
+        }
+    }
+
+    /// `POST {prefix}/forget` for `registration`, once, answer ignored (best effort: a gateway without
+    /// the endpoint, or one that cannot be reached, changes nothing here).
+    func tellGatewayToForget(_ registration: StoredRegistration) {
+        guard let kid = registration.attestation.kid, let challengeURL = url(configuration.prefix + "/challenge"),
+              let challengeBody = try? JSONSerialization.data(withJSONObject: ["keyId": kid, "purpose": "forget"]),
+              let answer = try? transport.send(TransportRequest(method: "POST", url: challengeURL, headers: [("Content-Type", "application/json")],
+                                                                body: challengeBody, timeout: configuration.requestTimeout)),
+              answer.status == 201, let challenge = GatewayAnswer(answer).challenge?.bytes,
+              let proof = lifecycleProof(registration, label: "forget-v1", challenge: challenge),
+              let forgetURL = url(configuration.prefix + "/forget"),
+              let body = try? JSONSerialization.data(withJSONObject: ["keyId": kid, "challenge": Base64Text.encode(challenge), proof.name: proof.value])
+        else { return }
+        _ = try? transport.send(TransportRequest(method: "POST", url: forgetURL, headers: [("Content-Type", "application/json")], body: body,
+                                                 timeout: configuration.requestTimeout))
+    }
+
+    /// App Attest alone (DESIGN.md section 1): a key the gateway attests through `POST {prefix}/attest`;
+    /// requests are then signed with App Attest assertions. A key Apple already attested cannot be
+    /// attested again, so a renewal takes a new key.
+    func attestAppAttestOnly(replacing previous: StoredRegistration?) -> Outcome {
+        guard appAttest.isSupported else {
+            return (.unsupported("App Attest is not supported on this device and the gateway does not register device keys"), nil)
+        }
+        let now = clock.now()
+        if let backoff = activeBackoff(now: now) { return (.failed(backoffDetail(backoff)), nil) }
+        var roundTrips = 0
+        for _ in 0..<2 {
+            let key: StoredAppAttestKey
+            switch appAttestKey() {
+            case .success(let found): key = found
+            case .failure(.featureUnsupported): return (.unsupported("App Attest is not supported (featureUnsupported)"), nil)
+            case .failure(let code): return (.failed("App Attest could not create a key (\(code))"), nil)
+            }
+            if key.attested { saveAppAttestKey(nil); continue }  // Apple attests a key once: a new key
+            let challenge: Data
+            switch requestChallenge(kid: key.keyId, purpose: "attest", roundTrips: &roundTrips) {
+            case .challenge(let bytes): challenge = bytes
+            case .unavailable(let detail): return (.failed(detail), nil)
+            case .refused(let answer): return (.failed(answer.describe("no attestation challenge")), nil)
+            }
+            let attestation: Data
+            switch withAppleRetries({ try appAttest.attestKey(key.keyId, clientDataHash: SHA256Hashing.hash(challenge)) }) {
+            case .success(let object): attestation = object
+            case .failure(.serverUnavailable): return (.failed("App Attest did not answer in time (serverUnavailable); the key is kept"), nil)
+            case .failure(.featureUnsupported): return (.unsupported("App Attest is not supported (featureUnsupported)"), nil)
+            case .failure(.invalidKey):
+                // Attested before (our record was lost) or rejected: either way this gateway cannot attest it; replace it.
+                saveAppAttestKey(nil)
+                continue
+            case .failure(let code):
+                saveAppAttestKey(nil)
+                return (.failed("App Attest failed (\(code)); the key was discarded"), nil)
+            }
+            saveAppAttestKey(StoredAppAttestKey(keyId: key.keyId, attested: true))
+            let body: [String: Any] = ["keyId": key.keyId, "challenge": Base64Text.encode(challenge), "attestation": Base64Text.encode(attestation)]
+            switch postEndpoint("/attest", body, kid: key.keyId, roundTrips: &roundTrips) {
+            case .unavailable(let detail): return (.failed(detail, tokenSpent: true), nil)
+            case .answer(let answer):
+                guard answer.status == 201 || answer.status == 200 else {
+                    if answer.status == 403, let code = answer.refusalCode(errorHeader: configuration.errorHeader) {
+                        let previousBackoff = store.data(for: Item.backoff).flatMap { try? JSONDecoder().decode(RegistrationBackoff.self, from: $0) }
+                        let backoff = (previousBackoff ?? RegistrationBackoff(refusals: 0, until: 0)).refused(now: clock.now(), retryAt: answer.number("retryAt"))
+                        if let data = try? JSONEncoder().encode(backoff) { try? store.set(data, for: Item.backoff) }
+                        return (.failed(answer.describe("attestation refused (\(code))") + "; " + backoffDetail(backoff), tokenSpent: true), nil)
+                    }
+                    return (.failed(answer.describe("attestation refused"), tokenSpent: true), nil)
+                }
+                let result = Attestation(supported: true, verdict: .passed, platformAttested: true, platformTokenSpent: true,
+                                         expiresAt: answer.number("expiresAt").map { Int($0) }, kid: key.keyId,
+                                         tier: answer.string("tier") ?? "attested", integrity: answer.integrity,
+                                         backing: "app_attest", detail: nil, renewAfter: answer.number("renewAfter").map { Int($0) })
+                return (result, StoredRegistration(attestation: result, signing: .appAttest, appAttestKeyId: key.keyId))
+            }
+        }
+        return (.failed("App Attest rejected its keys (invalidKey)"), nil)
+    }
+}

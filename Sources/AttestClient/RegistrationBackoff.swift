@@ -1,0 +1,32 @@
+import Foundation
+
+/// The wait after registrations refused while spending an App Attest attestation (DESIGN.md section 8):
+/// one hour after the first refusal, doubling with each refusal in a row, at most seven days; the
+/// gateway's `retryAt` when it asks for longer. Persisted so that relaunching does not spend more.
+struct RegistrationBackoff: Codable, Sendable, Equatable {
+    /// Refusals in a row.
+    var refusals: Int
+    /// No new attempt before this time (unix seconds).
+    var until: Double
+
+    static let first: Double = 3600
+    static let cap: Double = 7 * 86400
+
+    /// The wait after refusal number `refusals` (1-based), in seconds.
+    static func wait(refusals: Int) -> Double {
+        min(cap, first * pow(2, Double(max(0, min(refusals - 1, 20)))))
+    }
+
+    /// The state after one more refusal at `now` (the gateway's `retryAt` is honoured when later).
+    func refused(now: Double, retryAt: Double?) -> RegistrationBackoff {
+        let count = refusals + 1
+        return RegistrationBackoff(refusals: count, until: max(now + Self.wait(refusals: count), retryAt ?? 0))
+    }
+
+    /// `until` as ISO 8601 UTC, e.g. `2026-12-01T21:00:00Z`.
+    var untilText: String {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        return formatter.string(from: Date(timeIntervalSince1970: until.rounded(.up)))
+    }
+}

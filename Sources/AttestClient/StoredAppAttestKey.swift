@@ -1,0 +1,8 @@
+import Foundation
+
+/// The App Attest key this install uses, persisted: its keyId and whether Apple attested it (Apple
+/// attests a key once; after that only assertions).
+struct StoredAppAttestKey: Codable, Sendable, Equatable {
+    var keyId: String
+    var attested: Bool
+}
