@@ -12,7 +12,9 @@ import GatewayStore
 /// Key record fields: `pk` public key (65 bytes), `ctr` highest counter (decimal), `win` replay window
 /// (16 bytes, `ReplayWindow` layout; absent = empty), `env` `development`|`production`, `app` appId,
 /// `created` ms, `rcpt` receipt bytes, `risk` receipt risk metric, `rcptexp` receipt expiry ms, `status`
-/// `active`|`revoked`, `tier` trust tier, `exp` registration expiry ms, `v` schema version (`1`).
+/// `active`|`revoked`, `tier` trust tier, `exp` registration expiry ms, `v` schema version (`1`);
+/// written by the receipt refresher: `riskat` creation time (ms) of the receipt carrying `risk`,
+/// `riskst` `fresh`|`stale`|`stopped` (`RiskMetricState`).
 /// Optional fields are absent when nil.
 struct RedisKeySchema: Sendable {
     /// Key prefix bytes (`aa` by default).
@@ -46,7 +48,7 @@ struct RedisKeySchema: Sendable {
 
     /// Fields read by `fetchKey`, in the order of `HMGET`.
     static let fetchFields: [StaticString] = ["pk", "ctr", "win", "env", "app", "created", "rcpt", "risk", "rcptexp",
-                                              "status", "tier", "exp"]
+                                              "status", "tier", "exp", "riskat", "riskst"]
 
     /// Appends the record's field/value pairs (for `HSET` in the register script).
     static func appendFields(of record: KeyRecord, to command: inout RedisCommand) {
@@ -98,11 +100,20 @@ struct RedisKeySchema: Sendable {
             guard let value = UInt32(exactly: riskNumber) else { return .failure(corrupt(keyId, "risk")) }
             risk = value
         }
+        guard let riskObservedAt = number(12) else { return .failure(corrupt(keyId, "riskat")) }
+        var riskState: RiskMetricState?
+        if let text = text(13) {
+            guard let state = RiskMetricState(rawValue: text) else { return .failure(corrupt(keyId, "riskst")) }
+            riskState = state
+        }
         do {
-            return .success(try KeyRecord(keyId: keyId, publicKey: publicKey, counter: counter, environment: environment,
-                                          appId: appId, createdAt: createdAt, receipt: bytes(6), receiptRiskMetric: risk,
-                                          receiptExpiresAt: receiptExpiresAt, status: status, trustTier: tier,
-                                          expiresAt: expiresAt, replayWindow: window))
+            var record = try KeyRecord(keyId: keyId, publicKey: publicKey, counter: counter, environment: environment,
+                                       appId: appId, createdAt: createdAt, receipt: bytes(6), receiptRiskMetric: risk,
+                                       receiptExpiresAt: receiptExpiresAt, status: status, trustTier: tier,
+                                       expiresAt: expiresAt, replayWindow: window)
+            record.riskObservedAt = riskObservedAt
+            record.riskState = riskState
+            return .success(record)
         } catch {
             return .failure(corrupt(keyId, "\(error)"))
         }
