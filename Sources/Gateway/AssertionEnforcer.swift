@@ -167,13 +167,15 @@ final class AssertionEnforcer: Sendable {
             switch result {
             case .failure:
                 completion(unavailable(route: route, keyId: keyId))
-            case .success(.accepted):
+            case .success(.accepted(let committed)):
                 var report = VerdictReport(.valid, keyId: keyId)
                 report.keyIdBase64 = key.keyIdBase64
                 report.counter = verified.counter
                 report.environment = key.environment.rawValue
                 report.signals = verified.signals
-                completion(Decision(report: report, refusal: nil))
+                let risk = RiskHeaders(committed.risk, environment: key.environment, now: clock.now())
+                report.risk = risk
+                completion(riskDecision(report, risk: risk, route: route, keyId: keyId))
             case .success(.refused(let refusal)):
                 if refusal == .keyUnknown { keys.remove(keyId) }
                 let answer = invalid(.store(refusal), keyId: keyId)

@@ -49,6 +49,8 @@ public final class GatewayRuntime: Sendable {
     let current: Mutex<LoadedConfiguration>
     /// Serializes reloads (SIGHUP normally arrives on one queue; tests may call `reload` from anywhere).
     let reloading = Mutex<Void>(())
+    /// Exchanges receipts with Apple's data server for apps with `risk` settings (nil: none has).
+    let receiptRefresher: ReceiptRefresher?
 
     /// How long listeners keep accepting after a SIGTERM before they close (`HTTPServerConfiguration.handoverSettle`):
     /// long enough for connections already on their way to an old instance during a handover to be
@@ -133,9 +135,20 @@ public final class GatewayRuntime: Sendable {
         measuredStore = MeasuredStore(store, metrics: metrics)
         upstreamEvents = events
         reloads = ConfigReloadStatistics(startedAt: clock.now())
+        // Fraud-metric receipts (issue 12): one refresher on the first loop, fed by the attestations.
+        let refresher = try ReceiptRefresher.make(
+            config: config, store: store,
+            trust: try GatewayTables.addingReceiptRoots(config.trust, to: TrustAnchors.apple),
+            loop: group.loops[0], clock: clock, events: lifecycle)
+        receiptRefresher = refresher
+        var onRegistered: (@Sendable (KeyID, String) -> Void)?
+        if let refresher {
+            onRegistered = { keyId, appId in refresher.registered(keyId, appId: appId) }
+        }
         // Routes, upstream pools, apps, trust, endpoints, header family: the tables a reload replaces.
         tables = CurrentTables(try GatewayTables(loaded: loaded, generation: 1, store: measuredStore, keys: keys, clock: clock,
-                                                 group: group, metrics: metrics, events: events, previous: nil),
+                                                 group: group, metrics: metrics, events: events, previous: nil,
+                                                 onRegistered: onRegistered),
                                loops: group.loops)
 
         // Always there (`log.access` may be turned on by a reload); it writes only what it is given.
@@ -247,6 +260,7 @@ public final class GatewayRuntime: Sendable {
                 throw error
             }
         }
+        receiptRefresher?.start()
         return Listeners(data: data, admin: admin)
     }
 
@@ -255,6 +269,7 @@ public final class GatewayRuntime: Sendable {
     /// `completion` runs (once, on an arbitrary queue).
     public func shutdown(completion: @escaping @Sendable () -> Void) {
         adminHandler.beginDraining()
+        receiptRefresher?.stop()
         let grace = GatewayRuntime.seconds(loaded.configuration.timeouts.drain)
         let pools = tables.latestTables.pools.values.map { $0.pool }
         let adminServer = self.adminServer

@@ -45,7 +45,7 @@ final class GatewayTables: Sendable {
     /// gets their lifecycle lines (endpoints ejected, names resolved or not).
     init(loaded: LoadedConfiguration, generation: UInt64, store: any AttestStore, keys: KeyCache, clock: GatewayClock,
          group: EventLoopGroup, metrics: GatewayMetrics?, events: (@Sendable (String, [(String, String)]) -> Void)?,
-         previous: GatewayTables?) throws {
+         previous: GatewayTables?, onRegistered: (@Sendable (KeyID, String) -> Void)? = nil) throws {
         let config = loaded.configuration
 
         // Trust: Apple's pinned roots plus, for test devices only, the configured extra roots.
@@ -60,7 +60,8 @@ final class GatewayTables: Sendable {
                 throw GatewayStartupError("trust.extra_roots: \(path) holds no usable PEM certificate (\(error))")
             }
         }
-        let anchors = extraRoots.isEmpty ? TrustAnchors.apple : try TrustAnchors.apple.adding(appAttestRoots: extraRoots)
+        let anchors = try GatewayTables.addingReceiptRoots(config.trust,
+                                                           to: extraRoots.isEmpty ? TrustAnchors.apple : try TrustAnchors.apple.adding(appAttestRoots: extraRoots))
 
         let appEntries = Dictionary(config.apps.map { ($0.appID.description, AppEntry($0)) }, uniquingKeysWith: { a, _ in a })
         let verifier = AttestationVerifier(trust: anchors, apps: config.apps.map { AppEntry($0).policy })
@@ -92,7 +93,7 @@ final class GatewayTables: Sendable {
         self.pools = pools
         self.family = family
         endpoints = GatewayEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
-                                     verifier: verifier, errorHeader: config.headers.error)
+                                     verifier: verifier, errorHeader: config.headers.error, onRegistered: onRegistered)
         enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock, family: family)
         forwarding = ForwardingHeaders(trusted: config.trustedProxies)
         endpointsPrefix = Array(config.endpoints.prefix.utf8)

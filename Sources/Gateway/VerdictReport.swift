@@ -21,6 +21,9 @@ struct VerdictReport: Sendable {
     var environment: String?
     /// iOS 27 authenticatorData signals of the assertion (valid only).
     var signals: AuthenticatorSignals?
+    /// The key's fraud metric headers (valid only): value and age, `unknown` when not current
+    /// (`RiskHeaders`).
+    var risk: RiskHeaders?
 
     init(_ verdict: Verdict, reason: String? = nil, keyId: KeyID? = nil) {
         self.verdict = verdict
@@ -42,6 +45,10 @@ struct VerdictReport: Sendable {
         }
         if let version = signals?.bundleVersion {
             try? headers.replaceOrAdd(name: names.bundleVersion, value: version)
+        }
+        if let risk {
+            try? headers.replaceOrAdd(name: names.riskMetric, value: risk.metric)
+            try? headers.replaceOrAdd(name: names.riskAge, value: risk.age)
         }
     }
 

@@ -6,6 +6,8 @@ public struct AppConfiguration: Sendable, Hashable {
     public var appID: AppID
     /// Allowed environments (default production; `GatewayRules.EnvironmentPolicy`, the verifier's type too).
     public var environment: EnvironmentPolicy
+    /// Fraud-metric receipts (`risk`): credentials and data server; nil = receipts are not refreshed.
+    public var risk: RiskConfiguration? = nil
 
     /// Creates an app entry.
     public init(appID: AppID, environment: EnvironmentPolicy = .production) {

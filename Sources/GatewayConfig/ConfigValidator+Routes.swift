@@ -198,10 +198,14 @@ extension ConfigValidator {
 
         let connect: Duration?? = f.node("connect_timeout").map { duration($0, p.key("connect_timeout"), .milliseconds(1) ... .seconds(60)).map { .some($0) } } ?? .some(nil)
         let response: Duration?? = f.node("response_timeout").map { duration($0, p.key("response_timeout"), .milliseconds(1) ... .seconds(3600)).map { .some($0) } } ?? .some(nil)
-        guard ok, let match, let upstream, let mode, let maxBody, let onStoreError, let window, let connect, let response else { return nil }
-        return RouteConfiguration(name: name, match: match, methods: methods, upstream: upstream, mode: mode, maxBody: maxBody,
-                                  onStoreError: onStoreError, counterWindow: window, environment: environment,
-                                  bindHeaders: bind, apps: apps, connectTimeout: connect, responseTimeout: response)
+        let riskPolicy = routeRisk(f, p)
+        guard ok, let match, let upstream, let mode, let maxBody, let onStoreError, let window, let connect, let response,
+              let riskPolicy else { return nil }
+        var route = RouteConfiguration(name: name, match: match, methods: methods, upstream: upstream, mode: mode, maxBody: maxBody,
+                                       onStoreError: onStoreError, counterWindow: window, environment: environment,
+                                       bindHeaders: bind, apps: apps, connectTimeout: connect, responseTimeout: response)
+        route.riskPolicy = riskPolicy
+        return route
     }
 
     // MARK: cross-section checks

@@ -162,11 +162,14 @@ extension ConfigValidator {
                 missing(f, "app_id", " (TEAMID.bundle.identifier)")
             }
             let environment = optional(f, "environment", default: EnvironmentPolicy.production) { choice($0, $1, EnvironmentPolicy.self) }
-            guard let appID, let environment else { ok = false; continue }
+            let riskSettings = risk(f, itemPath)
+            guard let appID, let environment, let riskSettings else { ok = false; continue }
             if environment == .any {
                 warn(itemPath.key("environment"), "\(appID) accepts development keys too (builds signed for development in Xcode); use production outside tests", f.mark("environment"))
             }
-            result.append(AppConfiguration(appID: appID, environment: environment))
+            var app = AppConfiguration(appID: appID, environment: environment)
+            app.risk = riskSettings
+            result.append(app)
         }
         return ok ? result : nil
     }
@@ -210,7 +213,12 @@ extension ConfigValidator {
         guard let node = root.node("trust") else { return TrustConfiguration() }
         let path = root.path.key("trust")
         guard let f = fields(node, path, .trust) else { return nil }
-        guard let rootsNode = f.node("extra_roots") else { return TrustConfiguration() }
+        guard let receiptRoots = extraReceiptRoots(f, path) else { return nil }
+        guard let rootsNode = f.node("extra_roots") else {
+            var trust = TrustConfiguration()
+            trust.extraReceiptRoots = receiptRoots
+            return trust
+        }
         let rootsPath = path.key("extra_roots")
         guard let items = list(rootsNode, rootsPath, of: "PEM file paths") else { return nil }
         var roots: [String] = []
@@ -232,7 +240,9 @@ extension ConfigValidator {
             roots.append(resolved)
             warn(itemPath, "TEST DEVICES ONLY: \(resolved) is trusted as an App Attest root, so keys from the simulator or any holder of that CA's key are accepted like real devices; never deploy this to production", item.mark)
         }
-        return ok ? TrustConfiguration(extraRoots: roots) : nil
+        var trust = TrustConfiguration(extraRoots: roots)
+        trust.extraReceiptRoots = receiptRoots
+        return ok ? trust : nil
     }
 
     /// Why the file at `path` cannot serve as a PEM root file, or nil.
@@ -371,6 +381,7 @@ extension ConfigValidator {
                 riskMetric: name(inf, "risk_metric", defaults.injected.riskMetric, family: true),
                 validationCategory: name(inf, "validation_category", defaults.injected.validationCategory, family: true),
                 bundleVersion: name(inf, "bundle_version", defaults.injected.bundleVersion, family: true))
+            injected.riskAge = name(inf, "risk_age", defaults.injected.riskAge, family: true)
         } else if f.has("injected") { ok = false }
         let errorHeader = name(f, "error", defaults.error, family: false)
 

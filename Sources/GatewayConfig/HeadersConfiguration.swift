@@ -49,6 +49,8 @@ public struct HeadersConfiguration: Sendable, Hashable {
         /// `apple_bundle_version_01` of the trailing authenticatorData map, when present
         /// (default `App-Attest-Bundle-Version`).
         public var bundleVersion: String
+        /// Age in seconds of the risk metric, or `unknown` (default `App-Attest-Risk-Age`).
+        public var riskAge: String = "App-Attest-Risk-Age"
 
         /// Creates the injected header names; each defaults as documented.
         public init(verdict: String = "App-Attest-Verdict", reason: String = "App-Attest-Reason",
@@ -67,7 +69,7 @@ public struct HeadersConfiguration: Sendable, Hashable {
         }
 
         /// All names.
-        public var all: [String] { [verdict, reason, keyID, counter, environment, riskMetric, validationCategory, bundleVersion] }
+        public var all: [String] { [verdict, reason, keyID, counter, environment, riskMetric, validationCategory, bundleVersion, riskAge] }
     }
 
     /// Prefix of the gateway's header family (default `App-Attest-`); compared case-insensitively.

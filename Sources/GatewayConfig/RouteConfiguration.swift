@@ -76,6 +76,9 @@ public struct RouteConfiguration: Sendable, Hashable {
     public var connectTimeout: Duration?
     /// Overrides the upstream's `response_timeout` for this route's requests (`response_timeout`, 1ms..1h).
     public var responseTimeout: Duration?
+    /// `max_risk_metric` / `risk_action`: what happens to keys whose current fraud metric is higher
+    /// (nil: no policy; the metric is only reported).
+    public var riskPolicy: RouteRiskPolicy? = nil
 
     /// Default `max_body` (1MiB).
     public static let defaultMaxBody = 1 << 20
