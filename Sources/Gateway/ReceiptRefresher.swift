@@ -21,6 +21,8 @@ import GatewayStore
 ///   metric state `stopped`, an alert event, no more automatic exchanges. `404`: state `stale`.
 ///   `429`/`5xx`/unreachable: exponential back-off.
 /// - A token bucket per app bounds the calls of this process (`risk.max_calls_per_second`).
+/// - Every attempt (but one postponed by the rate bound) is an event `risk_refresh` (keyId, outcome,
+///   owner, status, next_at, detail); a `400`/`401` also raises `risk_refresh_stopped` (alert).
 final class ReceiptRefresher: @unchecked Sendable {  // mutable state confined to `loop.queue`
     /// One app's refresh settings.
     struct App {
@@ -166,6 +168,12 @@ final class ReceiptRefresher: @unchecked Sendable {  // mutable state confined t
                 loop.execute { [self] in
                     inFlight.remove(keyId)
                     countsLock.withLock { counts[report.outcome, default: 0] += 1 }
+                    if report.outcome != .rateLimited {
+                        var fields = [("outcome", report.outcome.rawValue), ("owner", owner), ("detail", report.detail)]
+                        if let status = report.status { fields.append(("status", String(status))) }
+                        if let next = report.nextAt { fields.append(("next_at", String(next))) }
+                        emit("risk_refresh", keyId, fields)
+                    }
                     completion(report)
                 }
             }
