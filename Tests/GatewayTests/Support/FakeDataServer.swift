@@ -1,6 +1,7 @@
 import AttestCrypto
 import AttestSimulator
 import Foundation
+import GatewayRules
 import GatewayTestSupport
 import XCTest
 
@@ -41,15 +42,19 @@ final class FakeDataServer: @unchecked Sendable {  // immutable after init
         receiptRootFile = directory.appendingPathComponent("receipt-root.pem").path
         try receiptCA.root.pem.write(toFile: receiptRootFile, atomically: true, encoding: .utf8)
         let script = SharedFixtures.packageRoot.appendingPathComponent("Tests/GatewayTests/Fixtures/fake_data_server.py").path
-        process = try ChildProcess("python3", [script, "--cert", TestPKI.shared.address.chainPath, "--key", TestPKI.shared.address.keyPath,
-                                               "--public-key", publicFile, "--kid", Self.keyID, "--iss", Self.teamID,
-                                               "--dir", directory.path, "--port", "0"])
+        let child = try ChildProcess("python3", [script, "--cert", TestPKI.shared.address.chainPath, "--key", TestPKI.shared.address.keyPath,
+                                                 "--public-key", publicFile, "--kid", Self.keyID, "--iss", Self.teamID,
+                                                 "--dir", directory.path, "--port", "0"])
+        process = child
         var found: UInt16?
         _ = eventually {
-            found = process.output.split(separator: "\n").first { $0.hasPrefix("READY ") }.flatMap { UInt16($0.dropFirst(6)) }
-            return found != nil || !process.isRunning
+            found = child.output.split(separator: "\n").first { $0.hasPrefix("READY ") }.flatMap { UInt16($0.dropFirst(6)) }
+            return found != nil || !child.isRunning
         }
-        guard let found else { throw ChildProcessError.notReady("fake_data_server.py: \(process.output)") }
+        guard let found else {
+            child.stop(signal: SIGKILL, grace: 1)
+            throw ChildProcessError.notReady("fake_data_server.py: \(child.output)")
+        }
         port = found
     }
 
@@ -122,4 +127,16 @@ final class RiskDevice: ClientDevice, @unchecked Sendable {  // used by one test
                                               options: AssertionOptions(counter: counter))
         return Data(minted.assertionObject).base64EncodedString()
     }
+}
+
+/// Lifecycle events a runtime raised (name and fields), for tests.
+final class EventLog: @unchecked Sendable {  // `entries` guarded by `lock`
+    private let lock = NSLock()
+    private var entries: [(String, [String: String])] = []
+
+    var sink: @Sendable (String, [(String, String)]) -> Void {
+        { [self] name, fields in lock.withLock { entries.append((name, Dictionary(fields, uniquingKeysWith: { a, _ in a }))) } }
+    }
+
+    func named(_ name: String) -> [[String: String]] { lock.withLock { entries.filter { $0.0 == name }.map(\.1) } }
 }
