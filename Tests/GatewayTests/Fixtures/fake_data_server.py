@@ -10,7 +10,8 @@ The body is the base64 receipt the gateway stored. Receipts minted by the tests 
   <name>.status       the status to answer (default 200)
   <name>.retry_after  a Retry-After value (optional)
   <name>.delay        seconds to wait before answering (optional)
-  <name>.receipt      the base64 receipt answered with 200 (absent: 404)
+  <name>.receipt      the base64 receipt answered with 200 (absent: 404); a request carrying this
+                      receipt (the gateway refreshing again) selects <name> too
 Each request is appended as one JSON line to <dir>/requests.log: name, status, jwt ("ok" or why not).
 
 Prints "READY <port>" once listening.
@@ -71,6 +72,18 @@ def main():
     with open(args.public_key, "rb") as f:
         public_key = serialization.load_pem_public_key(f.read())
 
+    def lookup(receipt):
+        """The scenario whose .receipt file holds `receipt` (a receipt this fake answered before)."""
+        for entry in os.listdir(args.dir):
+            if entry.endswith(".receipt"):
+                with open(os.path.join(args.dir, entry), "rb") as f:
+                    try:
+                        if base64.b64decode(f.read().strip()) == receipt:
+                            return entry[:-len(".receipt")]
+                    except Exception:  # noqa: BLE001
+                        pass
+        return "unknown"
+
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -94,7 +107,7 @@ def main():
                 receipt = base64.b64decode(raw, validate=True)
             except Exception:  # noqa: BLE001
                 receipt = b""
-            name = receipt.decode("latin-1")[len("test-receipt:"):] if receipt.startswith(b"test-receipt:") else "unknown"
+            name = receipt.decode("latin-1")[len("test-receipt:"):] if receipt.startswith(b"test-receipt:") else lookup(receipt)
             if not all(c.isalnum() or c in "-_" for c in name):
                 name = "unknown"
             token = self.headers.get("Authorization") or ""
