@@ -12,7 +12,9 @@ import GatewayStore
 ///
 /// - Schedule: fleet-wide in the store (`ReceiptRefreshStore`); a new key is due at once after its
 ///   attestation (`registered`), then as `ReceiptRefreshSchedule` decides. Each poll takes the due
-///   keys; for each one the key's lease (`SET NX PX` under its hash tag) picks one replica.
+///   keys; for each one the key's lease (`SET NX PX` under its hash tag) picks one replica, which
+///   checks under the lease that the key is still due, exchanges, writes the next due time, then
+///   releases the lease: one exchange per key and due time across the fleet.
 /// - Exchange: `POST /v1/attestationData` with the stored receipt in base64 and `Authorization:` the
 ///   app's ES256 JWT (`DataServerToken`), over TLS (`HTTPSClientExchange`, `TLSClientContext`).
 /// - `200`: the body (base64) is verified with `ReceiptVerifier` (CMS chain to the receipt roots,
@@ -182,7 +184,24 @@ final class ReceiptRefresher: @unchecked Sendable {  // mutable state confined t
                     switch leased {
                     case .failure(let error): done(report(keyId, .storeUnavailable, detail: "\(error)"))
                     case .success(false): done(report(keyId, .leaseHeld, detail: "another replica refreshes this key"))
-                    case .success(true): fetchAndExchange(keyId, forced: forced, done: done)
+                    case .success(true):
+                        // Released after the new schedule is written (same connection, in order): a
+                        // replica taking the lease next sees the new due time.
+                        let release: @Sendable (ReceiptRefreshReport) -> Void = { [self] report in
+                            store.releaseRefreshLease(keyId, owner: owner) { _ in }
+                            done(report)
+                        }
+                        guard !forced else { return fetchAndExchange(keyId, forced: true, done: release) }
+                        store.refreshDueTime(keyId) { [self] due in
+                            loop.execute { [self] in
+                                switch due {
+                                case .failure(let error): release(report(keyId, .storeUnavailable, detail: "\(error)"))
+                                case .success(let at) where at == nil || at! > clock.now():
+                                    release(report(keyId, .skipped, detail: "no longer due (refreshed by another replica)"))
+                                case .success: fetchAndExchange(keyId, forced: false, done: release)
+                                }
+                            }
+                        }
                     }
                 }
             }

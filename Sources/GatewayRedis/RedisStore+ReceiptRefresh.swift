@@ -32,9 +32,16 @@ extension RedisScript {
         return 0
         """, sha1: "9a4c3aa8290359226616eedaa6a3156c2374ff6d")
 
+    /// `releaseRefreshLease`. KEYS[1] lease key. ARGV[1] owner. Deletes the lease when the owner holds
+    /// it; returns 1 then, else 0.
+    static let releaseLease = RedisScript("""
+        if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+        return 0
+        """, sha1: "7f8f6677b8f2b4b65b9b9905151ced126e6b7e49")
+
     /// The refresher's scripts (sent with EVALSHA, falling back to EVAL on `NOSCRIPT`: they are not
     /// loaded at connect, the refresher runs them rarely).
-    static let receiptRefresh: [RedisScript] = [storeRefreshedReceipt, markRisk, acquireLease]
+    static let receiptRefresh: [RedisScript] = [storeRefreshedReceipt, markRisk, acquireLease, releaseLease]
 }
 
 extension RedisKeySchema {
@@ -80,6 +87,37 @@ extension RedisStore: ReceiptRefreshStore {
         command.append(keyId.base64URL)
         send(command) { result in
             completion(RedisStore.failErrorReplies(result).map { _ in () })
+        }
+    }
+
+    /// See `ReceiptRefreshStore.refreshDueTime` (`ZSCORE`).
+    public func refreshDueTime(_ keyId: KeyID, completion: @escaping @Sendable (Result<UnixMillis?, StoreUnavailable>) -> Void) {
+        var command = RedisCommand(capacity: 96)
+        command.append("ZSCORE")
+        command.append(schema.refreshScheduleName)
+        command.append(keyId.base64URL)
+        send(command) { result in
+            completion(RedisStore.failErrorReplies(result).flatMap { reply in
+                switch reply {
+                case .null: return .success(nil)
+                case .bulk(let text):
+                    // Scores are doubles: "1800000000000" or "1.8e+12" for large ones.
+                    guard let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite else {
+                        return .failure(RedisStore.unexpected(reply))
+                    }
+                    return .success(UnixMillis(value))
+                default: return .failure(RedisStore.unexpected(reply))
+                }
+            })
+        }
+    }
+
+    /// See `ReceiptRefreshStore.releaseRefreshLease` (compare-and-delete script).
+    public func releaseRefreshLease(_ keyId: KeyID, owner: String, completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
+        var args = RedisCommand(capacity: 64)
+        args.append(owner.utf8)
+        runScript(.releaseLease, keys: [schema.refreshLeaseName(keyId)], args: args) { result in
+            completion(result.map { _ in () })
         }
     }
 

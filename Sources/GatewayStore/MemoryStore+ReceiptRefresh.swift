@@ -18,6 +18,18 @@ extension MemoryStore: ReceiptRefreshStore {
         completion(withOpenState { state, _ in state.refresh.due[keyId] = nil })
     }
 
+    /// See `ReceiptRefreshStore.refreshDueTime`.
+    public func refreshDueTime(_ keyId: KeyID, completion: @escaping @Sendable (Result<UnixMillis?, StoreUnavailable>) -> Void) {
+        completion(withOpenState { state, _ in state.refresh.due[keyId] })
+    }
+
+    /// See `ReceiptRefreshStore.releaseRefreshLease`.
+    public func releaseRefreshLease(_ keyId: KeyID, owner: String, completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
+        completion(withOpenState { state, _ in
+            if state.refresh.leases[keyId]?.owner == owner { state.refresh.leases[keyId] = nil }
+        })
+    }
+
     /// See `ReceiptRefreshStore.dueRefreshes`.
     public func dueRefreshes(now: UnixMillis, limit: Int, completion: @escaping @Sendable (Result<[KeyID], StoreUnavailable>) -> Void) {
         completion(withOpenState { state, _ in

@@ -15,6 +15,13 @@ public protocol ReceiptRefreshStore: AnyObject, Sendable {
     /// Removes the key from the schedule (refreshes stopped, or the key is gone).
     func unscheduleRefresh(_ keyId: KeyID, completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void)
 
+    /// When the key's refresh is due (ms), nil when it is not scheduled. Read under the lease, it
+    /// tells a replica whether another one refreshed the key between its poll and its lease.
+    func refreshDueTime(_ keyId: KeyID, completion: @escaping @Sendable (Result<UnixMillis?, StoreUnavailable>) -> Void)
+
+    /// Releases the key's lease when `owner` holds it (after the exchange and the new schedule).
+    func releaseRefreshLease(_ keyId: KeyID, owner: String, completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void)
+
     /// Up to `limit` keys whose refresh is due at `now` (earliest first).
     func dueRefreshes(now: UnixMillis, limit: Int, completion: @escaping @Sendable (Result<[KeyID], StoreUnavailable>) -> Void)
 

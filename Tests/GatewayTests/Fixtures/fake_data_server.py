@@ -72,8 +72,13 @@ def main():
     with open(args.public_key, "rb") as f:
         public_key = serialization.load_pem_public_key(f.read())
 
+    answered = {}  # receipt bytes -> name, for every receipt answered with 200
+
     def lookup(receipt):
-        """The scenario whose .receipt file holds `receipt` (a receipt this fake answered before)."""
+        """The scenario whose .receipt file holds `receipt`, or that was answered with it before."""
+        with LOCK:
+            if receipt in answered:
+                return answered[receipt]
         for entry in os.listdir(args.dir):
             if entry.endswith(".receipt"):
                 with open(os.path.join(args.dir, entry), "rb") as f:
@@ -133,6 +138,11 @@ def main():
                     else:
                         status = 404
             with LOCK:
+                if status == 200 and body:
+                    try:
+                        answered[base64.b64decode(body)] = name
+                    except Exception:  # noqa: BLE001
+                        pass
                 with open(os.path.join(args.dir, "requests.log"), "a") as log:
                     log.write(json.dumps({"name": name, "status": status, "jwt": jwt}) + "\n")
             self.answer(status, body, extra)
