@@ -173,6 +173,10 @@ final class AssertionEnforcer: Sendable {
                 report.counter = verified.counter
                 report.environment = key.environment.rawValue
                 report.signals = verified.signals
+                guard apps[key.app.appId]?.refreshesRisk == true else {
+                    completion(Decision(report: report, refusal: nil))
+                    return
+                }
                 let risk = RiskHeaders(committed.risk, environment: key.environment, now: clock.now())
                 report.risk = risk
                 completion(riskDecision(report, risk: risk, route: route, keyId: keyId))
