@@ -50,12 +50,12 @@ struct RedisScript: Sendable {
     /// `commitAssertion`. KEYS[1] key record hash, KEYS[2] challenge hash. ARGV: counter, window W
     /// (0...128), now (ms). Returns `{code}` on refusal (`key_unknown`, `key_revoked`, `key_expired`,
     /// `challenge_unknown`, `challenge_expired`, `challenge_wrong_purpose`, `counter_replay`) or
-    /// `{'ok', highest, risk, riskat, riskst}` (the last three `''` when absent) after storing the new
+    /// `{'ok', highest, risk, riskat, riskst, rcptexp}` (the last four `''` when absent) after storing the new
     /// highest counter and 16-byte window (layout of `ReplayWindow`) and deleting the challenge. It reads
     /// only the key fields it checks or updates (counter, status, expiry, window) and the fraud metric
     /// (which the receipt refresher changes); the rest is cached by the gateway.
     static let commit = RedisScript("""
-        local k = redis.call('HMGET', KEYS[1], 'ctr', 'status', 'exp', 'win', 'risk', 'riskat', 'riskst')
+        local k = redis.call('HMGET', KEYS[1], 'ctr', 'status', 'exp', 'win', 'risk', 'riskat', 'riskst', 'rcptexp')
         if not k[1] then return {'key_unknown'} end
         if k[2] ~= 'active' then return {'key_revoked'} end
         local now = tonumber(ARGV[3])
@@ -109,8 +109,8 @@ struct RedisScript: Sendable {
         local h = string.format('%d', highest)
         redis.call('HSET', KEYS[1], 'ctr', h, 'win', string.char(unpack(b)))
         redis.call('DEL', KEYS[2])
-        return {'ok', h, k[5] or '', k[6] or '', k[7] or ''}
-        """, sha1: "bbd369dedfa7b7b065a0b4a5350582c6bf5a00b3")
+        return {'ok', h, k[5] or '', k[6] or '', k[7] or '', k[8] or ''}
+        """, sha1: "8e27c4fbf719aaaf2c5b0361371ad697113fc24d")
 
     /// `revokeKey`. KEYS[1] key record hash. Returns 1 after setting `status` to `revoked`, 0 when the key
     /// does not exist (nothing is created).

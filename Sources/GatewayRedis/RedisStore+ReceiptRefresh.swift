@@ -54,7 +54,7 @@ extension RedisKeySchema {
     }
 
     /// The risk fields of a commit reply (`''` = absent); unreadable values count as absent.
-    static func decodeRisk(_ metric: RedisReply, _ observedAt: RedisReply, _ state: RedisReply) -> RiskSnapshot {
+    static func decodeRisk(_ metric: RedisReply, _ observedAt: RedisReply, _ state: RedisReply, _ expiresAt: RedisReply) -> RiskSnapshot {
         func bytes(_ reply: RedisReply) -> [UInt8]? {
             if case .bulk(let b) = reply, !b.isEmpty { return b }
             return nil
@@ -62,7 +62,8 @@ extension RedisKeySchema {
         let value = bytes(metric).flatMap(RedisCommand.parseDecimal).flatMap { UInt32(exactly: $0) }
         let at = bytes(observedAt).flatMap(RedisCommand.parseDecimal)
         let riskState = bytes(state).flatMap { RiskMetricState(rawValue: String(decoding: $0, as: UTF8.self)) }
-        return RiskSnapshot(metric: value, observedAt: at, state: riskState)
+        let expiry = bytes(expiresAt).flatMap(RedisCommand.parseDecimal)
+        return RiskSnapshot(metric: value, observedAt: at, state: riskState, receiptExpiresAt: expiry)
     }
 }
 

@@ -80,6 +80,6 @@ public struct KeyRecord: Equatable, Sendable {
 
     /// The fraud metric with its age and state (what `commitAssertion` reports).
     public var risk: RiskSnapshot {
-        RiskSnapshot(metric: receiptRiskMetric, observedAt: riskObservedAt, state: riskState)
+        RiskSnapshot(metric: receiptRiskMetric, observedAt: riskObservedAt, state: riskState, receiptExpiresAt: receiptExpiresAt)
     }
 }

@@ -57,7 +57,8 @@ final class ReceiptRefreshStoreTests: XCTestCase {
         guard case .accepted(let committed) = try suite.commitOutcome(keyId, second, counter: 2, window: 0, now: suite.baseNow) else {
             return XCTFail("commit refused")
         }
-        XCTAssertEqual(committed.risk, RiskSnapshot(metric: 6, observedAt: 1_000, state: .fresh), "the commit reads the metric")
+        XCTAssertEqual(committed.risk, RiskSnapshot(metric: 6, observedAt: 1_000, state: .fresh, receiptExpiresAt: 9_000),
+                       "the commit reads the metric")
 
         // A replacement without metric or expiry clears them.
         XCTAssertEqual(try suite.wait("store", { store.storeRefreshedReceipt(keyId, receipt: [1], riskMetric: nil, observedAt: 2_000,

@@ -138,8 +138,11 @@ final class ReceiptRefreshUnitTests: XCTestCase {
         XCTAssertEqual([production.metric, production.age], ["3", "90"])
         XCTAssertEqual(production.current, 3)
         XCTAssertEqual(RiskHeaders(fresh, environment: .development, now: now).metric, "3;env=development")
+        XCTAssertEqual(RiskHeaders(RiskSnapshot(metric: 3, observedAt: now - 1_000, state: .fresh, receiptExpiresAt: now + 1), environment: .production,
+                                   now: now).metric, "3", "until its receipt expires")
         for snapshot in [RiskSnapshot(metric: 3, observedAt: now, state: .stale), RiskSnapshot(metric: 3, observedAt: now, state: .stopped),
-                         RiskSnapshot(metric: nil, observedAt: nil, state: nil), RiskSnapshot(metric: 3, observedAt: nil, state: nil)] {
+                         RiskSnapshot(metric: nil, observedAt: nil, state: nil), RiskSnapshot(metric: 3, observedAt: nil, state: nil),
+                         RiskSnapshot(metric: 3, observedAt: now - 1_000, state: .fresh, receiptExpiresAt: now)] {
             let headers = RiskHeaders(snapshot, environment: .production, now: now)
             XCTAssertEqual(headers.metric, "unknown", "\(snapshot)")
             XCTAssertEqual(headers.age, "unknown", "\(snapshot)")
