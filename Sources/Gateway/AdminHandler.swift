@@ -31,10 +31,14 @@ final class AdminHandler: HTTPHandler {
     let readyRequiresStore: Bool
     /// Configuration reload counters (nil: not exposed).
     let reloads: ConfigReloadStatistics?
+    /// The receipt refresher (its outcome counters; nil: none).
+    let receiptRefresher: ReceiptRefresher?
     private let draining = Atomic<Bool>(false)
 
     init(store: any AttestStore, metrics: GatewayMetrics, keys: KeyCache, accessLog: AccessLog? = nil,
-         storeHealth: StoreHealth, readyRequiresStore: Bool = false, reloads: ConfigReloadStatistics? = nil) {
+         storeHealth: StoreHealth, readyRequiresStore: Bool = false, reloads: ConfigReloadStatistics? = nil,
+         receiptRefresher: ReceiptRefresher? = nil) {
+        self.receiptRefresher = receiptRefresher
         self.storeHealth = storeHealth
         self.readyRequiresStore = readyRequiresStore
         self.accessLog = accessLog
@@ -100,6 +104,7 @@ final class AdminHandler: HTTPHandler {
                 text += "attest_gateway_access_log_dropped_lines_total \(accessLog.droppedLines)\n"
             }
             if let reloads { text += reloads.prometheusText() }
+            if let receiptRefresher { text += receiptRefresher.prometheusText() }
             responder.respond(HTTPResponse(status: 200, headers: headers, body: Array(text.utf8)))
         default:
             responder.respond(AdminHandler.json(404, [("error", "not_found")]))

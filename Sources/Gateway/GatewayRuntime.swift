@@ -171,7 +171,8 @@ public final class GatewayRuntime: Sendable {
         serverConfiguration.handoverSettle = GatewayRuntime.handoverSettle
         server = HTTPServer(configuration: serverConfiguration, group: group, handler: handler)
         adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys, accessLog: accessLog,
-                                    storeHealth: storeHealth, readyRequiresStore: config.readyRequiresStore, reloads: reloads)
+                                    storeHealth: storeHealth, readyRequiresStore: config.readyRequiresStore, reloads: reloads,
+                                    receiptRefresher: receiptRefresher)
         if let admin = config.admin {
             adminServer = HTTPServer(configuration: HTTPServerConfiguration(listeners: [HTTPListenerConfiguration(GatewayRuntime.listenAddress(admin))]),
                                      group: group, handler: adminHandler)

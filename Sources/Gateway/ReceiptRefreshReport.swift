@@ -3,7 +3,7 @@ import GatewayStore
 /// How one exchange of a key's receipt with Apple's data server ended (logs, `attestctl risk refresh`).
 public struct ReceiptRefreshReport: Sendable, Equatable {
     /// Stable outcome names.
-    public enum Outcome: String, Sendable {
+    public enum Outcome: String, Sendable, CaseIterable {
         /// 200 and a valid receipt for this key and app: stored, metric fresh.
         case refreshed
         /// 304: the stored receipt stays.

@@ -138,6 +138,18 @@ final class ReceiptRefresher: @unchecked Sendable {  // mutable state confined t
         store.scheduleRefresh(keyId, dueAt: clock.now()) { _ in }
     }
 
+    /// `attest_gateway_risk_refresh_total{outcome}` (Prometheus text): this process' attempts by
+    /// outcome (`ReceiptRefreshReport.Outcome`), every outcome listed.
+    func prometheusText() -> String {
+        let snapshot = countsLock.withLock { counts }
+        var out = "# HELP attest_gateway_risk_refresh_total Exchanges of receipts with Apple's App Attest data server attempted by this process, by outcome.\n"
+        out += "# TYPE attest_gateway_risk_refresh_total counter\n"
+        for outcome in ReceiptRefreshReport.Outcome.allCases {
+            out += "attest_gateway_risk_refresh_total{outcome=\"\(outcome.rawValue)\"} \(snapshot[outcome] ?? 0)\n"
+        }
+        return out
+    }
+
     /// How many exchanges ended with `outcome` so far.
     func count(_ outcome: ReceiptRefreshReport.Outcome) -> Int { countsLock.withLock { counts[outcome] ?? 0 } }
 

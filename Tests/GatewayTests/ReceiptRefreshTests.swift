@@ -19,6 +19,7 @@ final class ReceiptRefreshTests: XCTestCase, GatewayClient {
     private var upstream: UpstreamProcess!
     private var runtime: GatewayRuntime!
     private(set) var port: UInt16 = 0
+    private var adminPort: UInt16 = 0
     private(set) var work: URL = URL(fileURLWithPath: "/tmp")
     private var sharedCAs: TestCAs?
     var cas: TestCAs { sharedCAs! }
@@ -32,7 +33,9 @@ final class ReceiptRefreshTests: XCTestCase, GatewayClient {
         let yaml = Self.yaml(fake: fake, upstreamPort: upstream.port, roots: [cas.sim.appendingPathComponent("root.pem").path])
         let loaded = try GatewayConfiguration.parse(yaml: yaml, baseDirectory: work.path)
         runtime = try GatewayRuntime(loaded: loaded, loopCount: 2, events: events.sink)
-        port = try XCTUnwrap(runtime.start().data.first?.port)
+        let listeners = try runtime.start()
+        port = try XCTUnwrap(listeners.data.first?.port)
+        adminPort = try XCTUnwrap(listeners.admin?.port)
         XCTAssertNotNil(runtime.receiptRefresher, "apps with risk settings get a refresher")
     }
 
@@ -200,6 +203,14 @@ final class ReceiptRefreshTests: XCTestCase, GatewayClient {
         let next = try XCTUnwrap(event["next_at"].flatMap { Int64($0) })
         let now = GatewayClock.system.now()
         XCTAssertTrue((now - 5_000...now + 31_000).contains(next), "\(next - now) ms")
+    }
+
+    func testMetricsCountOutcomes() throws {
+        let device = try attested { try fake.set($0.name, status: 304) }
+        waitFor("the 304 exchange", timeout: 15) { !riskEvents(device).isEmpty }
+        let metrics = try Curl.get("http://127.0.0.1:\(adminPort)/metrics").text
+        XCTAssertTrue(metrics.contains("attest_gateway_risk_refresh_total{outcome=\"not_modified\"} 1\n"), metrics)
+        XCTAssertTrue(metrics.contains("attest_gateway_risk_refresh_total{outcome=\"refreshed\"} 0\n"), metrics)
     }
 
     func test304KeepsTheReceiptAndWaitsForItsNotBefore() throws {
