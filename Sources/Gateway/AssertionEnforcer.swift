@@ -29,9 +29,12 @@ final class AssertionEnforcer: Sendable {
     let issuer: ChallengeIssuer
     let clock: GatewayClock
     let family: HeaderFamily
+    /// Tells the receipt refresher about keys whose metric was never fetched.
+    let refreshHooks: ReceiptRefreshHooks?
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer,
-         clock: GatewayClock, family: HeaderFamily) {
+         clock: GatewayClock, family: HeaderFamily, refreshHooks: ReceiptRefreshHooks? = nil) {
+        self.refreshHooks = refreshHooks
         self.store = store
         self.keys = keys
         self.apps = apps
@@ -177,6 +180,7 @@ final class AssertionEnforcer: Sendable {
                     completion(Decision(report: report, refusal: nil))
                     return
                 }
+                if committed.risk.state == nil { refreshHooks?.unfetched(keyId, key.app.appId) }
                 let risk = RiskHeaders(committed.risk, environment: key.environment, now: clock.now())
                 report.risk = risk
                 completion(riskDecision(report, risk: risk, route: route, keyId: keyId))

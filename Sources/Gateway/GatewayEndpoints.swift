@@ -22,14 +22,14 @@ final class GatewayEndpoints: Sendable {
     let clock: GatewayClock
     let verifier: AttestationVerifier
     let errorHeader: String
-    /// Told each key registered (keyId, App ID) after its answer is decided (the receipt refresher).
-    let onRegistered: (@Sendable (KeyID, String) -> Void)?
+    /// Told each key registered after its answer is decided (the receipt refresher).
+    let refreshHooks: ReceiptRefreshHooks?
     /// Where attestation verification (chain building, about a millisecond) runs, off the event loops.
     private let verifyQueue = DispatchQueue(label: "attest-gateway.attestation", attributes: .concurrent)
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer, clock: GatewayClock,
-         verifier: AttestationVerifier, errorHeader: String, onRegistered: (@Sendable (KeyID, String) -> Void)? = nil) {
-        self.onRegistered = onRegistered
+         verifier: AttestationVerifier, errorHeader: String, refreshHooks: ReceiptRefreshHooks? = nil) {
+        self.refreshHooks = refreshHooks
         self.store = store
         self.keys = keys
         self.apps = apps
@@ -178,7 +178,7 @@ final class GatewayEndpoints: Sendable {
                     }
                     json.endObject()
                     completion(created(json.bytes), RequestLogContext(route: route, keyId: keyId))
-                    onRegistered?(keyId, key.appId)
+                    refreshHooks?.registered(keyId, key.appId)
                 }
             }
         }

@@ -141,14 +141,11 @@ public final class GatewayRuntime: Sendable {
             trust: try GatewayTables.addingReceiptRoots(config.trust, to: TrustAnchors.apple),
             loop: group.loops[0], clock: clock, events: lifecycle)
         receiptRefresher = refresher
-        var onRegistered: (@Sendable (KeyID, String) -> Void)?
-        if let refresher {
-            onRegistered = { keyId, appId in refresher.registered(keyId, appId: appId) }
-        }
+        let refreshHooks = refresher.map(ReceiptRefreshHooks.init)
         // Routes, upstream pools, apps, trust, endpoints, header family: the tables a reload replaces.
         tables = CurrentTables(try GatewayTables(loaded: loaded, generation: 1, store: measuredStore, keys: keys, clock: clock,
                                                  group: group, metrics: metrics, events: events, previous: nil,
-                                                 onRegistered: onRegistered),
+                                                 refreshHooks: refreshHooks),
                                loops: group.loops)
 
         // Always there (`log.access` may be turned on by a reload); it writes only what it is given.

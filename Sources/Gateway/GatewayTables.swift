@@ -45,7 +45,7 @@ final class GatewayTables: Sendable {
     /// gets their lifecycle lines (endpoints ejected, names resolved or not).
     init(loaded: LoadedConfiguration, generation: UInt64, store: any AttestStore, keys: KeyCache, clock: GatewayClock,
          group: EventLoopGroup, metrics: GatewayMetrics?, events: (@Sendable (String, [(String, String)]) -> Void)?,
-         previous: GatewayTables?, onRegistered: (@Sendable (KeyID, String) -> Void)? = nil) throws {
+         previous: GatewayTables?, refreshHooks: ReceiptRefreshHooks? = nil) throws {
         let config = loaded.configuration
 
         // Trust: Apple's pinned roots plus, for test devices only, the configured extra roots.
@@ -93,8 +93,9 @@ final class GatewayTables: Sendable {
         self.pools = pools
         self.family = family
         endpoints = GatewayEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
-                                     verifier: verifier, errorHeader: config.headers.error, onRegistered: onRegistered)
-        enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock, family: family)
+                                     verifier: verifier, errorHeader: config.headers.error, refreshHooks: refreshHooks)
+        enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock, family: family,
+                                     refreshHooks: refreshHooks)
         forwarding = ForwardingHeaders(trusted: config.trustedProxies)
         endpointsPrefix = Array(config.endpoints.prefix.utf8)
         rateLimit = config.endpoints.rateLimit

@@ -50,7 +50,13 @@ final class ReceiptRefresher: @unchecked Sendable {  // mutable state confined t
     private let events: RateLimitedEvents.Sink
     /// This process' name in leases.
     let owner: String
+    /// Confined to `loop.queue` (tokens and buckets change).
     private var apps: [String: App]
+    /// The App IDs with `risk`, readable from any thread.
+    private let appIds: Set<String>
+    /// Keys `noticed` already asked to schedule (bounded; cleared when full), under `countsLock`.
+    private var noticedKeys: Set<KeyID> = []
+    static let maxNoticedKeys = 100_000
     private var schedules: [KeyID: ReceiptRefreshSchedule] = [:]
     private var inFlight: Set<KeyID> = []
     private var timer: DispatchSourceTimer?
@@ -64,6 +70,7 @@ final class ReceiptRefresher: @unchecked Sendable {  // mutable state confined t
          clock: GatewayClock, events: @escaping RateLimitedEvents.Sink, pollInterval: Double = 1,
          timing: ReceiptRefreshSchedule.Timing = ReceiptRefreshSchedule.Timing(), owner: String? = nil) {
         self.apps = apps
+        appIds = Set(apps.keys)
         self.store = store
         self.verifier = verifier
         self.loop = loop
@@ -134,8 +141,21 @@ final class ReceiptRefresher: @unchecked Sendable {  // mutable state confined t
     /// A key was just attested: its first exchange is due now (the attestation's response does not
     /// wait for this).
     func registered(_ keyId: KeyID, appId: String) {
-        guard apps[appId] != nil else { return }
+        guard appIds.contains(appId) else { return }
         store.scheduleRefresh(keyId, dueAt: clock.now()) { _ in }
+    }
+
+    /// A request of a key whose metric was never fetched (e.g. attested before `risk` was set): its
+    /// first exchange is due now unless the schedule already holds it (`ZADD NX`). Once per key and
+    /// process (a bounded set), so the request path pays one store write per key at most.
+    func noticed(_ keyId: KeyID, appId: String) {
+        guard appIds.contains(appId) else { return }
+        let first = countsLock.withLock { () -> Bool in
+            if noticedKeys.count >= Self.maxNoticedKeys { noticedKeys.removeAll() }
+            return noticedKeys.insert(keyId).inserted
+        }
+        guard first else { return }
+        store.scheduleRefresh(keyId, dueAt: clock.now(), onlyIfAbsent: true) { _ in }
     }
 
     /// `attest_gateway_risk_refresh_total{outcome}` (Prometheus text): this process' attempts by

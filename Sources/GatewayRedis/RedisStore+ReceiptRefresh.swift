@@ -68,11 +68,13 @@ extension RedisKeySchema {
 }
 
 extension RedisStore: ReceiptRefreshStore {
-    /// See `ReceiptRefreshStore.scheduleRefresh` (`ZADD <p>:risk:due`).
-    public func scheduleRefresh(_ keyId: KeyID, dueAt: UnixMillis, completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
+    /// See `ReceiptRefreshStore.scheduleRefresh` (`ZADD [NX] <p>:risk:due`).
+    public func scheduleRefresh(_ keyId: KeyID, dueAt: UnixMillis, onlyIfAbsent: Bool,
+                                completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
         var command = RedisCommand(capacity: 96)
         command.append("ZADD")
         command.append(schema.refreshScheduleName)
+        if onlyIfAbsent { command.append("NX") }
         command.append(decimal: dueAt)
         command.append(keyId.base64URL)
         send(command) { result in

@@ -9,8 +9,12 @@ struct MemoryReceiptRefreshState {
 
 extension MemoryStore: ReceiptRefreshStore {
     /// See `ReceiptRefreshStore.scheduleRefresh`.
-    public func scheduleRefresh(_ keyId: KeyID, dueAt: UnixMillis, completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
-        completion(withOpenState { state, _ in state.refresh.due[keyId] = dueAt })
+    public func scheduleRefresh(_ keyId: KeyID, dueAt: UnixMillis, onlyIfAbsent: Bool,
+                                completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
+        completion(withOpenState { state, _ in
+            if onlyIfAbsent && state.refresh.due[keyId] != nil { return }
+            state.refresh.due[keyId] = dueAt
+        })
     }
 
     /// See `ReceiptRefreshStore.unscheduleRefresh`.

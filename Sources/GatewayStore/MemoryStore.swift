@@ -128,6 +128,7 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
             keys = [:]
             challenges = [:]
             purgeHeap = []
+            refresh = MemoryReceiptRefreshState()
             defer { self.timer = nil }
             return self.timer
         }

@@ -9,8 +9,10 @@
 /// base64url, score: when the next exchange is due); the lease is `<p>:{<keyId>}:risklease` (string,
 /// value the owner's id, `SET NX PX`), under the key's hash tag like every record of the key.
 public protocol ReceiptRefreshStore: AnyObject, Sendable {
-    /// Sets (or moves) the key's next refresh to `dueAt`.
-    func scheduleRefresh(_ keyId: KeyID, dueAt: UnixMillis, completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void)
+    /// Sets (or moves) the key's next refresh to `dueAt`; with `onlyIfAbsent`, only when the key is not
+    /// scheduled yet (`ZADD NX`).
+    func scheduleRefresh(_ keyId: KeyID, dueAt: UnixMillis, onlyIfAbsent: Bool,
+                         completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void)
 
     /// Removes the key from the schedule (refreshes stopped, or the key is gone).
     func unscheduleRefresh(_ keyId: KeyID, completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void)
@@ -39,4 +41,11 @@ public protocol ReceiptRefreshStore: AnyObject, Sendable {
     /// Sets the key's metric state (`stale` after a 404, `stopped` after a 400/401); receipt and metric
     /// stay. `.success(false)` when the key record does not exist.
     func markRisk(_ keyId: KeyID, state: RiskMetricState, completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void)
+}
+
+extension ReceiptRefreshStore {
+    /// Sets (or moves) the key's next refresh to `dueAt`.
+    public func scheduleRefresh(_ keyId: KeyID, dueAt: UnixMillis, completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
+        scheduleRefresh(keyId, dueAt: dueAt, onlyIfAbsent: false, completion: completion)
+    }
 }

@@ -205,6 +205,33 @@ final class ReceiptRefreshTests: XCTestCase, GatewayClient {
         XCTAssertTrue((now - 5_000...now + 31_000).contains(next), "\(next - now) ms")
     }
 
+    func testAKeyRegisteredWithoutTheRefresherIsScheduledByItsFirstRequest() throws {
+        // As if attested before `risk` was configured: the record is there, the schedule is not.
+        let device = try RiskDevice(caDirectory: cas.sim, appId: Self.appId)
+        try fake.set(device.name, status: 304)
+        let id = try keyId(device)
+        let record = try KeyRecord(keyId: id, publicKey: device.publicKeyPoint, environment: .development, appId: Self.appId,
+                                   createdAt: GatewayClock.system.now(), receipt: Array("test-receipt:\(device.name)".utf8))
+        let challenge = try Challenge((0..<32).map { _ in UInt8.random(in: 0...255) })
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var registered = false
+        let now = GatewayClock.system.now()
+        runtime.store.issueChallenge(challenge, keyId: id, purpose: .attest, expiresAt: now + 60_000, now: now) { [store = runtime.store] _ in
+            store.registerKey(record, challenge: challenge, now: now) { result in
+                if case .success(.accepted) = result { registered = true }
+                done.signal()
+            }
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        XCTAssertTrue(registered)
+        XCTAssertFalse(try due(device, at: GatewayClock.system.now() + 400 * 86_400_000), "not scheduled")
+        // Its first request (metric unknown) schedules it; the refresher exchanges it.
+        let echo = try XCTUnwrap(try upstreamHeaders(device, target: "/v1/protected/x", counter: 1).echo)
+        XCTAssertEqual(echo.values("App-Attest-Risk-Metric"), ["unknown"])
+        waitFor("the exchange of a key scheduled by its request", timeout: 15) { !riskEvents(device).isEmpty }
+        XCTAssertEqual(riskEvents(device).first?["outcome"], "not_modified")
+    }
+
     func testMetricsCountOutcomes() throws {
         let device = try attested { try fake.set($0.name, status: 304) }
         waitFor("the 304 exchange", timeout: 15) { !riskEvents(device).isEmpty }

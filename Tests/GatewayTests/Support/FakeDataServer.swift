@@ -99,6 +99,8 @@ final class RiskDevice: ClientDevice, @unchecked Sendable {  // used by one test
     let appId: String
     /// The scenario name (keyId base64url).
     let name: String
+    /// The device key's 65-byte point.
+    var publicKeyPoint: [UInt8] { device.publicKeyPoint }
     /// DER of the credential certificate of the last attestation.
     private(set) var credentialCertificate: [UInt8] = []
 
