@@ -25,7 +25,7 @@ import GatewayStore
 /// - A token bucket per app bounds the calls of this process (`risk.max_calls_per_second`).
 /// - Every attempt (but one postponed by the rate bound) is an event `risk_refresh` (keyId, outcome,
 ///   owner, status, next_at, detail); a `400`/`401` also raises `risk_refresh_stopped` (alert).
-final class ReceiptRefresher: @unchecked Sendable {  // mutable state confined to `loop.queue`
+final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFlight, timer, polling confined to `loop.queue`; counts and noticedKeys under `countsLock`
     /// One app's refresh settings.
     struct App {
         let server: RiskConfiguration.DataServer

@@ -8,7 +8,10 @@
 /// - `stopped`: Apple refused the exchange (`400` / `401`: bad receipt or bad credentials); the key is
 ///   not refreshed again until an operator forces it (`attestctl risk refresh`). The metric is unknown.
 public enum RiskMetricState: String, Sendable, Hashable, CaseIterable {
+    /// From a verified refreshed receipt: sent upstream.
     case fresh
+    /// Apple answered 404: the last receipt is kept, the metric is not presented as current.
     case stale
+    /// Apple answered 400/401: no automatic exchanges until forced.
     case stopped
 }
