@@ -3,6 +3,7 @@ import AttestCrypto
 import AttestSimulator
 import Foundation
 @testable import Gateway
+import GatewayConfig
 import GatewayStore
 import GatewayTestSupport
 import XCTest
@@ -175,6 +176,31 @@ final class ReceiptRefreshUnitTests: XCTestCase {
         var tampered = receipt
         if let index = tampered.firstRange(of: Array("ABCDE12345".utf8))?.lowerBound { tampered[index] = UInt8(ascii: "Z") }
         XCTAssertFalse(ReceiptVerifier(trust: try TrustAnchors.apple.adding(receiptRoots: [ca.root])).verify(tampered).isValid)
+    }
+
+    func testChangedRiskSettingsNeedARestart() throws {
+        let folder = try E2EPaths.temporaryDirectory("risk-reload")
+        try ECPrivateKey(generatingOn: .p256).pkcs8PEM().write(to: folder.appendingPathComponent("a.p8"), atomically: true, encoding: .utf8)
+        func config(_ risk: String) throws -> GatewayConfiguration {
+            try GatewayConfiguration.parse(yaml: """
+                listen: 127.0.0.1:8080
+                store: memory
+                apps:
+                  - app_id: ABCDE12345.com.example.app
+                \(risk)
+                upstreams:
+                  app: http://127.0.0.1:8081
+                routes:
+                  - path_prefix: /
+                    upstream: app
+                """, baseDirectory: folder.path).configuration
+        }
+        let risk = "    risk: {team_id: ABCDE12345, key_id: KEYID98765, private_key_file: a.p8}"
+        let started = try config(risk)
+        XCTAssertEqual(RestartOnlySettings.changes(from: started, to: try config(risk)), [])
+        XCTAssertEqual(RestartOnlySettings.changes(from: started, to: try config("")), ["apps[0].risk"])
+        XCTAssertEqual(RestartOnlySettings.changes(from: started, to: try config(risk.replacingOccurrences(of: "KEYID98765", with: "KEYID00000"))),
+                       ["apps[0].risk"])
     }
 
     func testBase64URLDecodeRoundTripsAndIsStrict() {
