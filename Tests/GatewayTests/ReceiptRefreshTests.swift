@@ -14,6 +14,7 @@ final class ReceiptRefreshTests: XCTestCase, GatewayClient {
     static let appId = "ABCDE12345.com.example.risk"
     static let wrongKeyAppId = "ABCDE12345.com.example.wrongkey"
     static let wrongCAAppId = "ABCDE12345.com.example.wrongca"
+    static let slowAppId = "ABCDE12345.com.example.slow"
 
     private var fake: FakeDataServer!
     private var upstream: UpstreamProcess!
@@ -48,7 +49,7 @@ final class ReceiptRefreshTests: XCTestCase, GatewayClient {
     }
 
     static func yaml(fake: FakeDataServer, upstreamPort: UInt16, roots: [String], store: String = "memory") -> String {
-        func risk(_ key: String, _ ca: String) -> String {
+        func risk(_ key: String, _ ca: String, rate: Int = 5) -> String {
             """
                 risk:
                   team_id: \(FakeDataServer.teamID)
@@ -56,6 +57,7 @@ final class ReceiptRefreshTests: XCTestCase, GatewayClient {
                   private_key_file: \(key)
                   data_server: \(fake.url)
                   data_server_ca: \(ca)
+                  max_calls_per_second: \(rate)
             """
         }
         return """
@@ -73,6 +75,9 @@ final class ReceiptRefreshTests: XCTestCase, GatewayClient {
           - app_id: \(wrongCAAppId)
             environment: development
         \(risk(fake.keyFile, fake.wrongCAFile))
+          - app_id: \(slowAppId)
+            environment: development
+        \(risk(fake.keyFile, fake.caFile, rate: 1))
         trust:
           extra_roots: [\(roots.joined(separator: ", "))]
           extra_receipt_roots: [\(fake.receiptRootFile)]
@@ -230,6 +235,24 @@ final class ReceiptRefreshTests: XCTestCase, GatewayClient {
         XCTAssertEqual(echo.values("App-Attest-Risk-Metric"), ["unknown"])
         waitFor("the exchange of a key scheduled by its request", timeout: 15) { !riskEvents(device).isEmpty }
         XCTAssertEqual(riskEvents(device).first?["outcome"], "not_modified")
+    }
+
+    func testTheCallRatePerProcessPostponesKeysToLaterPolls() throws {
+        var devices: [RiskDevice] = []
+        for _ in 0..<3 {
+            let device = try attested(Self.slowAppId) { try fake.set($0.name, status: 304) }
+            devices.append(device)
+        }
+        for device in devices { waitFor("the first exchange", timeout: 15) { riskEvents(device).count == 1 } }
+        // All three due at once: one call per second for this app, the others wait for later polls.
+        let refresher = try XCTUnwrap(runtime.receiptRefresher)
+        let postponedBefore = refresher.count(.rateLimited)
+        let store = runtime.store as! any ReceiptRefreshStore
+        let now = GatewayClock.system.now()
+        for device in devices { store.scheduleRefresh(try keyId(device), dueAt: now) { _ in } }
+        for device in devices { waitFor("the second exchange", timeout: 15) { riskEvents(device).count == 2 } }
+        XCTAssertGreaterThanOrEqual(refresher.count(.rateLimited) - postponedBefore, 2, "two keys waited for the bucket")
+        for device in devices { XCTAssertEqual(fake.requests(device.name).count, 2) }
     }
 
     func testMetricsCountOutcomes() throws {
