@@ -38,8 +38,10 @@ final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFligh
     let pollInterval: Double
     /// Lease lifetime, ms (longer than an exchange may take).
     static let leaseTTL: Int64 = 120_000
-    /// Longest exchange, seconds.
+    /// Longest exchange by default, seconds.
     static let exchangeTimeout = 30.0
+    /// Longest exchange of this refresher, seconds.
+    let timeout: Double
     /// Largest response body accepted.
     static let maxBody = 256 * 1024
 
@@ -68,7 +70,9 @@ final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFligh
 
     init(apps: [String: App], store: any ReceiptRefreshStore & AttestStore, verifier: ReceiptVerifier, loop: EventLoop,
          clock: GatewayClock, events: @escaping RateLimitedEvents.Sink, pollInterval: Double = 1,
-         timing: ReceiptRefreshSchedule.Timing = ReceiptRefreshSchedule.Timing(), owner: String? = nil) {
+         timing: ReceiptRefreshSchedule.Timing = ReceiptRefreshSchedule.Timing(), owner: String? = nil,
+         timeout: Double = ReceiptRefresher.exchangeTimeout) {
+        self.timeout = timeout
         self.apps = apps
         appIds = Set(apps.keys)
         self.store = store
@@ -283,7 +287,7 @@ final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFligh
                 let app = apps[record.appId]!
                 let request = Self.request(host: app.server.host, port: app.server.port, token: token, receipt: receipt)
                 HTTPSClientExchange.send(request, host: app.server.host, port: app.server.port, serverName: app.server.host,
-                                         context: app.tls, loop: loop, timeout: Self.exchangeTimeout, maxBody: Self.maxBody) { [self] result in
+                                         context: app.tls, loop: loop, timeout: timeout, maxBody: Self.maxBody) { [self] result in
                     handle(result, record: record, done: done)
                 }
             }

@@ -4,6 +4,7 @@ import AttestSimulator
 import Foundation
 @testable import Gateway
 import GatewayConfig
+import GatewayIO
 import GatewayStore
 import GatewayTestSupport
 import XCTest
@@ -213,5 +214,44 @@ final class ReceiptRefreshUnitTests: XCTestCase {
         XCTAssertNil(Base64URL.decode(Array("a".utf8)), "impossible length")
         XCTAssertNil(Base64URL.decode(Array("AB".utf8)), "nonzero trailing bits")
         XCTAssertEqual(Base64URL.decode(Array("AA".utf8)), [0])
+    }
+
+    // MARK: exchange deadline
+
+    func testAnExchangeThatOutlastsItsDeadlineIsUnreachableAndBacksOff() throws {
+        let fake = try FakeDataServer()
+        defer { fake.stop() }
+        let store = MemoryStore()
+        defer { store.close() }
+        let group = EventLoopGroup(loopCount: 1)
+        defer { group.shutdown() }
+        let suite = StoreConformance(store: store)
+        var record = try suite.makeRecord(appId: "ABCDE12345.com.example.risk", receipt: Array("test-receipt:slow".utf8))
+        record = try KeyRecord(keyId: record.keyId, publicKey: record.publicKey, environment: .production, appId: record.appId,
+                               createdAt: record.createdAt, receipt: record.receipt)
+        try suite.registerExpectingAccepted(record)
+        try fake.set("slow", status: 304, delay: 3)
+        let key = try ECPrivateKey(pem: try String(contentsOfFile: fake.keyFile, encoding: .utf8))
+        let app = ReceiptRefresher.App(server: .url(host: "127.0.0.1", port: fake.port, ca: fake.caFile),
+                                       tls: try TLSClientContext(settings: TLSClientSettings(caPath: fake.caFile)),
+                                       token: try DataServerToken(teamID: FakeDataServer.teamID, keyID: FakeDataServer.keyID, key: key),
+                                       limiter: CallRateLimiter(rate: 5))
+        let refresher = ReceiptRefresher(apps: [record.appId: app], store: store, verifier: ReceiptVerifier(), loop: group.loops[0],
+                                         clock: .system, events: { _, _ in }, timeout: 1)
+        func exchange() -> ReceiptRefreshReport? {
+            let done = DispatchSemaphore(value: 0)
+            nonisolated(unsafe) var report: ReceiptRefreshReport?
+            refresher.refresh(record.keyId, forced: true) { report = $0; done.signal() }
+            XCTAssertEqual(done.wait(timeout: .now() + 20), .success)
+            return report
+        }
+        let slow = try XCTUnwrap(exchange())
+        XCTAssertEqual(slow.outcome, .unreachable, slow.detail)
+        XCTAssertEqual(slow.detail, "timeout")
+        let now = GatewayClock.system.now()
+        XCTAssertTrue((now..<(now + 31_000)).contains(try XCTUnwrap(slow.nextAt)), "first back-off step")
+        // Passing variant: the same exchange within its deadline.
+        try fake.set("slow", status: 304, delay: 0)
+        XCTAssertEqual(exchange()?.outcome, .notModified)
     }
 }
