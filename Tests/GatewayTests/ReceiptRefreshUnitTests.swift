@@ -9,10 +9,11 @@ import GatewayStore
 import GatewayTestSupport
 import XCTest
 
-/// The parts of the fraud-metric receipt refresher that need no socket (issue 12): the schedule state
-/// machine under an injected clock, the per-process call bucket, the ES256 JWT (checked by PyPI
-/// `cryptography`, an independent implementation), the risk header values, and the simulator's
-/// receipts against `ReceiptVerifier`.
+/// The parts of the fraud-metric receipt refresher (issue 12), mostly without sockets: the schedule
+/// state machine under an injected clock, the per-process call bucket, the ES256 JWT (checked by PyPI
+/// `cryptography`, an independent implementation), the risk header values, the simulator's receipts
+/// against `ReceiptVerifier`, restart-only settings; and one refresher against the fake data server
+/// for the exchange deadline.
 final class ReceiptRefreshUnitTests: XCTestCase {
     private let now: Int64 = 1_800_000_000_000
     private let day: Int64 = 86_400_000
