@@ -33,14 +33,17 @@ final class AdminHandler: HTTPHandler {
     let readyRequiresStore: Bool
     /// Configuration reload counters (nil: not exposed).
     let reloads: ConfigReloadStatistics?
+    /// The receipt refresher (its outcome counters; nil: none).
+    let receiptRefresher: ReceiptRefresher?
     private let draining = Atomic<Bool>(false)
     /// `GET /jwks.json`: the verdict tokens' public keys of the tables in force (nil answer: 404).
     let jwks: (@Sendable () -> HTTPResponse?)?
 
     init(store: any AttestStore, metrics: GatewayMetrics, keys: KeyCache, accessLog: AccessLog? = nil,
          storeHealth: StoreHealth, readyRequiresStore: Bool = false, reloads: ConfigReloadStatistics? = nil,
-         jwks: (@Sendable () -> HTTPResponse?)? = nil) {
+         jwks: (@Sendable () -> HTTPResponse?)? = nil, receiptRefresher: ReceiptRefresher? = nil) {
         self.jwks = jwks
+        self.receiptRefresher = receiptRefresher
         self.storeHealth = storeHealth
         self.readyRequiresStore = readyRequiresStore
         self.accessLog = accessLog
@@ -106,6 +109,7 @@ final class AdminHandler: HTTPHandler {
                 text += "attest_gateway_access_log_dropped_lines_total \(accessLog.droppedLines)\n"
             }
             if let reloads { text += reloads.prometheusText() }
+            if let receiptRefresher { text += receiptRefresher.prometheusText() }
             responder.respond(HTTPResponse(status: 200, headers: headers, body: Array(text.utf8)))
         case "/jwks.json" where jwks?() != nil:
             responder.respond(jwks?() ?? AdminHandler.json(404, [("error", "not_found")]))

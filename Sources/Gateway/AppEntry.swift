@@ -12,11 +12,15 @@ struct AppEntry: Sendable {
     let accounts: AccountBinding?
     /// What integrity codes of its device-key registrations do (`integrity_refuse`, `integrity_lower`).
     let integrity: IntegrityPolicy
+    /// Whether the app's receipts are refreshed with Apple (`risk` configured): only then do its
+    /// requests carry `App-Attest-Risk-Metric` / `App-Attest-Risk-Age`.
+    let refreshesRisk: Bool
 
     init(_ app: AppConfiguration) {
         policy = AppPolicy(appId: app.appID.description, environment: app.environment)
         lifetime = RegistrationLifetime(app)
         accounts = AccountBinding(app)
         integrity = app.integrity
+        refreshesRisk = app.risk != nil
     }
 }

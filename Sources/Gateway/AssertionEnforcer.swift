@@ -46,9 +46,12 @@ final class AssertionEnforcer: Sendable {
     let family: HeaderFamily
     /// `endpoints.next_challenge`.
     let nextChallenge: Bool
+    /// Tells the receipt refresher about keys whose metric was never fetched.
+    let refreshHooks: ReceiptRefreshHooks?
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer,
-         clock: GatewayClock, family: HeaderFamily, nextChallenge: Bool = true) {
+         clock: GatewayClock, family: HeaderFamily, nextChallenge: Bool = true, refreshHooks: ReceiptRefreshHooks? = nil) {
+        self.refreshHooks = refreshHooks
         self.store = store
         self.keys = keys
         self.apps = apps
@@ -246,7 +249,7 @@ final class AssertionEnforcer: Sendable {
             case .success(let commit):
                 let issued = commit.nextIssued ? next.map(ChallengeIssuer.issued) : nil
                 switch commit.outcome {
-                case .accepted:
+                case .accepted(let committed):
                     var report = VerdictReport(.valid, keyId: keyId)
                     report.keyIdBase64 = key.keyIdBase64
                     report.counter = verified.counter
@@ -259,7 +262,17 @@ final class AssertionEnforcer: Sendable {
                         report.signalDecisions = checked.decisions
                         report.signalPolicy = checked.monitored
                     }
-                    completion(Decision(report: report, refusal: nil, next: issued))
+                    guard apps[key.app.appId]?.refreshesRisk == true else {
+                        completion(Decision(report: report, refusal: nil, next: issued))
+                        return
+                    }
+                    // Fraud metric (issue 12): headers, and the route's max_risk_metric policy.
+                    if committed.risk.state == nil { refreshHooks?.unfetched(keyId, key.app.appId) }
+                    let risk = RiskHeaders(committed.risk, environment: key.environment, now: clock.now())
+                    report.risk = risk
+                    var decision = riskDecision(report, risk: risk, route: route, keyId: keyId)
+                    decision.next = issued
+                    completion(decision)
                 case .refused(let refusal):
                     if refusal == .keyUnknown { keys.remove(keyId) }
                     var answer = invalid(.store(refusal), keyId: keyId)

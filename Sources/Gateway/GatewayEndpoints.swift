@@ -38,14 +38,17 @@ final class GatewayEndpoints: Sendable {
     /// `endpoints.fleet_attest_rate`: at most `count` attest challenges per window of
     /// `windowMillis` across the fleet (store counter `attest`); nil: no limit.
     let fleetAttestRate: (count: Int, windowMillis: Int64)?
+    /// Told each key registered after its answer is decided (the receipt refresher).
+    let refreshHooks: ReceiptRefreshHooks?
     /// Where attestation verification (chain building, about a millisecond) runs, off the event loops.
     private let verifyQueue = DispatchQueue(label: "attest-gateway.attestation", attributes: .concurrent)
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer, clock: GatewayClock,
          verifier: AttestationVerifier, errorHeader: String, lifecycle: LifecycleEndpoints, nextChallenge: Bool = true,
-         fleetAttestRate: (count: Int, windowMillis: Int64)? = nil) {
+         fleetAttestRate: (count: Int, windowMillis: Int64)? = nil, refreshHooks: ReceiptRefreshHooks? = nil) {
         self.nextChallenge = nextChallenge
         self.fleetAttestRate = fleetAttestRate
+        self.refreshHooks = refreshHooks
         self.store = store
         self.keys = keys
         self.apps = apps
@@ -223,6 +226,7 @@ final class GatewayEndpoints: Sendable {
                             var response = created(body)
                             if let next { NextChallengeHeaders.set(next, on: &response.headers) }
                             completion(response, RequestLogContext(route: route, keyId: keyId))
+                            refreshHooks?.registered(keyId, key.appId)
                         }
                     }
                 }

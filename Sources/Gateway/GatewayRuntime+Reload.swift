@@ -67,7 +67,7 @@ extension GatewayRuntime {
         do {
             built = try GatewayTables(loaded: next, generation: running.generation + 1, store: measuredStore, keys: keys,
                                       clock: clock, group: group, metrics: metrics, events: upstreamEvents,
-                                      previous: running)
+                                      previous: running, refreshHooks: running.endpoints.refreshHooks)
         } catch let error as GatewayStartupError {
             errors.append(ConfigIssue(severity: .error, path: error.path, message: error.message, mark: nil))
         } catch {

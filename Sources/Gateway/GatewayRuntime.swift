@@ -49,6 +49,8 @@ public final class GatewayRuntime: Sendable {
     let current: Mutex<LoadedConfiguration>
     /// Serializes reloads (SIGHUP normally arrives on one queue; tests may call `reload` from anywhere).
     let reloading = Mutex<Void>(())
+    /// Exchanges receipts with Apple's data server for apps with `risk` settings (nil: none has).
+    let receiptRefresher: ReceiptRefresher?
 
     /// How long listeners keep accepting after a SIGTERM before they close (`HTTPServerConfiguration.handoverSettle`):
     /// long enough for connections already on their way to an old instance during a handover to be
@@ -133,9 +135,17 @@ public final class GatewayRuntime: Sendable {
         measuredStore = MeasuredStore(store, metrics: metrics)
         upstreamEvents = events
         reloads = ConfigReloadStatistics(startedAt: clock.now())
+        // Fraud-metric receipts (issue 12): one refresher on the first loop, fed by the attestations.
+        let refresher = try ReceiptRefresher.make(
+            config: config, store: store,
+            trust: try GatewayTables.addingReceiptRoots(config.trust, to: TrustAnchors.apple),
+            loop: group.loops[0], clock: clock, events: lifecycle)
+        receiptRefresher = refresher
+        let refreshHooks = refresher.map(ReceiptRefreshHooks.init)
         // Routes, upstream pools, apps, trust, endpoints, header family: the tables a reload replaces.
         tables = CurrentTables(try GatewayTables(loaded: loaded, generation: 1, store: measuredStore, keys: keys, clock: clock,
-                                                 group: group, metrics: metrics, events: events, previous: nil),
+                                                 group: group, metrics: metrics, events: events, previous: nil,
+                                                 refreshHooks: refreshHooks),
                                loops: group.loops)
 
         // Always there (`log.access` may be turned on by a reload); it writes only what it is given.
@@ -159,7 +169,8 @@ public final class GatewayRuntime: Sendable {
         server = HTTPServer(configuration: serverConfiguration, group: group, handler: handler)
         adminHandler = AdminHandler(store: store, metrics: metrics, keys: keys, accessLog: accessLog,
                                     storeHealth: storeHealth, readyRequiresStore: config.readyRequiresStore, reloads: reloads,
-                                    jwks: { [tables] in tables.latestTables.verdictTokens?.jwksResponse() })
+                                    jwks: { [tables] in tables.latestTables.verdictTokens?.jwksResponse() },
+                                    receiptRefresher: receiptRefresher)
         if let admin = config.admin {
             adminServer = HTTPServer(configuration: HTTPServerConfiguration(listeners: [HTTPListenerConfiguration(GatewayRuntime.listenAddress(admin))]),
                                      group: group, handler: adminHandler)
@@ -248,6 +259,7 @@ public final class GatewayRuntime: Sendable {
                 throw error
             }
         }
+        receiptRefresher?.start()
         return Listeners(data: data, admin: admin)
     }
 
@@ -256,6 +268,7 @@ public final class GatewayRuntime: Sendable {
     /// `completion` runs (once, on an arbitrary queue).
     public func shutdown(completion: @escaping @Sendable () -> Void) {
         adminHandler.beginDraining()
+        receiptRefresher?.stop()
         let grace = GatewayRuntime.seconds(loaded.configuration.timeouts.drain)
         let pools = tables.latestTables.pools.values.map { $0.pool }
         tables.latestTables.verdictTokens?.signers.forEach { $0.stop() }

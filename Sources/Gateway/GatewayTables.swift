@@ -51,7 +51,7 @@ final class GatewayTables: Sendable {
     /// gets their lifecycle lines (endpoints ejected, names resolved or not).
     init(loaded: LoadedConfiguration, generation: UInt64, store: any AttestStore, keys: KeyCache, clock: GatewayClock,
          group: EventLoopGroup, metrics: GatewayMetrics?, events: (@Sendable (String, [(String, String)]) -> Void)?,
-         previous: GatewayTables?) throws {
+         previous: GatewayTables?, refreshHooks: ReceiptRefreshHooks? = nil) throws {
         let config = loaded.configuration
 
         // Trust: Apple's pinned roots plus, for test devices only, the configured extra roots.
@@ -66,7 +66,8 @@ final class GatewayTables: Sendable {
                 throw GatewayStartupError("trust.extra_roots: \(path) holds no usable PEM certificate (\(error))")
             }
         }
-        let anchors = extraRoots.isEmpty ? TrustAnchors.apple : try TrustAnchors.apple.adding(appAttestRoots: extraRoots)
+        let anchors = try GatewayTables.addingReceiptRoots(config.trust,
+                                                           to: extraRoots.isEmpty ? TrustAnchors.apple : try TrustAnchors.apple.adding(appAttestRoots: extraRoots))
 
         let appEntries = Dictionary(config.apps.map { ($0.appID.description, AppEntry($0)) }, uniquingKeysWith: { a, _ in a })
         let verifier = AttestationVerifier(trust: anchors, apps: config.apps.map { AppEntry($0).policy })
@@ -104,9 +105,9 @@ final class GatewayTables: Sendable {
                                      nextChallenge: config.endpoints.nextChallenge,
                                      fleetAttestRate: config.endpoints.fleetAttestRate.map {
                                          ($0.count, GatewayRuntime.millis($0.per))
-                                     })
+                                     }, refreshHooks: refreshHooks)
         enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock, family: family,
-                                     nextChallenge: config.endpoints.nextChallenge)
+                                     nextChallenge: config.endpoints.nextChallenge, refreshHooks: refreshHooks)
         registration = RegistrationEndpoint(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                             verifier: DeviceKeyRegistrationVerifier(attestations: verifier),
                                             errorHeader: config.headers.error, lifecycle: lifecycle,

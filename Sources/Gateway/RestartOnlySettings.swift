@@ -7,6 +7,7 @@ import GatewayConfig
 /// |---|---|
 /// | `listen` (count), `listen[N].address`, `listen[N].tls` (added or removed) | bound sockets; a TLS listener's certificates and `min_version` do reload |
 /// | `admin` | a bound socket |
+/// | `apps[N].risk`, `trust.extra_receipt_roots` | the receipt refresher (keys, TLS contexts, receipt roots) is built at start |
 /// | `store` (`store.url`, `store.command_timeout`, `store.connect_timeout`, any other store key) | store connections live in the event loops |
 /// | `limits.max_header_bytes`, `limits.max_headers`, `limits.max_connections` | every connection's parser and the accept gate |
 /// | `http2.*` | announced in each connection's SETTINGS |
@@ -28,6 +29,12 @@ enum RestartOnlySettings {
             if old.isTLS != next.isTLS { paths.append("listen[\(i)].tls") }
         }
         if started.admin != new.admin { paths.append("admin") }
+        // The receipt refresher (keys, TLS contexts, receipt roots) is built at start.
+        let startedRisk = Dictionary(started.apps.map { ($0.appID, $0.risk) }, uniquingKeysWith: { a, _ in a })
+        for (i, app) in new.apps.enumerated() where (startedRisk[app.appID] ?? nil) != app.risk {
+            paths.append("apps[\(i)].risk")
+        }
+        if started.trust.extraReceiptRoots != new.trust.extraReceiptRoots { paths.append("trust.extra_receipt_roots") }
 
         var store: [String] = []
         if started.store.kind != new.store.kind { store.append("store.url") }

@@ -39,6 +39,9 @@ struct VerdictReport: Sendable {
     /// SHA-256 of the body as the client-data binding computed it (the verdict token's body digest),
     /// when the enforcer got that far.
     var bodySHA256: [UInt8]?
+    /// The key's fraud metric headers (valid only): value and age, `unknown` when not current
+    /// (`RiskHeaders`).
+    var risk: RiskHeaders?
 
     init(_ verdict: Verdict, reason: String? = nil, keyId: KeyID? = nil) {
         self.verdict = verdict
@@ -66,6 +69,10 @@ struct VerdictReport: Sendable {
         if let tier { try? headers.replaceOrAdd(name: names.tier, value: tier) }
         if let platformAttested { try? headers.replaceOrAdd(name: names.platformAttested, value: platformAttested ? "true" : "false") }
         if let integrity { try? headers.replaceOrAdd(name: names.integrity, value: integrity) }
+        if let risk {
+            try? headers.replaceOrAdd(name: names.riskMetric, value: risk.metric)
+            try? headers.replaceOrAdd(name: names.riskAge, value: risk.age)
+        }
     }
 
     static func hex(_ bytes: [UInt8]) -> String {

@@ -19,6 +19,8 @@ public struct AppConfiguration: Sendable, Hashable {
     public var signals: SignalPolicy?
     /// Signed verdicts for this app's keys (`apps[].verdict_token`); nil: the top-level section applies.
     public var verdictToken: VerdictTokenConfiguration?
+    /// Fraud-metric receipts (`risk`): credentials and data server; nil = receipts are not refreshed.
+    public var risk: RiskConfiguration? = nil
 
     /// Creates an app entry.
     public init(appID: AppID, environment: EnvironmentPolicy = .production, signals: SignalPolicy? = nil) {

@@ -11,6 +11,7 @@ enum ConfigSchema {
         case admin = "admin"
         case store = "store"
         case app = "apps[]"
+        case risk = "apps[].risk"
         case trust = "trust"
         case endpoints = "endpoints"
         case rateLimit = "endpoints.rate_limit"
@@ -43,8 +44,9 @@ enum ConfigSchema {
         case .admin: return ["address", "ready_requires_store"]
         case .store: return ["url", "username", "password", "password_file", "command_timeout", "connect_timeout", "wait_replicas"]
         case .app: return ["app_id", "environment", "registration_ttl", "account_header", "account_key", "account_key_file",
-                           "max_keys_per_account", "integrity_refuse", "integrity_lower", "signals", "verdict_token"]
-        case .trust: return ["extra_roots"]
+                           "max_keys_per_account", "integrity_refuse", "integrity_lower", "signals", "verdict_token", "risk"]
+        case .risk: return ["team_id", "key_id", "private_key_file", "data_server", "data_server_ca", "max_calls_per_second"]
+        case .trust: return ["extra_roots", "extra_receipt_roots"]
         case .endpoints: return ["prefix", "challenge_ttl", "challenge_bytes", "rate_limit", "next_challenge", "fleet_attest_rate"]
         case .rateLimit: return ["requests_per_second", "burst"]
         case .fleetAttestRate: return ["count", "per"]
@@ -53,12 +55,12 @@ enum ConfigSchema {
         case .signalVersion: return ["minimum", "action"]
         case .headers: return ["prefix", "evidence", "injected", "error"]
         case .evidence: return ["key_id", "challenge", "assertion", "client_data", "signature"]
-        case .injected: return ["verdict", "reason", "key_id", "counter", "environment", "risk_metric", "validation_category", "bundle_version", "tier", "platform_attested", "integrity", "signal_policy", "cohort"]
+        case .injected: return ["verdict", "reason", "key_id", "counter", "environment", "risk_metric", "validation_category", "bundle_version", "tier", "platform_attested", "integrity", "signal_policy", "cohort", "risk_age"]
         case .upstream: return ["url", "endpoints", "balance", "ejection", "dns_refresh", "health_check", "connect_timeout", "response_timeout", "max_idle_connections", "tls"]
         case .upstreamTLS: return ["ca", "server_name", "verify"]
         case .upstreamEjection: return ["consecutive_errors", "base_time", "max_time"]
         case .upstreamHealthCheck: return ["path", "interval", "timeout", "healthy_threshold", "unhealthy_threshold"]
-        case .route: return ["name", "path_prefix", "path", "methods", "upstream", "mode", "max_body", "on_store_error", "counter_window", "environment", "bind_headers", "apps", "connect_timeout", "response_timeout", "min_tier", "signals", "enforce_percent", "missing_evidence"]
+        case .route: return ["name", "path_prefix", "path", "methods", "upstream", "mode", "max_body", "on_store_error", "counter_window", "environment", "bind_headers", "apps", "connect_timeout", "response_timeout", "min_tier", "signals", "enforce_percent", "missing_evidence", "max_risk_metric", "risk_action"]
         case .limits: return ["max_header_bytes", "max_headers", "max_connections"]
         case .http2: return ["max_concurrent_streams", "initial_window_size", "max_header_list_size"]
         case .timeouts: return ["header", "body", "idle", "drain", "tls_handshake"]

@@ -212,13 +212,15 @@ extension ConfigValidator {
             ok = false
         }
         let minTier = optional(f, "min_tier", default: RouteConfiguration.MinimumTier.attested) { choice($0, $1, RouteConfiguration.MinimumTier.self) }
+        let riskPolicy = routeRisk(f, p)
         guard ok, let match, let upstream, let mode, let maxBody, let onStoreError, let window, let connect, let response,
-              let signals, let percent, let missingEvidence, let minTier else { return nil }
+              let signals, let percent, let missingEvidence, let minTier, let riskPolicy else { return nil }
         var route = RouteConfiguration(name: name, match: match, methods: methods, upstream: upstream, mode: mode, maxBody: maxBody,
                                   onStoreError: onStoreError, counterWindow: window, environment: environment,
                                   bindHeaders: bind, apps: apps, connectTimeout: connect, responseTimeout: response,
                                   signals: signals, enforcePercent: percent, missingEvidence: missingEvidence)
         route.minTier = minTier
+        route.riskPolicy = riskPolicy
         return route
     }
 

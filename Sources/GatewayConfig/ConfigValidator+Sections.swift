@@ -169,12 +169,14 @@ extension ConfigValidator {
             let environment = optional(f, "environment", default: EnvironmentPolicy.production) { choice($0, $1, EnvironmentPolicy.self) }
             let signals: SignalPolicy?? = f.node("signals").map { signalPolicy($0, itemPath.key("signals")).map { .some($0) } } ?? .some(nil)
             let verdictToken = self.verdictToken(f, storeIsMemory: storeIsMemory)
-            guard let appID, let environment, let signals, let verdictToken else { ok = false; continue }
+            let riskSettings = risk(f, itemPath)
+            guard let appID, let environment, let signals, let verdictToken, let riskSettings else { ok = false; continue }
             if environment == .any {
                 warn(itemPath.key("environment"), "\(appID) accepts development keys too (builds signed for development in Xcode); use production outside tests", f.mark("environment"))
             }
             var app = AppConfiguration(appID: appID, environment: environment, signals: signals)
             app.verdictToken = verdictToken
+            app.risk = riskSettings
             guard appLifecycle(f, itemPath, into: &app) else { ok = false; continue }
             guard let integrity = integrityPolicy(f, itemPath) else { ok = false; continue }
             app.integrity = integrity
@@ -252,7 +254,12 @@ extension ConfigValidator {
         guard let node = root.node("trust") else { return TrustConfiguration() }
         let path = root.path.key("trust")
         guard let f = fields(node, path, .trust) else { return nil }
-        guard let rootsNode = f.node("extra_roots") else { return TrustConfiguration() }
+        guard let receiptRoots = extraReceiptRoots(f, path) else { return nil }
+        guard let rootsNode = f.node("extra_roots") else {
+            var trust = TrustConfiguration()
+            trust.extraReceiptRoots = receiptRoots
+            return trust
+        }
         let rootsPath = path.key("extra_roots")
         guard let items = list(rootsNode, rootsPath, of: "PEM file paths") else { return nil }
         var roots: [String] = []
@@ -274,7 +281,9 @@ extension ConfigValidator {
             roots.append(resolved)
             warn(itemPath, "TEST DEVICES ONLY: \(resolved) is trusted as an App Attest root, so keys from the simulator or any holder of that CA's key are accepted like real devices; never deploy this to production", item.mark)
         }
-        return ok ? TrustConfiguration(extraRoots: roots) : nil
+        var trust = TrustConfiguration(extraRoots: roots)
+        trust.extraReceiptRoots = receiptRoots
+        return ok ? trust : nil
     }
 
     /// Why the file at `path` cannot serve as a PEM root file, or nil.
@@ -429,6 +438,7 @@ extension ConfigValidator {
                 integrity: name(inf, "integrity", defaults.injected.integrity, family: true),
                 signalPolicy: name(inf, "signal_policy", followed.signalPolicy, family: true),
                 cohort: name(inf, "cohort", followed.cohort, family: true))
+            injected.riskAge = name(inf, "risk_age", defaults.injected.riskAge, family: true)
         } else if f.has("injected") { ok = false }
         let errorHeader = name(f, "error", defaults.error, family: false)
 

@@ -67,6 +67,8 @@ public struct HeadersConfiguration: Sendable, Hashable {
         /// `enforced` or `monitored` on routes with `enforce_percent` (default `App-Attest-Cohort`; in
         /// a configuration, `<headers.prefix>Cohort` unless written).
         public var cohort: String
+        /// Age in seconds of the risk metric, or `unknown` (default `App-Attest-Risk-Age`).
+        public var riskAge: String = "App-Attest-Risk-Age"
 
         /// Creates the injected header names; each defaults as documented.
         public init(verdict: String = "App-Attest-Verdict", reason: String = "App-Attest-Reason",
@@ -94,7 +96,7 @@ public struct HeadersConfiguration: Sendable, Hashable {
         /// All names.
         public var all: [String] {
             [verdict, reason, keyID, counter, environment, riskMetric, validationCategory, bundleVersion, tier, platformAttested,
-             integrity, signalPolicy, cohort]
+             integrity, signalPolicy, cohort, riskAge]
         }
     }
 

@@ -106,6 +106,9 @@ public struct RouteConfiguration: Sendable, Hashable {
     /// Lowest tier of key accepted (`min_tier`, default `attested`); lower keys answer `403 tier_too_low`
     /// on `enforce` routes and are recorded on `monitor` routes.
     public var minTier: MinimumTier = .attested
+    /// `max_risk_metric` / `risk_action`: what happens to keys whose current fraud metric is higher
+    /// (nil: no policy; the metric is only reported).
+    public var riskPolicy: RouteRiskPolicy? = nil
 
     /// Default `max_body` (1MiB).
     public static let defaultMaxBody = 1 << 20

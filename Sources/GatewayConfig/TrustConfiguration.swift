@@ -8,6 +8,9 @@ public struct TrustConfiguration: Sendable, Hashable {
     /// the simulator's test CA: any key chaining to one of these is accepted like a real device's.
     /// Each file existed and held a PEM certificate when the configuration was loaded.
     public var extraRoots: [String]
+    /// Absolute paths of PEM files holding extra **receipt** roots (`trust.extra_receipt_roots`): test
+    /// receipt CAs (`AttestSimulator.TestReceiptCA`) whose receipts are then accepted like Apple's.
+    public var extraReceiptRoots: [String] = []
 
     /// Creates a trust configuration (default: no extra roots).
     public init(extraRoots: [String] = []) {

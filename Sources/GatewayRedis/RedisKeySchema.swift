@@ -23,6 +23,8 @@ import GatewayStore
 /// Account index (`KeyLifecycleStore`), under the account's own hash tag:
 /// - `<p>:{acct:<hash>}:keys` - sorted set, member raw keyId, score createdAt ms;
 /// - `<p>:{acct:<hash>}:exp` - hash, raw keyId -> registration expiry ms (absent: never expires).
+/// Written by the receipt refresher: `riskat` creation time (ms) of the receipt carrying `risk`,
+/// `riskst` `fresh`|`stale`|`stopped` (`RiskMetricState`).
 struct RedisKeySchema: Sendable {
     /// Key prefix bytes (`aa` by default).
     let prefix: [UInt8]
@@ -91,7 +93,7 @@ struct RedisKeySchema: Sendable {
 
     /// Fields read by `fetchKey`, in the order of `HMGET`.
     static let fetchFields: [StaticString] = ["pk", "ctr", "win", "env", "app", "created", "rcpt", "risk", "rcptexp",
-                                              "status", "tier", "exp", "acct", "bk", "integ", "pa"]
+                                              "status", "tier", "exp", "acct", "bk", "integ", "pa", "riskat", "riskst"]
 
     /// Appends the record's field/value pairs (for `HSET` in the register script).
     static func appendFields(of record: KeyRecord, to command: inout RedisCommand) {
@@ -166,12 +168,21 @@ struct RedisKeySchema: Sendable {
             guard let value = UInt32(exactly: riskNumber) else { return .failure(corrupt(keyId, "risk")) }
             risk = value
         }
+        guard let riskObservedAt = number(16) else { return .failure(corrupt(keyId, "riskat")) }
+        var riskState: RiskMetricState?
+        if let text = text(17) {
+            guard let state = RiskMetricState(rawValue: text) else { return .failure(corrupt(keyId, "riskst")) }
+            riskState = state
+        }
         do {
-            return .success(try KeyRecord(keyId: keyId, publicKey: publicKey, counter: counter, environment: environment,
-                                          appId: appId, createdAt: createdAt, receipt: bytes(6), receiptRiskMetric: risk,
-                                          receiptExpiresAt: receiptExpiresAt, status: status, trustTier: tier,
-                                          expiresAt: expiresAt, replayWindow: window, accountHash: account,
-                                          backing: backing, integrity: integrity, platformAttested: platformAttested))
+            var record = try KeyRecord(keyId: keyId, publicKey: publicKey, counter: counter, environment: environment,
+                                       appId: appId, createdAt: createdAt, receipt: bytes(6), receiptRiskMetric: risk,
+                                       receiptExpiresAt: receiptExpiresAt, status: status, trustTier: tier,
+                                       expiresAt: expiresAt, replayWindow: window, accountHash: account,
+                                       backing: backing, integrity: integrity, platformAttested: platformAttested)
+            record.riskObservedAt = riskObservedAt
+            record.riskState = riskState
+            return .success(record)
         } catch {
             return .failure(corrupt(keyId, "\(error)"))
         }

@@ -53,9 +53,10 @@ struct RedisScript: Sendable {
     /// presented one]. ARGV: counter, window W (0...128), now (ms) [, next expiresAt (ms), next Redis
     /// TTL (ms, >= 1)]. Returns `{code}` on refusal (`key_unknown`, `key_revoked`, `key_expired`,
     /// `challenge_unknown`, `challenge_expired`, `challenge_wrong_purpose`, `counter_replay`) or
-    /// `{'ok', highest}` after storing the new highest counter and 16-byte window (layout of
-    /// `ReplayWindow`) and deleting the challenge. It reads only the key fields it checks or updates
-    /// (counter, status, expiry, window); the rest is cached by the gateway.
+    /// `{'ok', highest, risk, riskat, riskst, rcptexp}` (the last four `''` when absent) after storing
+    /// the new highest counter and 16-byte window (layout of `ReplayWindow`) and deleting the
+    /// challenge. It reads only the key fields it checks or updates (counter, status, expiry, window)
+    /// and the fraud metric (which the receipt refresher changes); the rest is cached by the gateway.
     ///
     /// With a next challenge (ARGV[4] present), once the key checks passed (exists, active,
     /// unexpired) `issue()` writes it (`p` assert, `exp`, PEXPIRE) before any reply, refusals of the
@@ -64,7 +65,7 @@ struct RedisScript: Sendable {
     /// presented challenge. A corrupt replay window is an error before any write. Without one,
     /// `issue()` does nothing.
     static let commit = RedisScript("""
-        local k = redis.call('HMGET', KEYS[1], 'ctr', 'status', 'exp', 'win')
+        local k = redis.call('HMGET', KEYS[1], 'ctr', 'status', 'exp', 'win', 'risk', 'riskat', 'riskst', 'rcptexp')
         if not k[1] then return {'key_unknown'} end
         if k[2] ~= 'active' then return {'key_revoked'} end
         local now = tonumber(ARGV[3])
@@ -124,8 +125,8 @@ struct RedisScript: Sendable {
         issue()
         redis.call('HSET', KEYS[1], 'ctr', h, 'win', string.char(unpack(b)))
         redis.call('DEL', KEYS[2])
-        return {'ok', h}
-        """, sha1: "cb96dc2832b596475c7328eb26c696aad7165103")
+        return {'ok', h, k[5] or '', k[6] or '', k[7] or '', k[8] or ''}
+        """, sha1: "5e9be870da63d00cd27e246247e2224f55d532f8")
 
     /// `revokeKey`. KEYS[1] key record hash. Returns 1 after setting `status` to `revoked`, 0 when the key
     /// does not exist (nothing is created).

@@ -612,10 +612,11 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
             guard items.count == 1, let refusal = refusal(code) else { return .failure(unexpected(reply)) }
             return .success(.refused(refusal))
         }
-        guard items.count == 2, case .bulk(let highestText) = items[1],
+        guard items.count == 2 || items.count == 6, case .bulk(let highestText) = items[1],
               let highest = RedisCommand.parseDecimal(highestText), let counter = UInt32(exactly: highest)
         else { return .failure(StoreUnavailable(.protocolError, detail: "corrupt counter in commit reply")) }
-        return .success(.accepted(CommittedAssertion(counter: counter)))
+        guard items.count == 6 else { return .success(.accepted(CommittedAssertion(counter: counter))) }
+        return .success(.accepted(CommittedAssertion(counter: counter, risk: RedisKeySchema.decodeRisk(items[2], items[3], items[4], items[5]))))
     }
 }
 

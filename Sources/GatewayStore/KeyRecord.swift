@@ -2,7 +2,9 @@ import GatewayRules
 
 /// The stored registration of one attested key (DESIGN.md section 4), written once by `registerKey`
 /// and then only changed by `commitAssertion` (counter and anti-replay window), `revokeKey` (status) and
-/// `KeyLifecycleStore.renewKey` (expiry, counter and window), and deleted by `forgetKey` or `deleteKey`.
+/// `KeyLifecycleStore.renewKey` (expiry, counter and window) and the receipt refresher
+/// (`ReceiptRefreshStore`: receipt, risk metric, its age and state), and deleted by `forgetKey` or
+/// `deleteKey`.
 ///
 /// Times are unix milliseconds (`Int64`). Redis form: hash `aa:{<keyId b64url>}:key`, fields listed in
 /// `GatewayRedis.RedisKeySchema`.
@@ -23,11 +25,11 @@ public struct KeyRecord: Equatable, Sendable {
     /// When the key was registered, unix milliseconds.
     public let createdAt: Int64
     /// The App Attest receipt from the attestation statement (CMS, BER), if any.
-    public let receipt: [UInt8]?
+    public internal(set) var receipt: [UInt8]?
     /// The receipt's risk metric (refreshed receipts only), if known.
-    public let receiptRiskMetric: UInt32?
+    public internal(set) var receiptRiskMetric: UInt32?
     /// The receipt's expiry, unix milliseconds, if known.
-    public let receiptExpiresAt: Int64?
+    public internal(set) var receiptExpiresAt: Int64?
     /// `active` or `revoked`.
     public internal(set) var status: KeyStatus
     /// How the key was established (`TrustTier`: `attested`, `device`, legacy `app_attest`).
@@ -48,6 +50,11 @@ public struct KeyRecord: Equatable, Sendable {
     /// Whether Apple App Attest vouched for this key (an attestation, or a registration that carried
     /// an App Attest attestation or assertion). Defaults from the tier when not given.
     public let platformAttested: Bool
+    /// Creation time (unix ms) of the refreshed receipt whose metric `receiptRiskMetric` holds; nil
+    /// until the first exchange with Apple's data server succeeded (Redis field `riskat`).
+    public var riskObservedAt: Int64? = nil
+    /// Where the fraud metric stands (Redis field `riskst`); nil until the first exchange.
+    public var riskState: RiskMetricState? = nil
 
     /// Builds a record for `registerKey`.
     /// - Parameters:
@@ -91,6 +98,11 @@ public struct KeyRecord: Equatable, Sendable {
 
     /// The fields `commitAssertion` reports back on success.
     public var committedFields: CommittedAssertion {
-        CommittedAssertion(counter: counter)
+        CommittedAssertion(counter: counter, risk: risk)
+    }
+
+    /// The fraud metric with its age and state (what `commitAssertion` reports).
+    public var risk: RiskSnapshot {
+        RiskSnapshot(metric: receiptRiskMetric, observedAt: riskObservedAt, state: riskState, receiptExpiresAt: receiptExpiresAt)
     }
 }

@@ -58,6 +58,26 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
     var closed = false
     /// Fleet counters by name: the window index and the uses counted in it.
     private var fleetCounters: [String: (window: Int64, count: Int)] = [:]
+    /// The receipt refresher's schedule and leases (`MemoryStore+ReceiptRefresh.swift`).
+    private var refresh = MemoryReceiptRefreshState()
+
+    /// What `withOpenState` hands to its body (under `lock`).
+    struct LockedState {
+        var keys: [KeyID: KeyRecord]
+        var refresh: MemoryReceiptRefreshState
+    }
+
+    /// Runs `body` on the key records and refresher state under the lock (with the store's clock), or
+    /// fails as `.closed`. For the extensions of this store in other files.
+    func withOpenState<T>(_ body: (inout LockedState, UnixMillis) -> T) -> Result<T, StoreUnavailable> {
+        lock.withLock {
+            if closed { return .failure(MemoryStore.closedError) }
+            var state = LockedState(keys: keys, refresh: refresh)
+            keys = [:]
+            defer { keys = state.keys; refresh = state.refresh }
+            return .success(body(&state, configuration.clock()))
+        }
+    }
 
     /// Creates an empty store and starts its sweep timer (unless `sweepInterval` is 0).
     public init(configuration: Configuration = Configuration()) {
@@ -117,6 +137,7 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
             backoffs = [:]
             fleetCounters = [:]
             purgeHeap = []
+            refresh = MemoryReceiptRefreshState()
             defer { self.timer = nil }
             return self.timer
         }

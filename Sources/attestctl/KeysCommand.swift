@@ -126,7 +126,10 @@ enum KeysCommand {
     /// The record (and its revocation audit fields) as JSON: keyId, appId, environment, counter,
     /// status, trustTier, platformAttested, backing (device keys; null for App Attest keys), integrity,
     /// createdAt, expiresAt, receiptRiskMetric, receiptExpiresAt, receiptBytes,
-    /// revokedAt, revokedReason, revokedBy, accountHash (times in unix ms; null when absent).
+    /// revokedAt, revokedReason, revokedBy, accountHash, riskMetric, riskObservedAt, riskState (`fresh`,
+    /// `stale`, `stopped`), receipt (the stored receipt decoded as `attestctl inspect` does: type, appId,
+    /// environment, creationTime, riskMetric, notBefore, expirationTime...) (times in unix ms; null
+    /// when absent).
     static func describe(_ record: KeyRecord, _ revocation: KeyRevocation?) -> JSONText {
         func optional(_ value: Int64?) -> JSONText { value.map { .integer($0) } ?? .null }
         func optional(_ value: String?) -> JSONText { value.map { .string($0) } ?? .null }
@@ -149,6 +152,11 @@ enum KeysCommand {
             ("revokedReason", optional(revocation?.reason)),
             ("revokedBy", optional(revocation?.revokedBy)),
             ("accountHash", optional(record.accountHash?.description)),
+            // Fraud-metric receipts (issue 12): the stored receipt's fields, the metric's time and state.
+            ("riskMetric", optional(record.receiptRiskMetric.map(Int64.init))),
+            ("riskObservedAt", optional(record.riskObservedAt)),
+            ("riskState", optional(record.riskState?.rawValue)),
+            ("receipt", record.receipt.map(InspectCommand.receipt) ?? .null),
         ])
     }
 

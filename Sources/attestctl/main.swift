@@ -25,6 +25,8 @@ commands:
                                             operator actions on the key records in the gateway's Redis store
                                             (attestctl keys --help; password from ATTESTCTL_REDIS_PASSWORD,
                                             REDISCLI_AUTH or --password-file, never on the command line)
+  risk refresh --key-id B64 --config gateway.yaml
+                                            force one exchange of the key's receipt with Apple's data server
   demo-upstream [--listen HOST:PORT]        a small backend that echoes what reached it (quickstart)
 """
 
@@ -48,6 +50,7 @@ case "assert-raw": status = AssertCommand.runRaw(rest)
 case "simulate": status = SimulateCommand.run(rest)
 case "demo-upstream": status = DemoUpstreamCommand.run(rest)
 case "keys": status = KeysCommand.run(rest)
+case "risk": status = RiskCommand.run(rest)
 case "-h", "--help", "help":
     print(usage)
     status = 0

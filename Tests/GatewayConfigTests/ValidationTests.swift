@@ -51,7 +51,7 @@ final class ValidationTests: XCTestCase {
             "routes[0].pathPrefix: unknown key; did you mean path_prefix? (line 8, column 5)",
             "routes[0].max-body: unknown key; did you mean max_body? (line 10, column 5)",
             "routes[0].listen: unknown key here; listen is a key of top level (line 11, column 5)",
-            "routes[0].colour: unknown key (known keys: name, path_prefix, path, methods, upstream, mode, max_body, on_store_error, counter_window, environment, bind_headers, apps, connect_timeout, response_timeout, min_tier, signals, enforce_percent, missing_evidence) (line 12, column 5)",
+            "routes[0].colour: unknown key (known keys: name, path_prefix, path, methods, upstream, mode, max_body, on_store_error, counter_window, environment, bind_headers, apps, connect_timeout, response_timeout, min_tier, signals, enforce_percent, missing_evidence, max_risk_metric, risk_action) (line 12, column 5)",
             // No "upstreams: required key is missing" or "path_prefix missing": one mistake, one message.
         ])
     }
@@ -335,7 +335,7 @@ final class ValidationTests: XCTestCase {
         headers:
           prefix: X-Attest-
           evidence: {key_id: X-Attest-Key, challenge: X-Attest-Challenge, assertion: X-Attest-Assertion, client_data: X-Attest-Client-Data, signature: X-Attest-Signature}
-          injected: {verdict: X-Attest-Verdict, reason: X-Attest-Reason, key_id: X-Attest-Key, counter: X-Attest-Counter, environment: X-Attest-Env, risk_metric: X-Attest-Risk, validation_category: X-Attest-Category, bundle_version: X-Attest-Bundle, tier: X-Attest-Tier, platform_attested: X-Attest-Platform, integrity: X-Attest-Integrity}
+          injected: {verdict: X-Attest-Verdict, reason: X-Attest-Reason, key_id: X-Attest-Key, counter: X-Attest-Counter, environment: X-Attest-Env, risk_metric: X-Attest-Risk, validation_category: X-Attest-Category, bundle_version: X-Attest-Bundle, tier: X-Attest-Tier, platform_attested: X-Attest-Platform, integrity: X-Attest-Integrity, risk_age: X-Attest-Risk-Age}
           error: X-Attest-Error
         """))
         XCTAssertEqual(loaded?.configuration.headers.prefix, "X-Attest-")

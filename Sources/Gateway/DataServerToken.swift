@@ -1,0 +1,64 @@
+import AttestCrypto
+import GatewayRules
+import GatewayStore
+
+/// The `Authorization` value for Apple's App Attest data server: a JWT (RFC 7519) in JWS compact
+/// serialization (RFC 7515 section 7.1) signed ES256 (RFC 7518 section 3.4) with the app's
+/// DeviceCheck key - header `{"alg":"ES256","kid":<key id>}`, claims `{"iss":<team id>,"iat":<unix s>}`.
+///
+/// Cached and re-signed after a lifetime drawn between 20 and 50 minutes (Apple refuses tokens older
+/// than an hour and asks that they are not minted for every request). Value type; the caller keeps it
+/// on one queue. The signature comes from AttestCrypto (OpenSSL); only the serialization is ours.
+struct DataServerToken: Sendable {
+    /// Shortest and longest reuse of one token, seconds.
+    static let minimumLifetime: Int64 = 20 * 60
+    static let maximumLifetime: Int64 = 50 * 60
+
+    let teamID: String
+    let keyID: String
+    let key: ECPrivateKey
+    /// The cached token and when it must be replaced (unix seconds).
+    private(set) var cached: (token: String, issuedAt: Int64, replaceAt: Int64)?
+
+    /// - Throws: `CryptoError.invalidKey` unless `key` is on P-256.
+    init(teamID: String, keyID: String, key: ECPrivateKey) throws {
+        guard key.curve == .p256 else { throw CryptoError.invalidKey("the DeviceCheck key must be P-256 (ES256)") }
+        self.teamID = teamID
+        self.keyID = keyID
+        self.key = key
+    }
+
+    /// The token to send at `now` (unix seconds): the cached one while younger than its drawn
+    /// lifetime, else a new one (issued at `now`, next lifetime 20 + `draw` * 30 minutes, `draw` in
+    /// 0...1, random by default).
+    /// - Throws: `CryptoError` when signing fails.
+    mutating func token(now: Int64, draw: Double = Double.random(in: 0...1)) throws -> String {
+        if let cached, now >= cached.issuedAt, now < cached.replaceAt { return cached.token }
+        let token = try Self.sign(teamID: teamID, keyID: keyID, key: key, issuedAt: now)
+        let span = Double(Self.maximumLifetime - Self.minimumLifetime) * min(1, max(0, draw))
+        cached = (token, now, now + Self.minimumLifetime + Int64(span))
+        return token
+    }
+
+    /// One signed token (no caching).
+    static func sign(teamID: String, keyID: String, key: ECPrivateKey, issuedAt: Int64) throws -> String {
+        var header = JSONWriter(capacity: 48)
+        header.beginObject()
+        header.field("alg", "ES256")
+        header.field("kid", keyID)
+        header.endObject()
+        var claims = JSONWriter(capacity: 48)
+        claims.beginObject()
+        claims.field("iss", teamID)
+        claims.field("iat", issuedAt)
+        claims.endObject()
+        var signingInput = Base64URL.encode(header.bytes)
+        signingInput.append(UInt8(ascii: "."))
+        signingInput.append(contentsOf: Base64URL.encode(claims.bytes))
+        let der = try key.signature(for: signingInput, digest: .sha256)
+        let signature = try ECDSASignature.fixedWidth(fromDER: der, scalarBytes: 32)
+        signingInput.append(UInt8(ascii: "."))
+        signingInput.append(contentsOf: Base64URL.encode(signature))
+        return String(decoding: signingInput, as: UTF8.self)
+    }
+}
