@@ -77,7 +77,7 @@ extension RedisStore: ReceiptRefreshStore {
         if onlyIfAbsent { command.append("NX") }
         command.append(decimal: dueAt)
         command.append(keyId.base64URL)
-        send(command) { result in
+        send(command, key: schema.refreshScheduleName) { result in
             completion(RedisStore.failErrorReplies(result).map { _ in () })
         }
     }
@@ -88,7 +88,7 @@ extension RedisStore: ReceiptRefreshStore {
         command.append("ZREM")
         command.append(schema.refreshScheduleName)
         command.append(keyId.base64URL)
-        send(command) { result in
+        send(command, key: schema.refreshScheduleName) { result in
             completion(RedisStore.failErrorReplies(result).map { _ in () })
         }
     }
@@ -99,7 +99,7 @@ extension RedisStore: ReceiptRefreshStore {
         command.append("ZSCORE")
         command.append(schema.refreshScheduleName)
         command.append(keyId.base64URL)
-        send(command) { result in
+        send(command, key: schema.refreshScheduleName) { result in
             completion(RedisStore.failErrorReplies(result).flatMap { reply in
                 switch reply {
                 case .null: return .success(nil)
@@ -135,7 +135,7 @@ extension RedisStore: ReceiptRefreshStore {
         command.append("LIMIT")
         command.append("0")
         command.append(decimal: Int64(max(1, limit)))
-        send(command) { result in
+        send(command, key: schema.refreshScheduleName) { result in
             completion(RedisStore.failErrorReplies(result).flatMap { reply in
                 guard case .array(let items) = reply else { return .failure(RedisStore.unexpected(reply)) }
                 var keys: [KeyID] = []
