@@ -8,7 +8,7 @@ import GatewayStore
 ///
 /// Cached and re-signed after a lifetime drawn between 20 and 50 minutes (Apple refuses tokens older
 /// than an hour and asks that they are not minted for every request). Value type; the caller keeps it
-/// on one queue. The signature comes from AttestCrypto (OpenSSL); only the serialization is ours.
+/// on one queue. The signature comes from AttestCrypto (OpenSSL); the serialization is `JWSCompact`.
 struct DataServerToken: Sendable {
     /// Shortest and longest reuse of one token, seconds.
     static let minimumLifetime: Int64 = 20 * 60
@@ -42,23 +42,13 @@ struct DataServerToken: Sendable {
 
     /// One signed token (no caching).
     static func sign(teamID: String, keyID: String, key: ECPrivateKey, issuedAt: Int64) throws -> String {
-        var header = JSONWriter(capacity: 48)
-        header.beginObject()
-        header.field("alg", "ES256")
-        header.field("kid", keyID)
-        header.endObject()
         var claims = JSONWriter(capacity: 48)
         claims.beginObject()
         claims.field("iss", teamID)
         claims.field("iat", issuedAt)
         claims.endObject()
-        var signingInput = Base64URL.encode(header.bytes)
-        signingInput.append(UInt8(ascii: "."))
-        signingInput.append(contentsOf: Base64URL.encode(claims.bytes))
-        let der = try key.signature(for: signingInput, digest: .sha256)
-        let signature = try ECDSASignature.fixedWidth(fromDER: der, scalarBytes: 32)
-        signingInput.append(UInt8(ascii: "."))
-        signingInput.append(contentsOf: Base64URL.encode(signature))
-        return String(decoding: signingInput, as: UTF8.self)
+        let token = try JWSCompact.sign(encodedHeader: JWSCompact.encodedHeader(alg: "ES256", kid: keyID),
+                                        payload: claims.bytes, with: .es256(key))
+        return String(decoding: token, as: UTF8.self)
     }
 }

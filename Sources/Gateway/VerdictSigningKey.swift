@@ -3,8 +3,8 @@ import GatewayRules
 import GatewayStore
 
 /// One key that signs verdict tokens (issue 12 "Signed verdicts"): its `kid`, the JWS protected
-/// header encoded once, and the primitive behind it (libcrypto through `AttestCrypto`; only the
-/// JWS compact serialization, RFC 7515 section 7.1, and the JSON are written here).
+/// header encoded once, and the primitive behind it (libcrypto through `AttestCrypto`; the JWS
+/// compact serialization is `JWSCompact`).
 ///
 /// - ES256 (RFC 7518 section 3.4): a P-256 private key; the signature is `r || s` (64 bytes); `kid`
 ///   is the key's JWK thumbprint (RFC 7638, SHA-256, base64url), so every replica names a key alike.
@@ -12,15 +12,9 @@ import GatewayStore
 ///
 /// Thread-safe: immutable (an `ECPrivateKey` signs concurrently).
 struct VerdictSigningKey: Sendable {
-    /// The primitive.
-    enum Material: Sendable {
-        case es256(ECPrivateKey)
-        case hs256([UInt8])
-    }
-
     /// The `kid` of the protected header.
     let kid: String
-    let material: Material
+    let material: JWSCompact.Signer
     /// base64url of `{"alg":"ES256","kid":"...","typ":"JWT"}` (the signing input's first part).
     let encodedHeader: [UInt8]
     /// ES256: base64url of the point's X and Y coordinates (for the JWK); empty for HS256.
@@ -36,44 +30,26 @@ struct VerdictSigningKey: Sendable {
         y = String(decoding: Base64URL.encode(Array(point[33...64])), as: UTF8.self)
         kid = VerdictSigningKey.thumbprint(x: x, y: y)
         material = .es256(key)
-        encodedHeader = VerdictSigningKey.header(alg: "ES256", kid: kid)
+        encodedHeader = JWSCompact.encodedHeader(alg: "ES256", kid: kid, typ: "JWT")
     }
 
     /// An HS256 key (the secret as configured, `kid` the configured `key_id`).
     init(hs256 secret: [UInt8], kid: String) {
         self.kid = kid
         material = .hs256(secret)
-        encodedHeader = VerdictSigningKey.header(alg: "HS256", kid: kid)
+        encodedHeader = JWSCompact.encodedHeader(alg: "HS256", kid: kid, typ: "JWT")
         x = ""
         y = ""
     }
 
     /// The JWS algorithm name.
-    var algorithm: String {
-        if case .es256 = material { return "ES256" }
-        return "HS256"
-    }
+    var algorithm: String { material.algorithm }
 
     /// The compact serialization `header.payload.signature` (ASCII bytes) of `payload` (the claims'
     /// JSON): one base64url pass over the payload, one signature.
     /// - Throws: `CryptoError` when libcrypto fails to sign.
     func sign(payload: [UInt8]) throws -> [UInt8] {
-        let encodedPayload = Base64URL.encode(payload)
-        var token = [UInt8]()
-        token.reserveCapacity(encodedHeader.count + encodedPayload.count + 90)
-        token.append(contentsOf: encodedHeader)
-        token.append(UInt8(ascii: "."))
-        token.append(contentsOf: encodedPayload)
-        let signature: [UInt8]
-        switch material {
-        case .es256(let key):
-            signature = try ECDSASignature.fixedWidth(fromDER: try key.signature(for: token), scalarBytes: 32)
-        case .hs256(let secret):
-            signature = HMACSHA256.authenticationCode(key: secret, message: token)
-        }
-        token.append(UInt8(ascii: "."))
-        token.append(contentsOf: Base64URL.encode(signature))
-        return token
+        try JWSCompact.sign(encodedHeader: encodedHeader, payload: payload, with: material)
     }
 
     /// Writes this key's public JWK (RFC 7517, RFC 7518 section 6.2) as an array element: `kty`,
@@ -102,15 +78,5 @@ struct VerdictSigningKey: Sendable {
         json.field("y", y)
         json.endObject()
         return String(decoding: Base64URL.encode(SHA256.hash(json.bytes)), as: UTF8.self)
-    }
-
-    private static func header(alg: String, kid: String) -> [UInt8] {
-        var json = JSONWriter(capacity: 96)
-        json.beginObject()
-        json.field("alg", alg)
-        json.field("kid", kid)
-        json.field("typ", "JWT")
-        json.endObject()
-        return Base64URL.encode(json.bytes)
     }
 }
