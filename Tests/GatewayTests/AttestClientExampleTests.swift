@@ -7,23 +7,6 @@ import XCTest
 /// by"): the attestation passes at the expected tier, N protected requests are accepted, each
 /// request's round trips agree with the gateway's access log.
 final class AttestClientExampleTests: XCTestCase {
-    /// The gateway sends `App-Attest-Next-Challenge` (issue 11; merged on this branch and on main): every
-    /// request after the first costs one round trip. A gateway without them fails the test (two).
-    static let gatewayIssuesNextChallenges = true
-
-    /// The gateway's features, asked of the gateway itself, independently of the SDK: the tests hold on
-    /// this branch (no registrations, no renewals) and once merged with the registration branches.
-    struct Features {
-        /// Device-key registrations (`POST {prefix}/register`, DESIGN.md section 8): `check-config`
-        /// accepts a route's `min_tier: device`. Then the App Attest run registers the device key (tier
-        /// `attested`) and `--device-key` passes at tier `device` on a `min_tier: device` route (refused
-        /// `tier_too_low` elsewhere); else App Attest alone, and `--device-key` fails (nothing to fall back on).
-        var registrations: Bool
-        /// `POST {prefix}/renew` and `/forget`: the challenge endpoint knows the purpose `renew` (any answer
-        /// but `400`). Then the renewal keeps the key and spends nothing; else it attests a new App Attest key.
-        var renewals: Bool = false
-    }
-
     /// The gateway binary with Redis, the upstream and the simulator's test CA trusted; access log on.
     final class Setup {
         let redis: RedisServer
@@ -33,7 +16,6 @@ final class AttestClientExampleTests: XCTestCase {
         let gateway: ChildProcess
         let port: UInt16
         let ca: String
-        var features: Features
 
         init() throws {
             let cas = try TestCAs.shared()
@@ -42,8 +24,8 @@ final class AttestClientExampleTests: XCTestCase {
             upstream = try UpstreamProcess()
             dead = try ReservedPort()
             work = try E2EPaths.temporaryDirectory("sdk-example")
-            var yaml = E2EEnvironment.yaml(store: redis.url, upstreamPort: upstream.port, deadPort: dead.port, roots: cas.trustedRoots, access: true)
-            // A route that takes device keys (the others keep the default min_tier: attested), where the gateway knows tiers.
+            let yaml = E2EEnvironment.yaml(store: redis.url, upstreamPort: upstream.port, deadPort: dead.port, roots: cas.trustedRoots, access: true)
+            // A route that takes device keys (the others keep the default min_tier: attested).
             let withDeviceRoute = yaml.replacingOccurrences(of: "routes:\n", with: """
                 routes:
                   - name: device
@@ -54,28 +36,11 @@ final class AttestClientExampleTests: XCTestCase {
                 """)
             let config = work.appendingPathComponent("gateway.yaml")
             try withDeviceRoute.write(to: config, atomically: true, encoding: .utf8)
-            let check = try ChildProcess.run(try E2EPaths.gatewayBinary(), ["check-config", config.path])
-            features = Features(registrations: check.status == 0)
-            if features.registrations { yaml = withDeviceRoute }
-            try yaml.write(to: config, atomically: true, encoding: .utf8)
             gateway = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path])
             guard let started = StartedLine.wait(for: gateway), let port = started.port else {
                 throw ChildProcessError.notReady("attest-gateway did not start: \(gateway.output)")
             }
             self.port = port
-            features.renewals = try challengeStatus(purpose: "renew") != 400
-            // The failing variant of the probe: a purpose no gateway knows is 400.
-            guard try challengeStatus(purpose: "no-such-purpose") == 400 else { throw SetupFailure("the purpose probe cannot tell") }
-        }
-
-        /// The status of `POST {prefix}/challenge` for a random keyId with `purpose` (curl).
-        func challengeStatus(purpose: String) throws -> Int {
-            let keyId = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
-            let run = try ChildProcess.run(try ChildProcess.require("curl"), [
-                "-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-H", "Content-Type: application/json",
-                "--data", "{\"keyId\":\"\(keyId)\",\"purpose\":\"\(purpose)\"}", "http://127.0.0.1:\(port)/app-attest/v1/challenge"])
-            guard run.status == 0, let status = Int(run.output) else { throw SetupFailure("curl: \(run.output)") }
-            return status
         }
 
         /// Runs the example; returns its exit status and its JSON lines.
@@ -112,9 +77,8 @@ final class AttestClientExampleTests: XCTestCase {
         XCTAssertEqual(answers.filter { $0["status"] as? Int == 200 && $0["verdict"] as? String == "accepted" }.count, requests, run.output)
         let trips = answers.compactMap { $0["roundTrips"] as? Int }
         XCTAssertEqual(trips.count, requests)
-        let steady = Self.gatewayIssuesNextChallenges ? 1 : 2
-        XCTAssertEqual(Array(trips.dropFirst()), Array(repeating: steady, count: requests - 1),
-                       "round trips per request after the first (gatewayIssuesNextChallenges = \(Self.gatewayIssuesNextChallenges)): \(trips)")
+        XCTAssertEqual(Array(trips.dropFirst()), Array(repeating: 1, count: requests - 1),
+                       "one round trip per request after the first (the gateway's next challenge): \(trips)")
 
         // The access log agrees: the protected requests, the challenges, and nothing else after the attestation.
         var access: [[String: Any]] = []
@@ -136,33 +100,23 @@ final class AttestClientExampleTests: XCTestCase {
         XCTAssertEqual(afterAttestation.filter { $0["route"] as? String == "endpoint:challenge" }.count, trips.reduce(0, +) - requests)
     }
 
-    func testDeviceKeyOnlyRegistersAtTierDeviceWhereTheGatewayRegistersDeviceKeys() throws {
+    func testDeviceKeyOnlyRegistersAtTierDeviceAndIsRefusedOnAttestedRoutes() throws {
         let setup = try Setup()
-        let run = try setup.example(["--requests", "2", "--device-key"] + (setup.features.registrations ? ["--route", "/v1/device/example"] : []))
+        let run = try setup.example(["--requests", "2", "--device-key", "--route", "/v1/device/example"])
         let attestation = try XCTUnwrap(run.lines.first, run.output)
-        if setup.features.registrations {
-            XCTAssertEqual(run.status, 0, run.output)
-            XCTAssertEqual(attestation["verdict"] as? String, "passed", run.output)
-            XCTAssertEqual(attestation["tier"] as? String, "device", run.output)
-            XCTAssertEqual(attestation["platformAttested"] as? Bool, false, run.output)
-            XCTAssertEqual(attestation["backing"] as? String, "software", run.output)
-            XCTAssertEqual(run.lines.dropFirst().filter { $0["status"] as? Int == 200 && $0["verdict"] as? String == "accepted" }.count, 2, run.output)
-            // The failing variant: a route of the default min_tier (attested) refuses a device key, finally.
-            let strict = try setup.example(["--requests", "1", "--device-key"])
-            XCTAssertEqual(strict.status, 1, strict.output)
-            let refused = try XCTUnwrap(strict.lines.last, strict.output)
-            XCTAssertEqual(refused["status"] as? Int, 403, strict.output)
-            XCTAssertEqual(refused["verdict"] as? String, "refused", strict.output)
-            XCTAssertEqual(refused["error"] as? String, "tier_too_low", strict.output)
-        } else {
-            // Without registrations there is nothing a device key alone can do: failed, said why, nothing sent.
-            XCTAssertEqual(run.status, 1, run.output)
-            XCTAssertEqual(attestation["verdict"] as? String, "failed", run.output)
-            XCTAssertEqual(attestation["platformTokenSpent"] as? Bool, false)
-            XCTAssertNotNil(attestation["detail"] as? String)
-            XCTAssertTrue(run.lines.dropFirst().allSatisfy { $0["verdict"] as? String == "notAttested" }, run.output)
-            XCTAssertEqual(setup.accessLines.filter { $0["route"] as? String == "protected" }.count, 0)
-        }
+        XCTAssertEqual(run.status, 0, run.output)
+        XCTAssertEqual(attestation["verdict"] as? String, "passed", run.output)
+        XCTAssertEqual(attestation["tier"] as? String, "device", run.output)
+        XCTAssertEqual(attestation["platformAttested"] as? Bool, false, run.output)
+        XCTAssertEqual(attestation["backing"] as? String, "software", run.output)
+        XCTAssertEqual(run.lines.dropFirst().filter { $0["status"] as? Int == 200 && $0["verdict"] as? String == "accepted" }.count, 2, run.output)
+        // The failing variant: a route of the default min_tier (attested) refuses a device key, finally.
+        let strict = try setup.example(["--requests", "1", "--device-key"])
+        XCTAssertEqual(strict.status, 1, strict.output)
+        let refused = try XCTUnwrap(strict.lines.last, strict.output)
+        XCTAssertEqual(refused["status"] as? Int, 403, strict.output)
+        XCTAssertEqual(refused["verdict"] as? String, "refused", strict.output)
+        XCTAssertEqual(refused["error"] as? String, "tier_too_low", strict.output)
     }
 
     func testRenewAndForgetThroughTheExample() throws {
@@ -181,21 +135,12 @@ final class AttestClientExampleTests: XCTestCase {
         var access: [[String: Any]] = []
         waitFor("the access lines of the renewal", timeout: 10) {
             access = setup.accessLines
-            return setup.features.renewals ? access.contains { $0["path"] as? String == "/app-attest/v1/forget" }
-                : access.filter { $0["route"] as? String == "endpoint:attest" }.count >= 2
+            return access.contains { $0["path"] as? String == "/app-attest/v1/forget" }
         }
         func answered(_ route: String) -> [Int] { access.filter { $0["route"] as? String == route }.compactMap { $0["status"] as? Int } }
-        if setup.features.renewals {
-            XCTAssertEqual(renewed["kid"] as? String, first["kid"] as? String, "renewed, the same key")
-            XCTAssertEqual(renewed["platformTokenSpent"] as? Bool, false, "an assertion, no attestation spent")
-            XCTAssertEqual(answered("endpoint:renew"), [200], "\(access)")
-            XCTAssertEqual(answered("endpoint:forget"), [200], "\(access)")
-        } else if setup.features.registrations {
-            XCTFail("a gateway with registrations but without /renew: re-registering the same device key is not a renewal")
-        } else {
-            XCTAssertNotEqual(renewed["kid"] as? String, first["kid"] as? String, "a new App Attest key, attested")
-            XCTAssertEqual(renewed["platformTokenSpent"] as? Bool, true)
-            XCTAssertEqual(answered("endpoint:attest"), [201, 201], "\(access)")
-        }
+        XCTAssertEqual(renewed["kid"] as? String, first["kid"] as? String, "renewed, the same key")
+        XCTAssertEqual(renewed["platformTokenSpent"] as? Bool, false, "an assertion, no attestation spent")
+        XCTAssertEqual(answered("endpoint:renew"), [200], "\(access)")
+        XCTAssertEqual(answered("endpoint:forget"), [200], "\(access)")
     }
 }
