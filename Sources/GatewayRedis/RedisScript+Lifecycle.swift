@@ -33,25 +33,7 @@ extension RedisScript {
           else
             return redis.error_reply('ERR corrupt replay window')
           end
-          local n = counter - highest
-          if n >= 128 then
-            for i = 1, 16 do b[i] = 0 end
-          else
-            local q = math.floor(n / 8)
-            local s = n % 8
-            for i = 16, 1, -1 do
-              local src = i - q
-              local v = 0
-              if src >= 1 then v = bit.band(bit.lshift(b[src], s), 255) end
-              if s > 0 and src >= 2 then v = bit.bor(v, bit.rshift(b[src - 1], 8 - s)) end
-              b[i] = v
-            end
-          end
-          if n <= 128 then
-            local m = n - 1
-            local j = math.floor(m / 8) + 1
-            b[j] = bit.bor(b[j], bit.lshift(1, m % 8))
-          end
+        \(RedisScript.advanceWindow)
           h = string.format('%d', counter)
           w = string.char(unpack(b))
         end

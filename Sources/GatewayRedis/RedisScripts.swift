@@ -25,6 +25,32 @@ struct RedisScript: Sendable {
         self.sha1 = Array(UnsafeBufferPointer(start: sha1.utf8Start, count: sha1.utf8CodeUnitCount))
     }
 
+    /// Lua shared by `commit` and `renew` (one home for the replay window's arithmetic, the layout of
+    /// `ReplayWindow`): with `b` the window's 16 bytes as a Lua table and `counter > highest`, shifts
+    /// the window up by `n = counter - highest` and marks the old highest (bit `n - 1`); a jump of
+    /// 128 or more clears it. Interpolated into the scripts' bodies (their SHA-1 covers it).
+    static let advanceWindow = """
+          local n = counter - highest
+          if n >= 128 then
+            for i = 1, 16 do b[i] = 0 end
+          else
+            local q = math.floor(n / 8)
+            local s = n % 8
+            for i = 16, 1, -1 do
+              local src = i - q
+              local v = 0
+              if src >= 1 then v = bit.band(bit.lshift(b[src], s), 255) end
+              if s > 0 and src >= 2 then v = bit.bor(v, bit.rshift(b[src - 1], 8 - s)) end
+              b[i] = v
+            end
+          end
+          if n <= 128 then
+            local m = n - 1
+            local j = math.floor(m / 8) + 1
+            b[j] = bit.bor(b[j], bit.lshift(1, m % 8))
+          end
+        """
+
     /// `issueChallenge`. KEYS[1] challenge hash. ARGV: purpose, expiresAt (ms), Redis TTL (ms, >= 1).
     /// Returns 1. The TTL is the challenge lifetime plus the grace period, so an expired challenge is
     /// still present (answers `challenge_expired`) for the grace period.
@@ -92,25 +118,7 @@ struct RedisScript: Sendable {
           return redis.error_reply('ERR corrupt replay window')
         end
         if counter > highest then
-          local n = counter - highest
-          if n >= 128 then
-            for i = 1, 16 do b[i] = 0 end
-          else
-            local q = math.floor(n / 8)
-            local s = n % 8
-            for i = 16, 1, -1 do
-              local src = i - q
-              local v = 0
-              if src >= 1 then v = bit.band(bit.lshift(b[src], s), 255) end
-              if s > 0 and src >= 2 then v = bit.bor(v, bit.rshift(b[src - 1], 8 - s)) end
-              b[i] = v
-            end
-          end
-          if n <= 128 then
-            local m = n - 1
-            local j = math.floor(m / 8) + 1
-            b[j] = bit.bor(b[j], bit.lshift(1, m % 8))
-          end
+        \(RedisScript.advanceWindow)
           highest = counter
         else
           local d = highest - counter
