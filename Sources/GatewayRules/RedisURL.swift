@@ -20,8 +20,10 @@
 ///   most 16 seeds, duplicates refused). The gateway reads the slot map from a seed and then talks to
 ///   every primary; the credentials apply to every node. Redis Cluster has only database 0, so the
 ///   path is empty, `/` or `/0`. No query, no fragment.
-/// - `rediss://` (TLS) and `redis+sentinel://` are refused: not supported yet (the scheme names are
-///   reserved for them).
+/// - `rediss://...` and `rediss+cluster://...`: the same grammars over TLS (`tls` true; the
+///   certificate is verified against the URL's host name, or each cluster node's announced address).
+///   The TLS settings (CA file, client certificate, verification) are not part of the URL.
+/// - `redis+sentinel://` is refused: not supported yet (the scheme name is reserved for it).
 ///
 /// Neither `description` nor any `RedisURLError` ever shows the password.
 public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
@@ -43,7 +45,7 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The grammar in one line, for messages.
-    public static let grammar = "redis://[[user]:password@]host[:port][/db], redis+cluster://host:port[,host:port...] or unix:/path/to/redis.sock[?db=N]"
+    public static let grammar = "redis[s]://[[user]:password@]host[:port][/db], redis[s]+cluster://host:port[,host:port...] or unix:/path/to/redis.sock[?db=N]"
     /// Most seed nodes a `redis+cluster://` URL may list.
     public static let maximumSeeds = 16
     /// Redis' default TCP port.
@@ -61,6 +63,8 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     public var database: Int
     /// Standalone server or cluster seeds.
     public var topology: Topology
+    /// Whether every connection is TLS (`rediss://`, `rediss+cluster://`); Unix sockets never are.
+    public var tls: Bool = false
 
     /// A URL from its parts (no validation).
     public init(endpoint: Endpoint, username: String? = nil, password: String? = nil, database: Int = 0,
@@ -96,8 +100,12 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
             self = try RedisURL.parseCluster(text.dropFirst("redis+cluster://".count))
         } else if text.hasPrefix("unix:") {
             self = try RedisURL.parseUnix(text.dropFirst("unix:".count), baseDirectory: baseDirectory)
-        } else if text.lowercased().hasPrefix("rediss://") || text.lowercased().hasPrefix("rediss+cluster://") {
-            throw .tlsNotSupported
+        } else if text.hasPrefix("rediss://") {
+            self = try RedisURL.parseTCP(text.dropFirst("rediss://".count))
+            tls = true
+        } else if text.hasPrefix("rediss+cluster://") {
+            self = try RedisURL.parseCluster(text.dropFirst("rediss+cluster://".count))
+            tls = true
         } else if text.lowercased().hasPrefix("redis+sentinel://") {
             throw .sentinelNotSupported
         } else {
@@ -113,12 +121,13 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         } else if let username {
             auth = "\(username)@"
         }
+        let s = tls ? "s" : ""
         if case .cluster(let seeds) = topology {
-            return "redis+cluster://\(auth)" + seeds.map(RedisURL.hostPort).joined(separator: ",")
+            return "redis\(s)+cluster://\(auth)" + seeds.map(RedisURL.hostPort).joined(separator: ",")
         }
         switch endpoint {
         case .tcp:
-            return "redis://\(auth)\(RedisURL.hostPort(endpoint))/\(database)"
+            return "redis\(s)://\(auth)\(RedisURL.hostPort(endpoint))/\(database)"
         case .unix(let path):
             return "unix://\(auth)\(path)" + (database == 0 ? "" : "?db=\(database)")
         }

@@ -59,7 +59,7 @@ final class RedisURLAgreementTests: E2ETestCase {
         let redis = try XCTUnwrap(env.redis)
         let port = redis.port
         let refused = [
-            "rediss://127.0.0.1:\(port)", "http://127.0.0.1:\(port)", "memcached://x", "REDIS://127.0.0.1:\(port)",
+            "REDISS://127.0.0.1:\(port)", "rediss://127.0.0.1:\(port)/x", "http://127.0.0.1:\(port)", "memcached://x", "REDIS://127.0.0.1:\(port)",
             "redis://", "redis://:\(port)", "redis://127.0.0.1:0", "redis://127.0.0.1:65536", "redis://127.0.0.1:x",
             "redis://::1:\(port)", "redis://[::1", "redis://[::g]:\(port)", "redis://bad_host:\(port)",
             "redis://127.0.0.1:\(port)/x", "redis://127.0.0.1:\(port)/-1", "redis://127.0.0.1:\(port)/+1",
@@ -70,7 +70,7 @@ final class RedisURLAgreementTests: E2ETestCase {
             "unix:\(redis.socketPath)?timeout=1", "unix:\(redis.socketPath)?db=x", "unix:\(redis.socketPath)?db=1&db=2",
             "unix:\(redis.socketPath)?", "unix:/" + String(repeating: "s", count: 120),
             "redis+cluster://127.0.0.1:\(port)/1", "redis+cluster://127.0.0.1:\(port),", "redis+cluster://127.0.0.1:\(port),127.0.0.1:\(port)",
-            "redis+cluster://127.0.0.1:\(port)?db=0", "redis+cluster://secret@127.0.0.1:\(port)", "rediss+cluster://127.0.0.1:\(port)",
+            "redis+cluster://127.0.0.1:\(port)?db=0", "redis+cluster://secret@127.0.0.1:\(port)", "rediss+cluster://127.0.0.1:\(port)/1",
             "redis+sentinel://127.0.0.1:\(port)/main",
         ]
         for url in refused {
