@@ -93,8 +93,8 @@ package final class TLSClientContext: Sendable {
         for intermediate in chain.dropFirst() {
             try check(cshim_SSL_CTX_add1_chain_cert(ctx, intermediate.pointer) == 1, "SSL_CTX_add1_chain_cert(\(chainPath))")
         }
-        try check(SSL_CTX_use_PrivateKey(ctx, key.pointer) == 1, "SSL_CTX_use_PrivateKey(\(keyPath))")
-        guard SSL_CTX_check_private_key(ctx) == 1 else {
+        // SSL_CTX_use_PrivateKey already refuses a key that does not match the leaf.
+        guard SSL_CTX_use_PrivateKey(ctx, key.pointer) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
             throw .keyMismatch(chainPath: chainPath, keyPath: keyPath, reason: TLSOpenSSLErrors.drain(or: "key values mismatch"))
         }
     }

@@ -159,6 +159,14 @@ public final class TestPKI: Sendable {
                           extensions: TestPKI.leafExtensions(names, san: sanNames), start: start, end: end, days: days)
     }
 
+    /// A client certificate (extendedKeyUsage clientAuth, for mutual TLS) for `subject`, issued by
+    /// `issuer` (default the intermediate); chain file (leaf, intermediate) and key paths.
+    public func client(_ name: String, subject: String, by issuer: Issued? = nil) throws -> (chainPath: String, keyPath: String) {
+        let leaf = try TestPKI.issue(directory, name: name, subject: subject, by: issuer ?? intermediate,
+                                     extensions: "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n")
+        return (try chain(name, [leaf, issuer ?? intermediate]), leaf.key)
+    }
+
     /// A chain file `<name>.chain.pem` holding `certificates` in the given order.
     public func chain(_ name: String, _ certificates: [Issued]) throws -> String {
         let path = "\(directory)/\(name).chain.pem"
