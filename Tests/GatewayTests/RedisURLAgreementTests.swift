@@ -85,6 +85,27 @@ final class RedisURLAgreementTests: E2ETestCase {
         }
     }
 
+    /// `rediss://` is taken by both and reaches a TLS-only redis-server with `--tls-ca` (attestctl)
+    /// the way `store.tls.ca` does; without the CA (system store) attestctl cannot reach it; TLS
+    /// options on a plain URL are a usage error.
+    func testRedissReachesATLSServer() throws {
+        let server = try RedisTLSServer()
+        let url = "rediss://127.0.0.1:\(server.port)/0"
+        XCTAssertNil(configRefusal(url, base: "/tmp"))
+        let root = server.pki.root.certificate
+        let shown = try attestctl(["keys", "show", "--store", url, "--tls-ca", root, "--key-id", absentKeyId])
+        XCTAssertEqual(shown.status, 1, shown.output)
+        XCTAssertTrue(shown.output.contains("no key record"), shown.output)
+        let unverified = try attestctl(["keys", "show", "--store", url, "--key-id", absentKeyId])
+        XCTAssertNotEqual(unverified.status, 0, unverified.output)
+        XCTAssertFalse(unverified.output.contains("no key record"), "reached a store whose certificate it cannot verify: \(unverified.output)")
+        let plain = try attestctl(["keys", "show", "--store", "redis://127.0.0.1:\(server.port)/0", "--tls-ca", root, "--key-id", absentKeyId])
+        XCTAssertEqual(plain.status, 2, plain.output)
+        XCTAssertTrue(plain.output.contains("rediss://"), plain.output)
+        let half = try attestctl(["keys", "show", "--store", url, "--tls-cert", root, "--key-id", absentKeyId])
+        XCTAssertEqual(half.status, 2, half.output)
+    }
+
     /// A password given in the URL is never shown, by either side, even when the URL is refused.
     func testPasswordNeverEchoed() throws {
         let url = "redis://:hunter2@127.0.0.1:0/0"
