@@ -4,7 +4,7 @@ public enum RedisURLError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Neither `redis://`, `rediss://`, `redis+cluster://`, `rediss+cluster://` nor `unix:`; carries the scheme seen (the text before the first `:`, at most
     /// 32 characters).
     case unsupportedScheme(String)
-    /// `redis+sentinel://`: Sentinel is not supported yet.
+    /// `rediss+sentinel://`: Sentinel over TLS is not supported yet.
     case sentinelNotSupported
     /// The host is not a DNS name, an IPv4 literal or a bracketed IPv6 literal; carries it.
     case invalidHost(String)
@@ -27,7 +27,7 @@ public enum RedisURLError: Error, Sendable, Hashable, CustomStringConvertible {
         case .unsupportedScheme(let scheme):
             return "expected \(RedisURL.grammar), got the scheme \(RedisURLError.quoted(scheme))"
         case .sentinelNotSupported:
-            return "redis+sentinel:// (Redis Sentinel) is not supported yet: use redis:// to the primary or redis+cluster://"
+            return "rediss+sentinel:// (Redis Sentinel over TLS) is not supported yet: use redis+sentinel:// on a trusted network, or rediss:// to the primary"
         case .invalidHost(let host):
             return "\(RedisURLError.quoted(host)) is not a host name, an IPv4 address or an IPv6 address"
         case .invalidPort(let port):

@@ -71,7 +71,7 @@ final class RedisURLAgreementTests: E2ETestCase {
             "unix:\(redis.socketPath)?", "unix:/" + String(repeating: "s", count: 120),
             "redis+cluster://127.0.0.1:\(port)/1", "redis+cluster://127.0.0.1:\(port),", "redis+cluster://127.0.0.1:\(port),127.0.0.1:\(port)",
             "redis+cluster://127.0.0.1:\(port)?db=0", "redis+cluster://secret@127.0.0.1:\(port)", "rediss+cluster://127.0.0.1:\(port)/1",
-            "redis+sentinel://127.0.0.1:\(port)/main",
+            "rediss+sentinel://127.0.0.1:\(port)/main", "redis+sentinel://127.0.0.1:\(port)", "redis+sentinel://127.0.0.1:\(port)/a b",
         ]
         for url in refused {
             let config = configRefusal(url, base: redis.directory.path)
