@@ -29,6 +29,10 @@ typealias RedisCompletion = @Sendable (Result<RedisReply, StoreUnavailable>) -> 
 /// (SNI for DNS names, RFC 6125 name check, IP SAN for addresses) unless the context does not verify.
 /// A refused certificate is a failed connect (the store answers unavailable), never a plain fallback.
 ///
+/// Sentinel (`redis+sentinel://`): with a `resolver`, every connection attempt first asks the
+/// Sentinels for the current primary (off the loop) and connects there; a lost connection or a
+/// `READONLY` reply (the server was demoted) drops the connection, so the next attempt asks again.
+///
 /// Completions run on the loop's queue, never synchronously inside `submit`. A caller on that queue
 /// (`submit(_:onQueue: true)`) skips the hop and its write is coalesced with the turn's other commands.
 final class RedisConnection: @unchecked Sendable {  // every mutable field is touched only on `loop.queue`
@@ -39,6 +43,10 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
     private let endpoint: RedisURL.Endpoint
     /// TLS client context (`rediss://`); nil speaks plain TCP.
     private let tls: TLSClientContext?
+    /// Asks Sentinels for the primary before each attempt (`redis+sentinel://`); nil connects to `endpoint`.
+    private let resolver: RedisSentinelResolver?
+    /// Where the current (or last) attempt connects: `endpoint`, or the primary a Sentinel named.
+    private var target: RedisURL.Endpoint
     private var machine: RedisConnectionMachine<RedisCompletion>
     private var socket: Socket?
     private var generation: UInt64 = 0
@@ -52,10 +60,12 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
     private let onHealthChange: (@Sendable (RedisConnectionHealth, String) -> Void)?
 
     init(endpoint: RedisURL.Endpoint, machine: RedisConnectionMachine<RedisCompletion>, loop: EventLoop,
-         tls: TLSClientContext? = nil,
+         tls: TLSClientContext? = nil, resolver: RedisSentinelResolver? = nil,
          onHealthChange: (@Sendable (RedisConnectionHealth, String) -> Void)? = nil) {
         self.endpoint = endpoint
+        self.target = endpoint
         self.tls = tls
+        self.resolver = resolver
         self.machine = machine
         self.loop = loop
         self.onHealthChange = onHealthChange
@@ -177,6 +187,25 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
     private func openSocket() {
         closeSocket()
         let attempt = generation
+        guard let resolver else { return open(endpoint, attempt: attempt) }
+        // Blocking Sentinel queries: off the loop, connect back on it.
+        DispatchQueue.global().async {
+            let resolved = resolver.resolve()
+            self.queue.async {
+                guard attempt == self.generation else { return }
+                switch resolved {
+                case .success(let primary):
+                    self.target = primary
+                    self.open(primary, attempt: attempt)
+                case .failure(let failure):
+                    self.perform(self.machine.connectFailed(now: RedisConnection.now(), detail: failure.description))
+                }
+            }
+        }
+    }
+
+    /// Connects to `endpoint` (resolving a DNS name off the loop).
+    private func open(_ endpoint: RedisURL.Endpoint, attempt: UInt64) {
         switch endpoint {
         case .unix(let path):
             guard let address = try? SocketAddress.unix(path: path) else {
@@ -269,7 +298,7 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
 
     /// TCP is up: runs the TLS client handshake (readiness-driven), then continues as `connected`.
     private func startTLS(_ socket: Socket, context: TLSClientContext) {
-        guard case .tcp(let host, _) = endpoint else { return }
+        guard case .tcp(let host, _) = target else { return }
         do {
             socket.tls = try TLSConnection(client: context, fd: socket.channel.fd, serverName: host)
         } catch {
@@ -290,11 +319,11 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
             case .closed:
                 self.closeSocket()
                 self.perform(self.machine.connectFailed(now: RedisConnection.now(),
-                                                        detail: "TLS handshake with \(RedisURL.hostPort(self.endpoint)): closed by the server"))
+                                                        detail: "TLS handshake with \(RedisURL.hostPort(self.target)): closed by the server"))
             case .failed(let reason):
                 self.closeSocket()
                 self.perform(self.machine.connectFailed(now: RedisConnection.now(),
-                                                        detail: "TLS handshake with \(RedisURL.hostPort(self.endpoint)): \(reason)"))
+                                                        detail: "TLS handshake with \(RedisURL.hostPort(self.target)): \(reason)"))
             }
         }
         socket.onReadable = step
@@ -348,10 +377,12 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
     /// Feeds `count` bytes of `loop.readBuffer` to the parser and hands the replies to the machine.
     private func consume(_ socket: Socket, count: Int) {
         var actions = [RedisConnectionMachine<RedisCompletion>.Action]()
+        var demoted = false
         do {
             try socket.parser.feed(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(loop.readBuffer)[0..<count]))
             let now = RedisConnection.now()
             while self.socket === socket, let reply = try socket.parser.next() {
+                if resolver != nil, reply.errorCode == "READONLY" { demoted = true }
                 actions.append(contentsOf: machine.received(reply, now: now))
                 if case .backoff = machine.state { break }
             }
@@ -362,6 +393,11 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
                                                   detail: (error as? RedisReplyParser.ProtocolError)?.detail ?? "protocol error"))
         }
         perform(actions)
+        if demoted, self.socket === socket {
+            // The server is a replica now (failover): reconnect through the Sentinels.
+            closeSocket()
+            perform(machine.connectionLost(now: RedisConnection.now(), detail: "READONLY from \(RedisURL.hostPort(target)): the primary moved"))
+        }
     }
 }
 

@@ -202,7 +202,8 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
                 if let observer {
                     report = { health, detail in observer(index, health, detail) }
                 }
-                made.append(RedisConnection(endpoint: c.url.endpoint, machine: makeMachine(), loop: loop, tls: tls, onHealthChange: report))
+                made.append(RedisConnection(endpoint: c.url.endpoint, machine: makeMachine(), loop: loop, tls: tls,
+                                            resolver: RedisStore.sentinelResolver(for: c), onHealthChange: report))
             }
         }
         self.routers = routers
