@@ -12,7 +12,7 @@ final class SentinelStoreConfigTests: XCTestCase {
         let store = try XCTUnwrap(loadOK(config("""
         store:
           url: redis+sentinel://10.0.0.1:26379,10.0.0.2/main/2
-          password: "${REDIS_PASSWORD:-pw}"
+          password: pw
           wait_replicas: 1
         """))?.configuration.store)
         guard case .redis(let url) = store.kind else { return XCTFail("\(store)") }

@@ -167,6 +167,14 @@ public final class TestPKI: Sendable {
         return (try chain(name, [leaf, issuer ?? intermediate]), leaf.key)
     }
 
+    /// A certificate for `names` usable as server and as client (extendedKeyUsage serverAuth and
+    /// clientAuth), as Redis Cluster nodes need for their TLS cluster bus; chain and key paths.
+    public func node(_ name: String, names: [String]) throws -> (chainPath: String, keyPath: String) {
+        let extensions = TestPKI.leafExtensions(names, san: true).replacingOccurrences(of: "extendedKeyUsage=serverAuth", with: "extendedKeyUsage=serverAuth,clientAuth")
+        let leaf = try TestPKI.issue(directory, name: name, subject: names[0], by: intermediate, extensions: extensions)
+        return (try chain(name, [leaf, intermediate]), leaf.key)
+    }
+
     /// A chain file `<name>.chain.pem` holding `certificates` in the given order.
     public func chain(_ name: String, _ certificates: [Issued]) throws -> String {
         let path = "\(directory)/\(name).chain.pem"
