@@ -361,6 +361,13 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
             case .bytes(let count):
                 consume(socket, count: count)
             case .wantRead:
+                guard socket.flushWaitsForRead else { return }
+                // A TLS write waited for bytes from the server: retry it now that they were read.
+                socket.flushWaitsForRead = false
+                if let failure = socket.flush() {
+                    closeSocket()
+                    perform(machine.connectionLost(now: RedisConnection.now(), detail: failure))
+                }
                 return
             case .wantWrite:
                 return socket.channel.armWrite()
@@ -409,6 +416,8 @@ private final class Socket {
     private var output = OutputBuffer()
     /// The TLS layer (`rediss://`), set once TCP is up; nil for plain TCP and Unix sockets.
     var tls: TLSConnection?
+    /// The last TLS flush stopped on `.wantRead`: the next read retries it.
+    var flushWaitsForRead = false
     var onReadable: () -> Void = {}
     var onWritable: () -> Void = {}
 
@@ -436,7 +445,8 @@ private final class Socket {
                 channel.armWrite()
                 return nil
             case .wantRead, .closed:
-                return nil  // reading is always armed; the next read resumes
+                flushWaitsForRead = true  // reading is always armed; the next read retries the write
+                return nil
             case .failed(let reason):
                 return "TLS write: \(reason)"
             }
