@@ -1,4 +1,5 @@
 import GatewayConfig
+import GatewayStore
 import GatewayTestSupport
 import XCTest
 @testable import Gateway
@@ -23,5 +24,52 @@ final class StoreTLSFileCheckTests: XCTestCase {
         let ca = TLSFileChecker.check(TLSFileReference(path: "store.tls.ca", mark: nil, files: .certificateAuthorities(one.keyPath)))
         XCTAssertEqual(ca.count, 1, "a key file is not a CA bundle: \(ca)")
         XCTAssertEqual(TLSFileChecker.check(TLSFileReference(path: "store.tls.ca", mark: nil, files: .certificateAuthorities(pki.root.certificate))), [])
+    }
+}
+
+/// The configuration's `store.tls` reaches the running store (`GatewayRuntime.makeStore`): a
+/// mutual-TLS redis-server accepts the gateway with `ca`, `certificate` and `key`, and refuses it
+/// without the client certificate or with another CA (the store stays unavailable).
+final class StoreTLSRuntimeTests: XCTestCase {
+    private func store(_ tls: String, server: RedisTLSServer) throws -> any AttestStore {
+        let yaml = """
+            listen: 127.0.0.1:8080
+            store:
+              url: rediss://127.0.0.1:\(server.port)/0
+              tls: \(tls)
+            apps:
+              - app_id: ABCDE12345.com.example.app
+            upstreams:
+              app: http://127.0.0.1:8081
+            routes:
+              - path_prefix: /
+                upstream: app
+            """
+        let configuration = try GatewayConfiguration.parse(yaml: yaml, baseDirectory: "/tmp")
+        return try GatewayRuntime.makeStore(configuration.configuration.store)
+    }
+
+    private func unavailable(_ store: any AttestStore) -> Bool {
+        let box = CompletionBox<Bool>()
+        store.ping { box.put((try? $0.get()) == nil) }
+        return box.take(timeout: 10) ?? false
+    }
+
+    func testStoreTLSSettingsReachTheConnection() throws {
+        let server = try RedisTLSServer(requireClientCertificate: true)
+        let pki = server.pki
+        let mutual = try store("{ca: \(pki.root.certificate), certificate: \(server.clientCertificate.chainPath), key: \(server.clientCertificate.keyPath)}", server: server)
+        defer { mutual.close() }
+        try StoreReadiness.waitUntilReady(mutual)
+
+        let noCertificate = try store("{ca: \(pki.root.certificate)}", server: server)
+        defer { noCertificate.close() }
+        let wrongCA = try store("{ca: \(pki.wrongRoot.certificate), certificate: \(server.clientCertificate.chainPath), key: \(server.clientCertificate.keyPath)}", server: server)
+        defer { wrongCA.close() }
+        for _ in 0..<3 {
+            XCTAssertTrue(unavailable(noCertificate), "answered without a client certificate")
+            XCTAssertTrue(unavailable(wrongCA), "answered with an untrusted server certificate")
+            usleep(100_000)
+        }
     }
 }
