@@ -365,6 +365,11 @@ public final class GatewayRuntime: Sendable {
             redis.loops = loops
             redis.onConnectionHealth = onConnectionHealth
             do {
+                // `store.tls` (verify: false is warned about by the configuration check, also at start).
+                if url.tls, let tls = configuration.tls {
+                    redis.tlsContext = try TLSClientContext(settings: RedisStore.tlsSettings(
+                        verify: tls.verify, caPath: tls.ca, clientCertificate: tls.certificate.map { ($0.chain, $0.key) }))
+                }
                 return try RedisStore(configuration: redis)
             } catch {
                 throw GatewayStartupError("store: \(error)")

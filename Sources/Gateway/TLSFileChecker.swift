@@ -22,6 +22,15 @@ public enum TLSFileChecker {
             return TLSCertificateCheck.problems(chainPath: pair.chain, keyPath: pair.key, now: now).map { problem in
                 reference.issue(problem.severity == .error ? .error : .warning, problem.description)
             }
+        case .clientCertificate(let pair):
+            do {
+                var settings = TLSClientSettings()
+                settings.clientCertificate = (pair.chain, pair.key)
+                _ = try TLSClientContext(settings: settings)
+                return []
+            } catch {
+                return [reference.issue(.error, "\(error)")]
+            }
         case .signingKey(let path):
             return VerdictTokenSigner.keyFileProblem(path).map { [reference.issue(.error, $0)] } ?? []
         case .certificateAuthorities(let path):

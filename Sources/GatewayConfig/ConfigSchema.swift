@@ -10,6 +10,7 @@ enum ConfigSchema {
         case certificate = "listen[].tls.certificates[]"
         case admin = "admin"
         case store = "store"
+        case storeTLS = "store.tls"
         case app = "apps[]"
         case risk = "apps[].risk"
         case trust = "trust"
@@ -42,7 +43,8 @@ enum ConfigSchema {
         case .listenerTLS: return ["certificates", "min_version"]
         case .certificate: return ["chain", "key"]
         case .admin: return ["address", "ready_requires_store"]
-        case .store: return ["url", "username", "password", "password_file", "command_timeout", "connect_timeout", "wait_replicas"]
+        case .store: return ["url", "username", "password", "password_file", "command_timeout", "connect_timeout", "wait_replicas", "tls"]
+        case .storeTLS: return ["ca", "certificate", "key", "verify"]
         case .app: return ["app_id", "environment", "registration_ttl", "account_header", "account_key", "account_key_file",
                            "max_keys_per_account", "integrity_refuse", "integrity_lower", "signals", "verdict_token", "risk"]
         case .risk: return ["team_id", "key_id", "private_key_file", "data_server", "data_server_ca", "max_calls_per_second"]

@@ -35,7 +35,8 @@ extension ConfigValidator {
             let connect = optional(f, "connect_timeout", default: StoreConfiguration.defaultConnectTimeout) { duration($0, $1, timeoutRange) }
             let waitReplicas = optional(f, "wait_replicas", default: 0) { integer($0, $1, 0...StoreConfiguration.maximumWaitReplicas) }
             let credentials = storeCredentials(f, path)
-            guard let kind, let command, let connect, let waitReplicas, let credentials else { return nil }
+            let tls = storeTLS(f, kind: kind)
+            guard let kind, let command, let connect, let waitReplicas, let credentials, let tls else { return nil }
             if kind == .memory, f.has("command_timeout") || f.has("connect_timeout") {
                 warn(path, "command_timeout and connect_timeout have no effect on the memory store", f.mark)
             }
@@ -68,7 +69,9 @@ extension ConfigValidator {
                 }
                 url.username = username
             }
-            return StoreConfiguration(kind: .redis(url), commandTimeout: command, connectTimeout: connect, waitReplicas: waitReplicas)
+            var configuration = StoreConfiguration(kind: .redis(url), commandTimeout: command, connectTimeout: connect, waitReplicas: waitReplicas)
+            configuration.tls = tls
+            return configuration
         }
         guard let kind = storeKind(node, path) else { return nil }
         return StoreConfiguration(kind: kind)
@@ -115,7 +118,7 @@ extension ConfigValidator {
     }
 
     private func storeKind(_ node: YAMLNode, _ path: ConfigPath) -> StoreConfiguration.Kind? {
-        guard let text = string(node, path, expected: "memory, a redis:// or redis+cluster:// URL or a mapping {url, command_timeout, connect_timeout, wait_replicas}") else { return nil }
+        guard let text = string(node, path, expected: "memory, a redis[s]:// or redis[s]+cluster:// URL or a mapping {url, command_timeout, connect_timeout, wait_replicas, tls}") else { return nil }
         if text == "memory" { return .memory }
         if Suggestion.closest(to: text, among: ["memory"]) != nil && !text.contains(":") {
             error(path, "expected memory, \(RedisURL.grammar), got \(ConfigText.quoted(text)); did you mean memory?", node.mark)

@@ -5,7 +5,7 @@ import GatewayRules
 /// YAML: `memory`, a Redis URL string (`redis://127.0.0.1:6379/0`, `unix:/run/redis.sock`,
 /// `redis+cluster://10.0.0.1:6379,10.0.0.2:6379`; the grammar is `GatewayRules.RedisURL`, the one
 /// `attestctl keys --store` reads too), or a mapping `{url, username, password, password_file,
-/// command_timeout, connect_timeout, wait_replicas}` whose `url` is one of those strings. The password is given once: in the URL, as `password` (typically
+/// command_timeout, connect_timeout, wait_replicas, tls}` whose `url` is one of those strings. The password is given once: in the URL, as `password` (typically
 /// `${REDIS_PASSWORD}`) or as `password_file` (read at load; one trailing newline stripped); it ends
 /// up in `RedisURL.password` and is never printed.
 /// Default when the key is absent: `memory` (with a check-config warning).
@@ -32,6 +32,9 @@ public struct StoreConfiguration: Sendable, Hashable, CustomStringConvertible {
     /// may take that commit with it, and the replica promoted in its place would accept the same
     /// assertion once more.
     public var waitReplicas: Int
+    /// TLS settings of a `rediss://` / `rediss+cluster://` store (`store.tls`); nil for other stores
+    /// (and for a `rediss://` URL without a `tls` mapping, which then verifies against the system CAs).
+    public var tls: StoreTLSConfiguration?
 
     /// Largest `wait_replicas`.
     public static let maximumWaitReplicas = 16

@@ -13,6 +13,9 @@ public struct TLSFileReference: Sendable, Hashable {
         case certificate(TLSCertificatePair)
         /// An upstream's PEM bundle of CA certificates (`upstreams.NAME.tls.ca`).
         case certificateAuthorities(String)
+        /// A client certificate for mutual TLS (`store.tls.certificate` and `store.tls.key`): PEM chain
+        /// and private key, checked for loading and matching (not for server-certificate rules).
+        case clientCertificate(TLSCertificatePair)
         /// A PEM P-256 private key that signs verdict tokens (`verdict_token.key_files[N]`; checked
         /// by the same file checker, though not a TLS file).
         case signingKey(String)
@@ -36,7 +39,7 @@ public struct TLSFileReference: Sendable, Hashable {
     /// Every absolute file path of the reference: chain then key, or the CA bundle.
     public var filePaths: [String] {
         switch files {
-        case .certificate(let pair): return pair.chain == pair.key ? [pair.chain] : [pair.chain, pair.key]
+        case .certificate(let pair), .clientCertificate(let pair): return pair.chain == pair.key ? [pair.chain] : [pair.chain, pair.key]
         case .certificateAuthorities(let path), .signingKey(let path): return [path]
         }
     }

@@ -61,6 +61,9 @@ package final class TLSClientContext: Sendable {
         } else {
             try check(SSL_CTX_set_default_verify_paths(raw) == 1, "SSL_CTX_set_default_verify_paths")
         }
+        if let client = settings.clientCertificate {
+            try TLSClientContext.useCertificate(raw, chainPath: client.chainPath, keyPath: client.keyPath)
+        }
         if !wire.isEmpty {
             // SSL_CTX_set_alpn_protos returns 0 on success.
             try check(SSL_CTX_set_alpn_protos(raw, wire, UInt32(wire.count)) == 0, "SSL_CTX_set_alpn_protos")
@@ -75,6 +78,25 @@ package final class TLSClientContext: Sendable {
         self.context = context
         sessions = Mutex([:])
         SSL_CTX_set_ex_data(raw, 0, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Loads a client certificate chain (leaf first) and its key into `ctx` (SSL_CTX_use_certificate(3),
+    /// SSL_CTX_add1_chain_cert(3), SSL_CTX_use_PrivateKey(3), SSL_CTX_check_private_key(3)).
+    private static func useCertificate(_ ctx: OpaquePointer, chainPath: String, keyPath: String) throws(TLSContextError) {
+        let chain = try TLSPEMFile.certificates(chainPath)
+        let key = try TLSPEMFile.privateKey(keyPath)
+        ERR_clear_error()
+        func check(_ ok: Bool, _ call: String) throws(TLSContextError) {
+            guard ok else { throw .openSSL(call: call, reason: TLSOpenSSLErrors.drain(or: "failed")) }
+        }
+        try check(SSL_CTX_use_certificate(ctx, chain[0].pointer) == 1, "SSL_CTX_use_certificate(\(chainPath))")
+        for intermediate in chain.dropFirst() {
+            try check(cshim_SSL_CTX_add1_chain_cert(ctx, intermediate.pointer) == 1, "SSL_CTX_add1_chain_cert(\(chainPath))")
+        }
+        // SSL_CTX_use_PrivateKey already refuses a key that does not match the leaf.
+        guard SSL_CTX_use_PrivateKey(ctx, key.pointer) == 1, SSL_CTX_check_private_key(ctx) == 1 else {
+            throw .keyMismatch(chainPath: chainPath, keyPath: keyPath, reason: TLSOpenSSLErrors.drain(or: "key values mismatch"))
+        }
     }
 
     /// Number of server names holding a session (tests, metrics).

@@ -27,6 +27,14 @@ package struct TLSClientSettings: Sendable, Hashable {
     /// Whether the client accepts session tickets (off: TLS 1.2 resumes by session ID only).
     /// Default on.
     package var sessionTickets: Bool
+    /// Client certificate for mutual TLS (RFC 8446 section 4.4.2): a PEM chain file (leaf first) and
+    /// its PEM private key file (P-256 or RSA >= 2048, unencrypted); both nil sends none. Default none.
+    package var clientCertificate: (chainPath: String, keyPath: String)? {
+        get { clientChainPath.flatMap { chain in clientKeyPath.map { (chain, $0) } } }
+        set { clientChainPath = newValue?.chainPath; clientKeyPath = newValue?.keyPath }
+    }
+    private var clientChainPath: String?
+    private var clientKeyPath: String?
 
     /// Settings with the defaults above.
     package init(verify: Bool = true, caPath: String? = nil, alpn: [String] = ["http/1.1"],

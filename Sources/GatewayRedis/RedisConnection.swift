@@ -23,6 +23,16 @@ typealias RedisCompletion = @Sendable (Result<RedisReply, StoreUnavailable>) -> 
 /// sockets, and the commands submitted during one loop turn are written together at the loop's end
 /// of turn (`EventLoop.atEndOfTurn`). No thread per request, no Dispatch source per connection.
 ///
+/// TLS (`rediss://`, `rediss+cluster://`): with a `tls` context, each TCP connection runs the TLS
+/// client handshake (`TLSConnection(client:)`, the transport `https://` upstreams use) before the
+/// Redis handshake, inside the connect timeout; the certificate is checked against the endpoint's host
+/// (SNI for DNS names, RFC 6125 name check, IP SAN for addresses) unless the context does not verify.
+/// A refused certificate is a failed connect (the store answers unavailable), never a plain fallback.
+///
+/// Sentinel (`redis+sentinel://`): with a `resolver`, every connection attempt first asks the
+/// Sentinels for the current primary (off the loop) and connects there; a lost connection or a
+/// `READONLY` reply (the server was demoted) drops the connection, so the next attempt asks again.
+///
 /// Completions run on the loop's queue, never synchronously inside `submit`. A caller on that queue
 /// (`submit(_:onQueue: true)`) skips the hop and its write is coalesced with the turn's other commands.
 final class RedisConnection: @unchecked Sendable {  // every mutable field is touched only on `loop.queue`
@@ -31,6 +41,12 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
     /// `loop.queue`.
     var queue: DispatchQueue { loop.queue }
     private let endpoint: RedisURL.Endpoint
+    /// TLS client context (`rediss://`); nil speaks plain TCP.
+    private let tls: TLSClientContext?
+    /// Asks Sentinels for the primary before each attempt (`redis+sentinel://`); nil connects to `endpoint`.
+    private let resolver: RedisSentinelResolver?
+    /// Where the current (or last) attempt connects: `endpoint`, or the primary a Sentinel named.
+    private var target: RedisURL.Endpoint
     private var machine: RedisConnectionMachine<RedisCompletion>
     private var socket: Socket?
     private var generation: UInt64 = 0
@@ -44,8 +60,12 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
     private let onHealthChange: (@Sendable (RedisConnectionHealth, String) -> Void)?
 
     init(endpoint: RedisURL.Endpoint, machine: RedisConnectionMachine<RedisCompletion>, loop: EventLoop,
+         tls: TLSClientContext? = nil, resolver: RedisSentinelResolver? = nil,
          onHealthChange: (@Sendable (RedisConnectionHealth, String) -> Void)? = nil) {
         self.endpoint = endpoint
+        self.target = endpoint
+        self.tls = tls
+        self.resolver = resolver
         self.machine = machine
         self.loop = loop
         self.onHealthChange = onHealthChange
@@ -167,6 +187,25 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
     private func openSocket() {
         closeSocket()
         let attempt = generation
+        guard let resolver else { return open(endpoint, attempt: attempt) }
+        // Blocking Sentinel queries: off the loop, connect back on it.
+        DispatchQueue.global().async {
+            let resolved = resolver.resolve()
+            self.queue.async {
+                guard attempt == self.generation else { return }
+                switch resolved {
+                case .success(let primary):
+                    self.target = primary
+                    self.open(primary, attempt: attempt)
+                case .failure(let failure):
+                    self.perform(self.machine.connectFailed(now: RedisConnection.now(), detail: failure.description))
+                }
+            }
+        }
+    }
+
+    /// Connects to `endpoint` (resolving a DNS name off the loop).
+    private func open(_ endpoint: RedisURL.Endpoint, attempt: UInt64) {
         switch endpoint {
         case .unix(let path):
             guard let address = try? SocketAddress.unix(path: path) else {
@@ -236,12 +275,17 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
             GatewayIO.Socket.setNoDelay(socket.channel.fd)
             GatewayIO.Socket.setOption(socket.channel.fd, SOL_SOCKET, SO_KEEPALIVE, 1)
         }
+        if let tls, tcp, socket.tls == nil {
+            return startTLS(socket, context: tls)
+        }
         let attempt = generation
         socket.onWritable = { [unowned self, unowned socket] in
             guard attempt == self.generation else { return }
             if let failure = socket.flush() {
                 self.closeSocket()
                 self.perform(self.machine.connectionLost(now: RedisConnection.now(), detail: failure))
+            } else if socket.tls != nil {
+                self.readAvailable()  // a TLS read may have waited for writability
             }
         }
         socket.onReadable = { [unowned self] in
@@ -252,8 +296,45 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
         perform(machine.connected(now: RedisConnection.now()))
     }
 
+    /// TCP is up: runs the TLS client handshake (readiness-driven), then continues as `connected`.
+    private func startTLS(_ socket: Socket, context: TLSClientContext) {
+        guard case .tcp(let host, _) = target else { return }
+        do {
+            socket.tls = try TLSConnection(client: context, fd: socket.channel.fd, serverName: host)
+        } catch {
+            closeSocket()
+            return perform(machine.connectFailed(now: RedisConnection.now(), detail: "TLS: \(error)"))
+        }
+        let attempt = generation
+        let step = { [unowned self, unowned socket] in
+            guard attempt == self.generation, let connection = socket.tls else { return }
+            switch connection.handshake() {
+            case .done:
+                socket.channel.disarmWrite()
+                self.connected(socket, tcp: true)
+            case .wantRead:
+                socket.channel.disarmWrite()
+            case .wantWrite:
+                socket.channel.armWrite()
+            case .closed:
+                self.closeSocket()
+                self.perform(self.machine.connectFailed(now: RedisConnection.now(),
+                                                        detail: "TLS handshake with \(RedisURL.hostPort(self.target)): closed by the server"))
+            case .failed(let reason):
+                self.closeSocket()
+                self.perform(self.machine.connectFailed(now: RedisConnection.now(),
+                                                        detail: "TLS handshake with \(RedisURL.hostPort(self.target)): \(reason)"))
+            }
+        }
+        socket.onReadable = step
+        socket.onWritable = step
+        socket.channel.startReading()
+        step()
+    }
+
     private func readAvailable() {
         guard let socket else { return }
+        if socket.tls != nil { return readAvailableTLS(socket) }
         let buffer = loop.readBuffer
         let count: Int
         switch GatewayIO.Socket.read(socket.channel.fd, into: buffer) {
@@ -268,11 +349,47 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
             closeSocket()
             return perform(machine.connectionLost(now: RedisConnection.now(), detail: "read: \(errnoText(error))"))
         }
+        consume(socket, count: count)
+    }
+
+    /// TLS: decrypts until OpenSSL wants more bytes (one call yields one record, and read-ahead may
+    /// hold more than the socket shows), feeding each piece to the parser.
+    private func readAvailableTLS(_ socket: Socket) {
+        let buffer = loop.readBuffer
+        while self.socket === socket, let connection = socket.tls {
+            switch connection.read(into: buffer) {
+            case .bytes(let count):
+                consume(socket, count: count)
+            case .wantRead:
+                guard socket.flushWaitsForRead else { return }
+                // A TLS write waited for bytes from the server: retry it now that they were read.
+                socket.flushWaitsForRead = false
+                if let failure = socket.flush() {
+                    closeSocket()
+                    perform(machine.connectionLost(now: RedisConnection.now(), detail: failure))
+                }
+                return
+            case .wantWrite:
+                return socket.channel.armWrite()
+            case .closed:
+                closeSocket()
+                return perform(machine.connectionLost(now: RedisConnection.now(), detail: "connection closed by server"))
+            case .failed(let reason):
+                closeSocket()
+                return perform(machine.connectionLost(now: RedisConnection.now(), detail: "TLS read: \(reason)"))
+            }
+        }
+    }
+
+    /// Feeds `count` bytes of `loop.readBuffer` to the parser and hands the replies to the machine.
+    private func consume(_ socket: Socket, count: Int) {
         var actions = [RedisConnectionMachine<RedisCompletion>.Action]()
+        var demoted = false
         do {
-            try socket.parser.feed(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(buffer)[0..<count]))
+            try socket.parser.feed(UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(loop.readBuffer)[0..<count]))
             let now = RedisConnection.now()
             while self.socket === socket, let reply = try socket.parser.next() {
+                if resolver != nil, reply.errorCode == "READONLY" { demoted = true }
                 actions.append(contentsOf: machine.received(reply, now: now))
                 if case .backoff = machine.state { break }
             }
@@ -283,6 +400,11 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
                                                   detail: (error as? RedisReplyParser.ProtocolError)?.detail ?? "protocol error"))
         }
         perform(actions)
+        if demoted, self.socket === socket {
+            // The server is a replica now (failover): reconnect through the Sentinels.
+            closeSocket()
+            perform(machine.connectionLost(now: RedisConnection.now(), detail: "READONLY from \(RedisURL.hostPort(target)): the primary moved"))
+        }
     }
 }
 
@@ -292,6 +414,10 @@ private final class Socket {
     let channel: SocketChannel
     let parser: RedisReplyParser
     private var output = OutputBuffer()
+    /// The TLS layer (`rediss://`), set once TCP is up; nil for plain TCP and Unix sockets.
+    var tls: TLSConnection?
+    /// The last TLS flush stopped on `.wantRead`: the next read retries it.
+    var flushWaitsForRead = false
     var onReadable: () -> Void = {}
     var onWritable: () -> Void = {}
 
@@ -310,6 +436,21 @@ private final class Socket {
     /// Writes as much pending output as the socket takes (write interest armed while some is left).
     /// - Returns: an error description on failure.
     func flush() -> String? {
+        if let tls {
+            switch tls.flush(&output).result {
+            case .done:
+                channel.disarmWrite()
+                return nil
+            case .wantWrite:
+                channel.armWrite()
+                return nil
+            case .wantRead, .closed:
+                flushWaitsForRead = true  // reading is always armed; the next read retries the write
+                return nil
+            case .failed(let reason):
+                return "TLS write: \(reason)"
+            }
+        }
         switch output.flush(to: channel.fd).result {
         case .done:
             channel.disarmWrite()
@@ -326,6 +467,8 @@ private final class Socket {
     func cancel() {
         onReadable = {}
         onWritable = {}
+        tls?.close()
+        tls = nil
         channel.close()
     }
 }

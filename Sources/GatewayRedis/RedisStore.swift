@@ -65,6 +65,9 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         /// Milliseconds between two timer-driven reads of a Redis Cluster's slot map (redirects and
         /// failures also trigger one).
         public var clusterRefreshInterval: Int = 5_000
+        /// TLS client context for `rediss://` / `rediss+cluster://` URLs (`RedisStore.tlsContext(for:)`:
+        /// nil there means system CAs, verification on, no client certificate); ignored for plain URLs.
+        package var tlsContext: TLSClientContext?
         /// Told each time a connection's health changes: the connection's index (that of its loop in
         /// `loops`), its new health and the detail of the last failure (for logs: it can name hosts
         /// and Redis error text, never the password). Runs on the connection's loop; must not block.
@@ -168,6 +171,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
             waitCommand = nil
         }
         let commandTimeout = UInt64(c.commandTimeout) * 1_000_000
+        let tls = try RedisStore.tlsContext(for: c)
         let makeMachine = {
             RedisConnectionMachine<RedisCompletion>(
                 handshake: handshake, commandTimeout: commandTimeout,
@@ -188,7 +192,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
                     loop: loop, topology: topology, commandTimeout: commandTimeout,
                     refreshInterval: index == 0 ? UInt64(c.clusterRefreshInterval) * 1_000_000 : nil,
                     onHealth: report) { endpoint, loop, onHealth in
-                        RedisConnection(endpoint: endpoint, machine: makeMachine(), loop: loop, onHealthChange: onHealth)
+                        RedisConnection(endpoint: endpoint, machine: makeMachine(), loop: loop, tls: tls, onHealthChange: onHealth)
                     })
             }
         } else {
@@ -198,7 +202,8 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
                 if let observer {
                     report = { health, detail in observer(index, health, detail) }
                 }
-                made.append(RedisConnection(endpoint: c.url.endpoint, machine: makeMachine(), loop: loop, onHealthChange: report))
+                made.append(RedisConnection(endpoint: c.url.endpoint, machine: makeMachine(), loop: loop, tls: tls,
+                                            resolver: RedisStore.sentinelResolver(for: c), onHealthChange: report))
             }
         }
         self.routers = routers

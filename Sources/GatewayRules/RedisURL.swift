@@ -20,8 +20,15 @@
 ///   most 16 seeds, duplicates refused). The gateway reads the slot map from a seed and then talks to
 ///   every primary; the credentials apply to every node. Redis Cluster has only database 0, so the
 ///   path is empty, `/` or `/0`. No query, no fragment.
-/// - `rediss://` (TLS) and `redis+sentinel://` are refused: not supported yet (the scheme names are
-///   reserved for them).
+/// - `rediss://...` and `rediss+cluster://...`: the same grammars over TLS (`tls` true; the
+///   certificate is verified against the URL's host name, or each cluster node's announced address).
+///   The TLS settings (CA file, client certificate, verification) are not part of the URL.
+/// - `redis+sentinel://[[username]:password@]host[:port][,host[:port]...]/master-name[/db]`: one
+///   primary found through Redis Sentinel (`SENTINEL get-master-addr-by-name`; each Sentinel host as
+///   in `redis://`, port 26379 by default, at most 16, duplicates refused). `master-name` is 1-64
+///   letters, digits, `.`, `_` or `-`; `db` as in `redis://`. The credentials and database apply to
+///   the primary (the Sentinels are asked without AUTH). No query, no fragment, no TLS
+///   (`rediss+sentinel://` is refused).
 ///
 /// Neither `description` nor any `RedisURLError` ever shows the password.
 public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
@@ -40,10 +47,15 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         /// A Redis Cluster discovered from these seed nodes (TCP only, at least one; `endpoint` is the
         /// first).
         case cluster(seeds: [Endpoint])
+        /// One primary, named `master` in these Sentinels (TCP only, at least one; `endpoint` is the
+        /// first Sentinel, not the primary).
+        case sentinel(sentinels: [Endpoint], master: String)
     }
 
     /// The grammar in one line, for messages.
-    public static let grammar = "redis://[[user]:password@]host[:port][/db], redis+cluster://host:port[,host:port...] or unix:/path/to/redis.sock[?db=N]"
+    public static let grammar = "redis[s]://[[user]:password@]host[:port][/db], redis[s]+cluster://host:port[,host:port...], redis+sentinel://host:port[,host:port...]/master-name or unix:/path/to/redis.sock[?db=N]"
+    /// Redis Sentinel's default TCP port.
+    public static let defaultSentinelPort: UInt16 = 26379
     /// Most seed nodes a `redis+cluster://` URL may list.
     public static let maximumSeeds = 16
     /// Redis' default TCP port.
@@ -61,6 +73,8 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     public var database: Int
     /// Standalone server or cluster seeds.
     public var topology: Topology
+    /// Whether every connection is TLS (`rediss://`, `rediss+cluster://`); Unix sockets never are.
+    public var tls: Bool = false
 
     /// A URL from its parts (no validation).
     public init(endpoint: Endpoint, username: String? = nil, password: String? = nil, database: Int = 0,
@@ -75,6 +89,12 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     /// A `redis+cluster://` URL from its seeds (at least one; no validation).
     public static func cluster(seeds: [Endpoint], username: String? = nil, password: String? = nil) -> RedisURL {
         RedisURL(endpoint: seeds[0], username: username, password: password, topology: .cluster(seeds: seeds))
+    }
+
+    /// The Sentinels and master name of a `redis+sentinel://` URL; nil otherwise.
+    public var sentinel: (sentinels: [Endpoint], master: String)? {
+        if case .sentinel(let sentinels, let master) = topology { return (sentinels, master) }
+        return nil
     }
 
     /// The seed endpoints of a cluster URL; nil for a standalone one.
@@ -96,9 +116,15 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
             self = try RedisURL.parseCluster(text.dropFirst("redis+cluster://".count))
         } else if text.hasPrefix("unix:") {
             self = try RedisURL.parseUnix(text.dropFirst("unix:".count), baseDirectory: baseDirectory)
-        } else if text.lowercased().hasPrefix("rediss://") || text.lowercased().hasPrefix("rediss+cluster://") {
-            throw .tlsNotSupported
-        } else if text.lowercased().hasPrefix("redis+sentinel://") {
+        } else if text.hasPrefix("rediss://") {
+            self = try RedisURL.parseTCP(text.dropFirst("rediss://".count))
+            tls = true
+        } else if text.hasPrefix("rediss+cluster://") {
+            self = try RedisURL.parseCluster(text.dropFirst("rediss+cluster://".count))
+            tls = true
+        } else if text.hasPrefix("redis+sentinel://") {
+            self = try RedisURL.parseSentinel(text.dropFirst("redis+sentinel://".count))
+        } else if text.hasPrefix("rediss+sentinel://") {
             throw .sentinelNotSupported
         } else {
             throw .unsupportedScheme(String(text.prefix { $0 != ":" }.prefix(32)))
@@ -113,12 +139,16 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         } else if let username {
             auth = "\(username)@"
         }
+        let s = tls ? "s" : ""
+        if case .sentinel(let sentinels, let master) = topology {
+            return "redis+sentinel://\(auth)" + sentinels.map(RedisURL.hostPort).joined(separator: ",") + "/\(master)/\(database)"
+        }
         if case .cluster(let seeds) = topology {
-            return "redis+cluster://\(auth)" + seeds.map(RedisURL.hostPort).joined(separator: ",")
+            return "redis\(s)+cluster://\(auth)" + seeds.map(RedisURL.hostPort).joined(separator: ",")
         }
         switch endpoint {
         case .tcp:
-            return "redis://\(auth)\(RedisURL.hostPort(endpoint))/\(database)"
+            return "redis\(s)://\(auth)\(RedisURL.hostPort(endpoint))/\(database)"
         case .unix(let path):
             return "unix://\(auth)\(path)" + (database == 0 ? "" : "?db=\(database)")
         }
@@ -163,8 +193,49 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         return .cluster(seeds: seeds, username: username, password: password)
     }
 
+    // MARK: - redis+sentinel://
+
+    private static func parseSentinel(_ text: Substring) throws(RedisURLError) -> RedisURL {
+        if text.contains(where: { $0 == "?" || $0 == "#" }) {
+            throw .malformed("redis+sentinel:// URLs take no query or fragment")
+        }
+        var rest = text
+        var username: String?
+        var password: String?
+        if let at = rest.lastIndex(of: "@") {
+            (username, password) = try credentials(rest[..<at])
+            rest = rest[rest.index(after: at)...]
+        }
+        guard let slash = rest.firstIndex(of: "/") else {
+            throw .malformed("a redis+sentinel:// URL names the master after the Sentinels: redis+sentinel://host:26379[,host:26379...]/master-name")
+        }
+        let path = rest[rest.index(after: slash)...].split(separator: "/", omittingEmptySubsequences: false)
+        rest = rest[..<slash]
+        let master = path[0]
+        guard !master.isEmpty, master.count <= 64,
+              master.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "." || $0 == "_" || $0 == "-") }) else {
+            throw .malformed("the Sentinel master name must be 1 to 64 letters, digits, '.', '_' or '-', got \(RedisURLError.quoted(String(master)))")
+        }
+        var database = 0
+        if path.count == 2, !path[1].isEmpty {
+            database = try parseDatabase(path[1])
+        } else if path.count > 2 {
+            throw .malformed("expected redis+sentinel://host:port[,host:port...]/master-name[/db]")
+        }
+        var sentinels: [Endpoint] = []
+        for part in rest.split(separator: ",", omittingEmptySubsequences: false) {
+            guard !part.isEmpty else { throw .malformed("the Sentinel list of a redis+sentinel:// URL has an empty entry (host:port,host:port)") }
+            let sentinel = try endpoint(part, defaultPort: defaultSentinelPort)
+            guard !sentinels.contains(sentinel) else { throw .malformed("the Sentinel \(RedisURLError.quoted(hostPort(sentinel))) is listed twice") }
+            sentinels.append(sentinel)
+        }
+        guard sentinels.count <= maximumSeeds else { throw .malformed("a redis+sentinel:// URL lists at most \(maximumSeeds) Sentinels, got \(sentinels.count)") }
+        return RedisURL(endpoint: sentinels[0], username: username, password: password, database: database,
+                        topology: .sentinel(sentinels: sentinels, master: String(master)))
+    }
+
     /// `host[:port]` of a TCP URL: a DNS name (lower-cased), an IPv4 literal or a bracketed IPv6 literal.
-    private static func endpoint(_ text: Substring) throws(RedisURLError) -> Endpoint {
+    private static func endpoint(_ text: Substring, defaultPort: UInt16 = RedisURL.defaultPort) throws(RedisURLError) -> Endpoint {
         guard let (host, portText, bracketed) = NetworkSyntax.splitHostPort(text) else {
             throw .malformed("the Redis host must be a host name, an IPv4 address or an IPv6 address in brackets (redis://[::1]:6379)")
         }

@@ -1,12 +1,10 @@
 /// Why a Redis URL was refused (`RedisURL.init(parsing:baseDirectory:)`). No case carries the
 /// password, so `description` can go to logs and `check-config` output as is.
 public enum RedisURLError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// Neither `redis://`, `redis+cluster://` nor `unix:`; carries the scheme seen (the text before the first `:`, at most
+    /// Neither `redis://`, `rediss://`, `redis+cluster://`, `rediss+cluster://` nor `unix:`; carries the scheme seen (the text before the first `:`, at most
     /// 32 characters).
     case unsupportedScheme(String)
-    /// `rediss://` or `rediss+cluster://`: Redis over TLS is not supported yet.
-    case tlsNotSupported
-    /// `redis+sentinel://`: Sentinel is not supported yet.
+    /// `rediss+sentinel://`: Sentinel over TLS is not supported yet.
     case sentinelNotSupported
     /// The host is not a DNS name, an IPv4 literal or a bracketed IPv6 literal; carries it.
     case invalidHost(String)
@@ -28,10 +26,8 @@ public enum RedisURLError: Error, Sendable, Hashable, CustomStringConvertible {
         switch self {
         case .unsupportedScheme(let scheme):
             return "expected \(RedisURL.grammar), got the scheme \(RedisURLError.quoted(scheme))"
-        case .tlsNotSupported:
-            return "rediss:// (Redis over TLS) is not supported yet: use redis:// on a trusted network or a Unix socket"
         case .sentinelNotSupported:
-            return "redis+sentinel:// (Redis Sentinel) is not supported yet: use redis:// to the primary or redis+cluster://"
+            return "rediss+sentinel:// (Redis Sentinel over TLS) is not supported yet: use redis+sentinel:// on a trusted network, or rediss:// to the primary"
         case .invalidHost(let host):
             return "\(RedisURLError.quoted(host)) is not a host name, an IPv4 address or an IPv6 address"
         case .invalidPort(let port):

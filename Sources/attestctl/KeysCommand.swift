@@ -114,6 +114,7 @@ enum KeysCommand {
     /// A Redis store for the command (`RedisLogin`; connects in the background).
     static func connect(_ options: DeviceCommandOptions) throws -> RedisStore {
         var configuration = RedisStore.Configuration(url: try RedisLogin.url(options))
+        configuration.tlsContext = try RedisLogin.tlsContext(options, url: configuration.url)
         configuration.commandTimeout = 5_000
         configuration.connectTimeout = 3_000
         do {

@@ -35,7 +35,7 @@ final class ClusterStoreConfigTests: XCTestCase {
         XCTAssertTrue(errorLines(yaml("store: {url: redis+cluster://h:1, wait_replicas: -1}")).contains { $0.contains("store.wait_replicas") })
         XCTAssertTrue(errorLines(yaml("store: {url: memory, wait_replicas: 1}")).contains { $0.contains("wait_replicas needs a Redis store") })
         XCTAssertTrue(errorLines(yaml("store: redis+cluster://h:1/2")).contains { $0.contains("Redis Cluster has only database 0") })
-        XCTAssertTrue(errorLines(yaml("store: redis+sentinel://h:26379/main")).contains { $0.contains("not supported yet") })
+        XCTAssertTrue(errorLines(yaml("store: rediss+sentinel://h:26379/main")).contains { $0.contains("not supported yet") })
         XCTAssertTrue(errorLines(yaml("store: \"redis+cluster://:hunter2@h:1,\"")).allSatisfy { !$0.contains("hunter2") })
     }
 }

@@ -108,11 +108,11 @@ final class ValidationTests: XCTestCase {
         func lines(_ text: String) -> [String] {
             errorLines(ConfigTestHelpers.minimal().replacingOccurrences(of: "store: memory", with: text))
         }
-        XCTAssertEqual(lines("store: memroy"), ["store: expected memory, redis://[[user]:password@]host[:port][/db], redis+cluster://host:port[,host:port...] or unix:/path/to/redis.sock[?db=N], got \"memroy\"; did you mean memory? (line 2, column 8)"])
-        XCTAssertEqual(lines("store: rediss://cache:6379"), ["store: rediss:// (Redis over TLS) is not supported yet: use redis:// on a trusted network or a Unix socket (line 2, column 8)"])
+        XCTAssertEqual(lines("store: memroy"), ["store: expected memory, redis[s]://[[user]:password@]host[:port][/db], redis[s]+cluster://host:port[,host:port...], redis+sentinel://host:port[,host:port...]/master-name or unix:/path/to/redis.sock[?db=N], got \"memroy\"; did you mean memory? (line 2, column 8)"])
+        XCTAssertEqual(lines("store: rediss://cache:6379/x"), ["store: the Redis database must be a number from 0 to 2147483647 (e.g. /0 or ?db=0), got \"x\" (line 2, column 8)"])
         XCTAssertEqual(lines("store: redis://cache:6379/x"), ["store: the Redis database must be a number from 0 to 2147483647 (e.g. /0 or ?db=0), got \"x\" (line 2, column 8)"])
         XCTAssertEqual(lines("store: redis://:hunter2@cache:99999/0"), ["store: the Redis port must be a number from 1 to 65535, got \"99999\" (line 2, column 8)"])
-        XCTAssertEqual(lines("store: 'memcached://:hunter2@x'"), ["store: expected memory, redis://[[user]:password@]host[:port][/db], redis+cluster://host:port[,host:port...] or unix:/path/to/redis.sock[?db=N], got \"memcached://:***@x\" (line 2, column 8)"])
+        XCTAssertEqual(lines("store: 'memcached://:hunter2@x'"), ["store: expected memory, redis[s]://[[user]:password@]host[:port][/db], redis[s]+cluster://host:port[,host:port...], redis+sentinel://host:port[,host:port...]/master-name or unix:/path/to/redis.sock[?db=N], got \"memcached://:***@x\" (line 2, column 8)"])
         XCTAssertEqual(lines("store: unix://cache/run/redis.sock"), ["store: unix:// takes no host: write unix:///absolute/path/redis.sock (or unix:relative/path/redis.sock) (line 2, column 8)"])
         XCTAssertEqual(lines("store: {command_timeout: 1h}"), [
             "store.url: required key is missing (memory or redis://host:port/db) (line 2, column 8)",

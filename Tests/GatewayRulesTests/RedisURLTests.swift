@@ -32,6 +32,50 @@ final class RedisURLTests: XCTestCase {
         accepted("redis://h/2147483647", RedisURL(endpoint: .tcp(host: "h", port: 6379), database: 2147483647))
     }
 
+    func testTLSForms() {
+        var one = RedisURL(endpoint: .tcp(host: "cache.internal", port: 6380), password: "pw", database: 2)
+        one.tls = true
+        accepted("rediss://:pw@Cache.Internal:6380/2", one)
+        XCTAssertEqual(one.description, "rediss://:***@cache.internal:6380/2")
+        var cluster = RedisURL.cluster(seeds: [.tcp(host: "10.0.0.1", port: 7000), .tcp(host: "::1", port: 6379)])
+        cluster.tls = true
+        accepted("rediss+cluster://10.0.0.1:7000,[::1]", cluster)
+        XCTAssertEqual(cluster.description, "rediss+cluster://10.0.0.1:7000,[::1]:6379")
+        // The plain schemes stay plain.
+        accepted("redis://cache.internal:6380/2", RedisURL(endpoint: .tcp(host: "cache.internal", port: 6380), database: 2))
+        guard case .success(let plain) = parse("redis+cluster://10.0.0.1:7000") else { return XCTFail("refused") }
+        XCTAssertFalse(plain.tls)
+        XCTAssertEqual(plain.description, "redis+cluster://10.0.0.1:7000")
+    }
+
+    func testSentinelForms() {
+        let sentinels: [RedisURL.Endpoint] = [.tcp(host: "10.0.0.1", port: 26379), .tcp(host: "s2.internal", port: 5000)]
+        accepted("redis+sentinel://10.0.0.1,S2.internal:5000/my-primary",
+                 RedisURL(endpoint: sentinels[0], topology: .sentinel(sentinels: sentinels, master: "my-primary")))
+        accepted("redis+sentinel://:pw@10.0.0.1/main_1.x/3",
+                 RedisURL(endpoint: sentinels[0], password: "pw", database: 3, topology: .sentinel(sentinels: [sentinels[0]], master: "main_1.x")))
+        guard case .success(let url) = parse("redis+sentinel://u:hunter2@[::1]:26380,10.0.0.1/main/") else { return XCTFail("refused") }
+        XCTAssertEqual(url.sentinel?.master, "main")
+        XCTAssertEqual(url.sentinel?.sentinels, [.tcp(host: "::1", port: 26380), .tcp(host: "10.0.0.1", port: 26379)])
+        XCTAssertEqual(url.description, "redis+sentinel://u:***@[::1]:26380,10.0.0.1:26379/main/0")
+        XCTAssertNil(url.clusterSeeds)
+        XCTAssertFalse(url.tls)
+        // Refused: no master, a bad master name, a bad db, repeated or empty Sentinels, query, extra path.
+        refused("redis+sentinel://h:26379")
+        refused("redis+sentinel://h:26379/")
+        refused("redis+sentinel://h:26379/my master")
+        refused("redis+sentinel://h:26379/" + String(repeating: "m", count: 65))
+        refused("redis+sentinel://h:26379/main/x", .invalidDatabase("x"))
+        refused("redis+sentinel://h:26379/main/0/1")
+        refused("redis+sentinel://h:1,h:1/main")
+        refused("redis+sentinel://h:1,,h:2/main")
+        refused("redis+sentinel://h:1/main?db=1")
+        refused("redis+sentinel://h:0/main", .invalidPort("0"))
+        refused("REDIS+SENTINEL://h:1/main", .unsupportedScheme("REDIS+SENTINEL"))
+        guard case .failure(let error) = parse("redis+sentinel://:hunter2@h:1/bad name") else { return XCTFail("accepted") }
+        XCTAssertFalse(error.description.contains("hunter2"), "\(error)")
+    }
+
     func testUnixForms() {
         accepted("unix:///run/redis/redis.sock?db=2", RedisURL(endpoint: .unix(path: "/run/redis/redis.sock"), database: 2))
         accepted("unix:/tmp/r.sock", RedisURL(endpoint: .unix(path: "/tmp/r.sock")))
@@ -48,8 +92,10 @@ final class RedisURLTests: XCTestCase {
         refused("http://host", .unsupportedScheme("http"))
         refused("REDIS://host", .unsupportedScheme("REDIS"))
         refused("memory", .unsupportedScheme("memory"))
-        refused("rediss://host", .tlsNotSupported)
-        refused("REDISS://host", .tlsNotSupported)
+        refused("REDISS://host", .unsupportedScheme("REDISS"))
+        refused("rediss://host/x", .invalidDatabase("x"))
+        refused("rediss://host?db=1")
+        refused("rediss://", .malformed("the Redis URL has no host (redis://host:port/db)"))
         refused("redis://host:0", .invalidPort("0"))
         refused("redis://host:65536", .invalidPort("65536"))
         refused("redis://host:abc", .invalidPort("abc"))
@@ -97,7 +143,7 @@ final class RedisURLTests: XCTestCase {
         XCTAssertEqual(RedisURLError.invalidPort("0").description, "the Redis port must be a number from 1 to 65535, got \"0\"")
         XCTAssertEqual(RedisURLError.invalidHost("a\"b\n").description, "\"a\\\"b\\u{a}\" is not a host name, an IPv4 address or an IPv6 address")
         XCTAssertEqual(RedisURLError.unsupportedScheme("http").description,
-                       "expected redis://[[user]:password@]host[:port][/db], redis+cluster://host:port[,host:port...] or unix:/path/to/redis.sock[?db=N], got the scheme \"http\"")
+                       "expected redis[s]://[[user]:password@]host[:port][/db], redis[s]+cluster://host:port[,host:port...], redis+sentinel://host:port[,host:port...]/master-name or unix:/path/to/redis.sock[?db=N], got the scheme \"http\"")
     }
 
     func testClusterForms() {
@@ -127,8 +173,9 @@ final class RedisURLTests: XCTestCase {
         refused("redis+cluster://h:1,bad_host:2", .invalidHost("bad_host"))
         refused("redis+cluster://user@h:1")
         refused("redis+cluster://" + (1...17).map { "h:\($0)" }.joined(separator: ","))
-        refused("rediss+cluster://h:1", .tlsNotSupported)
-        refused("redis+sentinel://h:26379/mymaster", .sentinelNotSupported)
+        refused("rediss+cluster://h:1/1")
+        refused("rediss+cluster://h:1,h:1")
+        refused("rediss+sentinel://h:26379/mymaster", .sentinelNotSupported)
         refused("REDIS+CLUSTER://h:1", .unsupportedScheme("REDIS+CLUSTER"))
         guard case .failure(let error) = parse("redis+cluster://:hunter2@h:1/5") else { return XCTFail("accepted") }
         XCTAssertFalse(error.description.contains("hunter2"), "\(error)")

@@ -159,6 +159,22 @@ public final class TestPKI: Sendable {
                           extensions: TestPKI.leafExtensions(names, san: sanNames), start: start, end: end, days: days)
     }
 
+    /// A client certificate (extendedKeyUsage clientAuth, for mutual TLS) for `subject`, issued by
+    /// `issuer` (default the intermediate); chain file (leaf, intermediate) and key paths.
+    public func client(_ name: String, subject: String, by issuer: Issued? = nil) throws -> (chainPath: String, keyPath: String) {
+        let leaf = try TestPKI.issue(directory, name: name, subject: subject, by: issuer ?? intermediate,
+                                     extensions: "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n")
+        return (try chain(name, [leaf, issuer ?? intermediate]), leaf.key)
+    }
+
+    /// A certificate for `names` usable as server and as client (extendedKeyUsage serverAuth and
+    /// clientAuth), as Redis Cluster nodes need for their TLS cluster bus; chain and key paths.
+    public func node(_ name: String, names: [String]) throws -> (chainPath: String, keyPath: String) {
+        let extensions = TestPKI.leafExtensions(names, san: true).replacingOccurrences(of: "extendedKeyUsage=serverAuth", with: "extendedKeyUsage=serverAuth,clientAuth")
+        let leaf = try TestPKI.issue(directory, name: name, subject: names[0], by: intermediate, extensions: extensions)
+        return (try chain(name, [leaf, intermediate]), leaf.key)
+    }
+
     /// A chain file `<name>.chain.pem` holding `certificates` in the given order.
     public func chain(_ name: String, _ certificates: [Issued]) throws -> String {
         let path = "\(directory)/\(name).chain.pem"

@@ -59,7 +59,7 @@ final class RedisURLAgreementTests: E2ETestCase {
         let redis = try XCTUnwrap(env.redis)
         let port = redis.port
         let refused = [
-            "rediss://127.0.0.1:\(port)", "http://127.0.0.1:\(port)", "memcached://x", "REDIS://127.0.0.1:\(port)",
+            "REDISS://127.0.0.1:\(port)", "rediss://127.0.0.1:\(port)/x", "http://127.0.0.1:\(port)", "memcached://x", "REDIS://127.0.0.1:\(port)",
             "redis://", "redis://:\(port)", "redis://127.0.0.1:0", "redis://127.0.0.1:65536", "redis://127.0.0.1:x",
             "redis://::1:\(port)", "redis://[::1", "redis://[::g]:\(port)", "redis://bad_host:\(port)",
             "redis://127.0.0.1:\(port)/x", "redis://127.0.0.1:\(port)/-1", "redis://127.0.0.1:\(port)/+1",
@@ -70,8 +70,8 @@ final class RedisURLAgreementTests: E2ETestCase {
             "unix:\(redis.socketPath)?timeout=1", "unix:\(redis.socketPath)?db=x", "unix:\(redis.socketPath)?db=1&db=2",
             "unix:\(redis.socketPath)?", "unix:/" + String(repeating: "s", count: 120),
             "redis+cluster://127.0.0.1:\(port)/1", "redis+cluster://127.0.0.1:\(port),", "redis+cluster://127.0.0.1:\(port),127.0.0.1:\(port)",
-            "redis+cluster://127.0.0.1:\(port)?db=0", "redis+cluster://secret@127.0.0.1:\(port)", "rediss+cluster://127.0.0.1:\(port)",
-            "redis+sentinel://127.0.0.1:\(port)/main",
+            "redis+cluster://127.0.0.1:\(port)?db=0", "redis+cluster://secret@127.0.0.1:\(port)", "rediss+cluster://127.0.0.1:\(port)/1",
+            "rediss+sentinel://127.0.0.1:\(port)/main", "redis+sentinel://127.0.0.1:\(port)", "redis+sentinel://127.0.0.1:\(port)/a b",
         ]
         for url in refused {
             let config = configRefusal(url, base: redis.directory.path)
@@ -83,6 +83,27 @@ final class RedisURLAgreementTests: E2ETestCase {
                 XCTAssertFalse(text.contains("secret"), "the password is echoed: \(text)")
             }
         }
+    }
+
+    /// `rediss://` is taken by both and reaches a TLS-only redis-server with `--tls-ca` (attestctl)
+    /// the way `store.tls.ca` does; without the CA (system store) attestctl cannot reach it; TLS
+    /// options on a plain URL are a usage error.
+    func testRedissReachesATLSServer() throws {
+        let server = try RedisTLSServer()
+        let url = "rediss://127.0.0.1:\(server.port)/0"
+        XCTAssertNil(configRefusal(url, base: "/tmp"))
+        let root = server.pki.root.certificate
+        let shown = try attestctl(["keys", "show", "--store", url, "--tls-ca", root, "--key-id", absentKeyId])
+        XCTAssertEqual(shown.status, 1, shown.output)
+        XCTAssertTrue(shown.output.contains("no key record"), shown.output)
+        let unverified = try attestctl(["keys", "show", "--store", url, "--key-id", absentKeyId])
+        XCTAssertNotEqual(unverified.status, 0, unverified.output)
+        XCTAssertFalse(unverified.output.contains("no key record"), "reached a store whose certificate it cannot verify: \(unverified.output)")
+        let plain = try attestctl(["keys", "show", "--store", "redis://127.0.0.1:\(server.port)/0", "--tls-ca", root, "--key-id", absentKeyId])
+        XCTAssertEqual(plain.status, 2, plain.output)
+        XCTAssertTrue(plain.output.contains("rediss://"), plain.output)
+        let half = try attestctl(["keys", "show", "--store", url, "--tls-cert", root, "--key-id", absentKeyId])
+        XCTAssertEqual(half.status, 2, half.output)
     }
 
     /// A password given in the URL is never shown, by either side, even when the URL is refused.
