@@ -138,7 +138,7 @@ final class RedisClusterStoreTests: XCTestCase {
         var restored = false
         defer {
             if !restored { _ = try? cluster.cli(owner, ["CLUSTER", "ADDSLOTS", String(slot)]) }
-            try? cluster.waitUntilHealthy()
+            XCTAssertNoThrow(try cluster.waitUntilHealthy(), "the test left the shared cluster unhealthy")
         }
         // Failing variant: a short command timeout gives up with the CLUSTERDOWN error.
         let failed = try suite.wait("fetchKey") { done in hasty.fetchKey(record.keyId, completion: done) }

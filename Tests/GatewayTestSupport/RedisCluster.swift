@@ -9,7 +9,9 @@ import Glibc
 /// --cluster-replicas N --cluster-yes`. Slow to start (seconds): share one per test process through
 /// `SharedRedisCluster`.
 ///
-/// Nodes use `cluster-node-timeout 1000` (a dead primary is failed over within a few seconds),
+/// Nodes use `cluster-node-timeout 2000` (a dead primary is failed over within a few seconds; 1000
+/// made a node on a busy 2-core CI machine look dead now and then, and the spurious failovers left
+/// replicas resyncing past the health deadline),
 /// `cluster-require-full-coverage no` (a slot without a primary refuses only its own commands),
 /// append-only persistence with `appendfsync always` and `maxmemory-policy noeviction`, as the
 /// gateway asks of its Redis.
@@ -183,31 +185,39 @@ public final class RedisCluster: @unchecked Sendable {  // `children` is mutated
 
     /// Waits until every running node says `cluster_state:ok`, `primaries` primaries serve all 16384
     /// slots and each has `replicasPerPrimary` replicas.
-    public func waitUntilHealthy(primaries: Int = 3, replicasPerPrimary: Int = 1, timeout: TimeInterval = 60) throws {
+    /// - Throws: `SetupFailure` naming the check that still failed at the deadline (a node's state,
+    ///   the roles, or a replica's replication section) and the cluster's `CLUSTER NODES`.
+    public func waitUntilHealthy(primaries: Int = 3, replicasPerPrimary: Int = 1, timeout: TimeInterval = 90) throws {
         let deadline = Date().addingTimeInterval(timeout)
         var last = ""
         while Date() < deadline {
             let ports = runningPorts
             let states = ports.map { (try? cli($0, ["CLUSTER", "INFO"])) ?? "" }
-            if states.allSatisfy({ $0.contains("cluster_state:ok") && $0.contains("cluster_slots_ok:16384") }),
-               let roles = try? roles(), roles.primaries.count == primaries,
-               roles.replicas.count == primaries * replicasPerPrimary,
-               Set(roles.replicas.values) == Set(roles.primaries),
-               try replicasLinked(roles.replicas.keys) {
-                return
+            if let bad = states.firstIndex(where: { !($0.contains("cluster_state:ok") && $0.contains("cluster_slots_ok:16384")) }) {
+                last = "node \(ports[bad]) says: \(states[bad])"
+            } else if let roles = try? roles(), roles.primaries.count == primaries,
+                      roles.replicas.count == primaries * replicasPerPrimary,
+                      Set(roles.replicas.values) == Set(roles.primaries) {
+                guard let unlinked = unlinkedReplica(roles.replicas.keys) else { return }
+                last = "replica \(unlinked.port) not linked to its primary: \(unlinked.replication)"
+            } else {
+                last = "roles are not \(primaries) primaries with \(replicasPerPrimary) replica(s) each"
             }
-            last = states.first(where: { !$0.contains("cluster_state:ok") }) ?? ((try? cli(try liveNode(), ["CLUSTER", "NODES"])) ?? "")
             usleep(100_000)
         }
-        throw SetupFailure("the Redis Cluster is not healthy after \(timeout) s: \(last)")
+        let nodes = (try? cli(try liveNode(), ["CLUSTER", "NODES"])) ?? ""
+        throw SetupFailure("the Redis Cluster is not healthy after \(timeout) s: \(last)\nCLUSTER NODES:\n\(nodes)")
     }
 
-    /// Whether every replica's link to its primary is up (`master_link_status:up`).
-    private func replicasLinked<Ports: Sequence>(_ replicas: Ports) throws -> Bool where Ports.Element == UInt16 {
-        for port in replicas where !((try? cli(port, ["INFO", "replication"])) ?? "").contains("master_link_status:up") {
-            return false
+    /// The first replica whose link to its primary is not up (`master_link_status:up`), with its
+    /// `INFO replication`; nil when all are linked.
+    private func unlinkedReplica<Ports: Sequence>(_ replicas: Ports) -> (port: UInt16, replication: String)?
+    where Ports.Element == UInt16 {
+        for port in replicas {
+            let replication = (try? cli(port, ["INFO", "replication"])) ?? ""
+            if !replication.contains("master_link_status:up") { return (port, replication) }
         }
-        return true
+        return nil
     }
 
     /// Deletes every key on every primary.
@@ -226,7 +236,7 @@ public final class RedisCluster: @unchecked Sendable {  // `children` is mutated
         try ChildProcess("redis-server", [
             "--port", String(node.port), "--cluster-port", String(node.busPort), "--bind", "127.0.0.1",
             "--cluster-enabled", "yes", "--cluster-config-file", node.directory.appendingPathComponent("nodes.conf").path,
-            "--cluster-node-timeout", "1000", "--cluster-require-full-coverage", "no",
+            "--cluster-node-timeout", "2000", "--cluster-require-full-coverage", "no",
             "--dir", node.directory.path, "--appendonly", "yes", "--appendfsync", "always", "--save", "",
             "--maxmemory-policy", "noeviction", "--daemonize", "no",
         ])

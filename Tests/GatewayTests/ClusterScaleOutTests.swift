@@ -52,7 +52,7 @@ final class ClusterScaleOutTests: XCTestCase {
         defer {
             // Leave the shared cluster whole whatever happened.
             if !cluster.runningPorts.contains(victim) { try? cluster.restart(victim) }
-            try? cluster.waitUntilHealthy()
+            XCTAssertNoThrow(try cluster.waitUntilHealthy(), "the test left the shared cluster unhealthy")
         }
 
         let readyz = "http://127.0.0.1:\(env.adminPort)/readyz"
@@ -115,7 +115,7 @@ final class ClusterScaleOutTests: XCTestCase {
         let heir = try XCTUnwrap(try cluster.roles().replicas.first { $0.value == victim }?.key, "the victim has a replica")
         defer {
             if !cluster.runningPorts.contains(victim) { try? cluster.restart(victim) }
-            try? cluster.waitUntilHealthy()
+            XCTAssertNoThrow(try cluster.waitUntilHealthy(), "the test left the shared cluster unhealthy")
         }
         let stream = RequestStream(env, devices: devices)
         var stopped = false
