@@ -49,9 +49,7 @@ extension RedisStore {
     static func decodeCodeReply(_ reply: RedisReply) -> Result<StoreOutcome<Void>, StoreUnavailable> {
         guard case .bulk(let code) = reply else { return .failure(RedisStore.unexpected(reply)) }
         if reply.isText("ok") { return .success(.accepted(())) }
-        guard let refusal = StoreRefusal(rawValue: String(decoding: code, as: UTF8.self)) else {
-            return .failure(RedisStore.unexpected(reply))
-        }
+        guard let refusal = RedisStore.refusal(code) else { return .failure(RedisStore.unexpected(reply)) }
         return .success(.refused(refusal))
     }
 }

@@ -261,14 +261,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         RedisKeySchema.appendFields(of: record, to: &args)
         let keys = [schema.keyRecordName(record.keyId), schema.challengeName(record.keyId, challenge)]
         runScriptRouted(.register, keys: keys, args: args) { [self] result, connection in
-            let registered: Result<StoreOutcome<Void>, StoreUnavailable> = result.flatMap { reply in
-                guard case .bulk(let code) = reply else { return .failure(RedisStore.unexpected(reply)) }
-                if reply.isText("ok") { return .success(.accepted(())) }
-                guard let refusal = RedisStore.refusal(code) else { return .failure(RedisStore.unexpected(reply)) }
-                return .success(.refused(refusal))
-            }
-            guard case .success(.accepted) = registered, waitReplicas > 0 else { return completion(registered) }
-            afterReplicas(StoreOutcome<Void>.accepted(()), on: connection, completion: completion)
+            acknowledged(result.flatMap(RedisStore.decodeCodeReply), on: connection, completion: completion)
         }
     }
 
@@ -295,9 +288,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         args.append(decimal: now)
         let keys = [schema.keyRecordName(keyId), schema.challengeName(keyId, challenge)]
         runScriptRouted(.commit, keys: keys, args: args) { [self] result, connection in
-            let decoded = result.flatMap(RedisStore.decodeCommit)
-            guard case .success(.accepted(let committed)) = decoded, waitReplicas > 0 else { return completion(decoded) }
-            afterReplicas(StoreOutcome<CommittedAssertion>.accepted(committed), on: connection, completion: completion)
+            acknowledged(result.flatMap(RedisStore.decodeCommit), on: connection, completion: completion)
         }
     }
 
@@ -597,7 +588,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         return StoreUnavailable(.protocolError, detail: "unexpected reply \(reply)")
     }
 
-    private static func refusal(_ code: [UInt8]) -> StoreRefusal? {
+    static func refusal(_ code: [UInt8]) -> StoreRefusal? {
         StoreRefusal(rawValue: String(decoding: code, as: UTF8.self))
     }
 
