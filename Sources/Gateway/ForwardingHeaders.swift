@@ -63,16 +63,31 @@ struct ForwardingHeaders: Sendable {
         return IPAddress(String(text))
     }
 
+    /// Whether `name` is of the forwarding family: `Forwarded`, `X-Real-IP` or `X-Forwarded-*`
+    /// (ASCII case-insensitive).
+    static func isForwardingField(_ name: UnsafeRawBufferPointer) -> Bool {
+        switch name.count {
+        case 9: return startsWith(name, "forwarded") || startsWith(name, "x-real-ip")
+        case 12...: return startsWith(name, "x-forwarded-")
+        default: return false
+        }
+    }
+
+    @inline(__always)
+    private static func startsWith(_ name: UnsafeRawBufferPointer, _ lower: StaticString) -> Bool {
+        HeaderFamily.hasPrefix(name, UnsafeRawBufferPointer(start: lower.utf8Start, count: lower.utf8CodeUnitCount))
+    }
+
     /// Sets the family on `headers` (the fields to forward) for a request that arrived on `connection`.
     func apply(to headers: inout HTTPHeaders, connection: HTTPConnectionInfo) {
         let peer = connection.remoteHost
         let scheme = connection.isSecure ? "https" : "http"
-        guard trusted.contains(host: peer) else {
-            headers.removeAll(namePrefix: "X-Forwarded-")
-            headers.remove("Forwarded")
-            headers.remove("X-Real-IP")
-            try? headers.add(name: "X-Forwarded-For", value: peer)
-            try? headers.add(name: "X-Forwarded-Proto", value: scheme)
+        guard !trusted.isEmpty && trusted.contains(host: peer) else {
+            // One pass over the fields; the two added ones are the gateway's own text (the peer's
+            // address as the socket reported it, a scheme literal): nothing to validate.
+            headers.removeFields(whereName: ForwardingHeaders.isForwardingField)
+            headers.appendTrusted(name: "X-Forwarded-For", value: peer)
+            headers.appendTrusted(name: "X-Forwarded-Proto", value: scheme)
             return
         }
         let chain = headers.values("X-Forwarded-For").filter { !$0.isEmpty }

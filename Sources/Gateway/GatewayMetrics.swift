@@ -160,6 +160,69 @@ final class GatewayMetrics: Sendable {
         var signalDecisions: [SignalKey: UInt64] = [:]
         var cohorts: [CohortKey: UInt64] = [:]
 
+        // The labels of the last request and upstream exchange counted, kept outside the
+        // dictionaries: a loop's consecutive requests mostly share their labels, and comparing keys
+        // whose strings share storage costs far less than hashing them. Folded into the
+        // dictionaries when the labels change and before every read (`flushHot`).
+        var hotRequest: RequestKey?
+        var hotRequestCount: UInt64 = 0
+        var hotRoute: String?
+        var hotDuration: Histogram?
+        var hotUpstream: LabelPair?
+        var hotUpstreamCount: UInt64 = 0
+        var hotUpstreamName: String?
+        var hotUpstreamDuration: Histogram?
+
+        /// Counts one request with `key`, its duration `seconds` under `route`.
+        mutating func countRequest(_ key: RequestKey, route: String, seconds: Double, _ buckets: Buckets) {
+            if hotRequest == key {
+                hotRequestCount += 1
+            } else {
+                if let old = hotRequest { requests[old, default: 0] += hotRequestCount }
+                hotRequest = key
+                hotRequestCount = 1
+            }
+            if hotRoute != route {
+                if let old = hotRoute, let h = hotDuration { durations[old] = h }
+                hotDuration = durations.removeValue(forKey: route) ?? Histogram(buckets)
+                hotRoute = route
+            }
+            hotDuration!.add(seconds, buckets)
+        }
+
+        /// Counts one upstream exchange with `key` (upstream, status class), its duration `seconds`.
+        mutating func countUpstream(_ key: LabelPair, seconds: Double, _ buckets: Buckets) {
+            if hotUpstream == key {
+                hotUpstreamCount += 1
+            } else {
+                if let old = hotUpstream { upstreamRequests[old, default: 0] += hotUpstreamCount }
+                hotUpstream = key
+                hotUpstreamCount = 1
+            }
+            if hotUpstreamName != key.first {
+                if let old = hotUpstreamName, let h = hotUpstreamDuration { upstreamDurations[old] = h }
+                hotUpstreamDuration = upstreamDurations.removeValue(forKey: key.first) ?? Histogram(buckets)
+                hotUpstreamName = key.first
+            }
+            hotUpstreamDuration!.add(seconds, buckets)
+        }
+
+        /// Folds the hot entries into the dictionaries (before the shard is read).
+        mutating func flushHot() {
+            if let key = hotRequest { requests[key, default: 0] += hotRequestCount }
+            hotRequest = nil
+            hotRequestCount = 0
+            if let route = hotRoute, let h = hotDuration { durations[route] = h }
+            hotRoute = nil
+            hotDuration = nil
+            if let key = hotUpstream { upstreamRequests[key, default: 0] += hotUpstreamCount }
+            hotUpstream = nil
+            hotUpstreamCount = 0
+            if let name = hotUpstreamName, let h = hotUpstreamDuration { upstreamDurations[name] = h }
+            hotUpstreamName = nil
+            hotUpstreamDuration = nil
+        }
+
         /// Adds `other`'s counts to these.
         mutating func merge(_ other: State) {
             signalDecisions.merge(other.signalDecisions, uniquingKeysWith: +)
@@ -222,9 +285,7 @@ final class GatewayMetrics: Sendable {
         let refusal: String? = record.upstream == nil && record.status >= 400 ? (context?.reason ?? record.error?.code) : nil
         let buckets = requestBuckets
         shards.withShard(record.connection.loopIndex) { state in
-            state.requests[key, default: 0] += 1
-            // Updated in place (a copy taken out of the dictionary would copy the bucket array each time).
-            state.durations[route, default: Histogram(buckets)].add(seconds, buckets)
+            state.countRequest(key, route: route, seconds: seconds, buckets)
             if let refusal { state.refusals[LabelPair(first: route, second: refusal), default: 0] += 1 }
             if decided { state.requestsCompleted += 1 }
         }
@@ -270,9 +331,8 @@ final class GatewayMetrics: Sendable {
         let seconds = Double(exchange.nanoseconds) / 1e9
         let buckets = upstreamBuckets
         shards.withShard(exchange.loopIndex) { state in
-            state.upstreamRequests[LabelPair(first: exchange.upstream, second: statusClass), default: 0] += 1
+            state.countUpstream(LabelPair(first: exchange.upstream, second: statusClass), seconds: seconds, buckets)
             if let kind { state.upstreamErrors[LabelPair(first: exchange.upstream, second: kind), default: 0] += 1 }
-            state.upstreamDurations[exchange.upstream, default: Histogram(buckets)].add(seconds, buckets)
         }
     }
 
@@ -409,7 +469,10 @@ final class GatewayMetrics: Sendable {
     /// Every shard merged.
     private func snapshot() -> State {
         var merged = State()
-        shards.forEach { merged.merge($0) }
+        shards.forEach {
+            $0.flushHot()
+            merged.merge($0)
+        }
         return merged
     }
 

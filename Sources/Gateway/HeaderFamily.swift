@@ -48,7 +48,17 @@ struct HeaderFamily: Sendable {
 
     /// Removes every field of the family (used where no evidence is read: `off` routes, trailers).
     func strip(_ headers: inout HTTPHeaders) {
-        _ = headers.removeAll { HeaderFamily.hasPrefix($0.nameBytes, prefixLower) }
+        prefixLower.withUnsafeBytes { prefix in
+            _ = headers.removeFields(whereName: { HeaderFamily.hasPrefix($0, prefix) })
+        }
+    }
+
+    /// Whether `name` starts with `prefix` (already lower case), ASCII case-insensitively.
+    @inline(__always)
+    static func hasPrefix(_ name: UnsafeRawBufferPointer, _ prefix: UnsafeRawBufferPointer) -> Bool {
+        guard name.count >= prefix.count else { return false }
+        for i in 0..<prefix.count where asciiLower(name[i]) != prefix[i] { return false }
+        return true
     }
 
     static func lower(_ text: String) -> [UInt8] { text.utf8.map { asciiLower($0) } }

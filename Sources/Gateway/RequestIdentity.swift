@@ -71,7 +71,10 @@ struct RequestIdentity: Sendable {
     /// Sets the request id on the forwarded fields and drops an invalid `traceparent` with its
     /// `tracestate`.
     func apply(to headers: inout HTTPHeaders) {
-        try? headers.replaceOrAdd(name: RequestIdentity.requestIDField, value: requestID)
+        // The id is the gateway's own hex or a trusted proxy's id checked by `isPlausibleID`:
+        // nothing to validate again.
+        headers.remove(RequestIdentity.requestIDField)
+        headers.appendTrusted(name: "X-Request-Id", value: requestID)
         if traceparentInvalid {
             headers.remove("traceparent")
             headers.remove("tracestate")

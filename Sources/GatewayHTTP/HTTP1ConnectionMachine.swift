@@ -611,7 +611,7 @@ struct HTTP1ConnectionMachine {
         guard phase == .forwarding else { return Actions() }
         var h = upstreamHead
         current.responseHeadFilter?(&h)
-        if let field = current.responseField { try? h.headers.replaceOrAdd(name: field.name, value: field.value) }
+        let field = current.responseField  // set while serializing (no copy of the upstream head)
         let http10 = current.head?.version.minor == 0
         let mode: DownstreamBody
         if current.head?.method == .head || h.status == 304 {
@@ -630,7 +630,9 @@ struct HTTP1ConnectionMachine {
         current.responseStarted = true
         current.responseStatus = h.status
         let keep = keepAlive
-        output.withBytes { HTTP1Serializer.appendProxiedHead(h, body: mode, keepAlive: keep, clientIsHTTP10: http10, into: &$0) }
+        output.withBytes {
+            HTTP1Serializer.appendProxiedHead(h, body: mode, keepAlive: keep, clientIsHTTP10: http10, replacing: field, into: &$0)
+        }
         return Actions()
     }
 

@@ -85,40 +85,78 @@ enum HTTP1Serializer {
     }
 
     /// The head of a proxied response: upstream status and fields minus hop-by-hop, with our framing.
+    /// `replacing` (`HTTPForward.responseField`), when given, is set by replacement: every upstream
+    /// field of that name is left out and the field is written after the others (left out itself
+    /// when its name or value is not valid). Done while writing, so the upstream head is not copied
+    /// to edit it.
     static func appendProxiedHead(_ head: HTTPResponseHead, body: DownstreamBody, keepAlive: Bool,
-                                  clientIsHTTP10: Bool, into out: inout [UInt8]) {
-        appendStatusLine(head.status, reason: head.reason, into: &out)
+                                  clientIsHTTP10: Bool, replacing field: (name: String, value: String)? = nil,
+                                  into out: inout [UInt8]) {
         var tokens: [[UInt8]] = []
         HopByHop.connectionTokens(head.headers, into: &tokens)
         let passLength = body == .none(passLength: true)
-        head.headers.storage.withUnsafeBytes { s in
-            for slot in head.headers.slots {
-                let name = HTTPHeaders.nameBuffer(s, slot)
-                if HopByHop.isHopByHop(name) {
-                    if !(passLength && name.count == 14 && HTTP1Syntax.equalsLowercaseLiteral(name, "content-length")) {
-                        continue
+        HTTPHeaders.withUTF8(field?.name ?? "") { replacedName in
+            HTTPHeaders.withUTF8(field?.value ?? "") { replacedValue in
+                let replace = !replacedName.isEmpty
+                    && (try? HTTPHeaders.validate(name: replacedName, value: replacedValue)) != nil
+                // Status line (reason at most its bytes or a standard phrase), every field with 4
+                // bytes of punctuation, the replaced field, Content-Length or Transfer-Encoding, and
+                // the connection field.
+                let bound = 64 + head.reason.count + head.headers.storage.count + 4 * head.headers.slots.count
+                    + replacedName.count + replacedValue.count + 4 + 40 + HTTP1HeadWriter.decimalBound + 32
+                HTTP1HeadWriter.append(into: &out, bound: bound) { w in
+                    putStatusLine(head.status, reason: head.reason, &w)
+                    head.headers.storage.withUnsafeBytes { s in
+                        for slot in head.headers.slots {
+                            let name = HTTPHeaders.nameBuffer(s, slot)
+                            if HopByHop.isHopByHop(name) {
+                                if !(passLength && name.count == 14 && HTTP1Syntax.equalsLowercaseLiteral(name, "content-length")) {
+                                    continue
+                                }
+                            } else if !tokens.isEmpty && HopByHop.isNamed(name, in: tokens) {
+                                continue
+                            }
+                            if !replacedName.isEmpty && HTTP1Syntax.equalsCaseInsensitive(name, replacedName) { continue }
+                            w.putField(name, HTTPHeaders.valueBuffer(s, slot))
+                        }
                     }
-                } else if !tokens.isEmpty && HopByHop.isNamed(name, in: tokens) {
-                    continue
+                    if replace { w.putField(replacedName, replacedValue) }
+                    switch body {
+                    case .length(let n):
+                        w.put("Content-Length: ")
+                        w.putDecimal(n)
+                        w.put("\r\n")
+                    case .chunked:
+                        w.put("Transfer-Encoding: chunked\r\n")
+                    case .none, .untilClose:
+                        break
+                    }
+                    if !keepAlive {
+                        w.put("Connection: close\r\n")
+                    } else if clientIsHTTP10 {
+                        w.put("Connection: keep-alive\r\n")
+                    }
+                    w.put("\r\n")
                 }
-                out.append(contentsOf: name)
-                put(": ", &out)
-                out.append(contentsOf: HTTPHeaders.valueBuffer(s, slot))
-                put("\r\n", &out)
             }
         }
-        switch body {
-        case .length(let n):
-            put("Content-Length: ", &out)
-            HTTP1Syntax.appendDecimal(n, to: &out)
-            put("\r\n", &out)
-        case .chunked:
-            put("Transfer-Encoding: chunked\r\n", &out)
-        case .none, .untilClose:
-            break
+    }
+
+    /// `HTTP/1.1 NNN reason\r\n` through a head writer (at most 16 bytes beside the reason or the
+    /// standard phrase, which is at most 31 bytes).
+    private static func putStatusLine(_ status: Int, reason: [UInt8]?, _ w: inout HTTP1HeadWriter) {
+        w.put("HTTP/1.1 ")
+        let s = (100...999).contains(status) ? status : 500
+        w.put(UInt8(truncatingIfNeeded: s / 100) &+ 0x30)
+        w.put(UInt8(truncatingIfNeeded: (s / 10) % 10) &+ 0x30)
+        w.put(UInt8(truncatingIfNeeded: s % 10) &+ 0x30)
+        w.put(HTTP1Syntax.sp)
+        if let reason, !reason.isEmpty {
+            w.put(reason)
+        } else {
+            w.put(HTTPResponse.reasonPhrase(s))
         }
-        appendConnection(keepAlive: keepAlive, clientIsHTTP10: clientIsHTTP10, into: &out)
-        put("\r\n", &out)
+        w.put("\r\n")
     }
 
     /// The upstream request for `forward`: request line, fields minus `HopByHop.fieldNames`, `Host`
@@ -131,36 +169,38 @@ enum HTTP1Serializer {
     /// site in `HTTP1ServerConnection`.
     static func appendUpstreamRequest(_ forward: HTTPForward, original: HTTPHeaders?, hostHeader: [UInt8],
                                       into out: inout [UInt8]) {
-        forward.method.append(to: &out)
-        out.append(HTTP1Syntax.sp)
-        out.append(contentsOf: forward.target)
-        put(" HTTP/1.1\r\n", &out)
-        var hasHost = false
-        forward.headers.storage.withUnsafeBytes { s in
-            for slot in forward.headers.slots {
-                let name = HTTPHeaders.nameBuffer(s, slot)
-                if HopByHop.isHopByHop(name) { continue }
-                if name.count == 4 && HTTP1Syntax.equalsLowercaseLiteral(name, "host") {
-                    if hasHost { continue }  // never forward two Host fields
-                    hasHost = true
+        let methodLength = forward.method.byteCount
+        let bound = methodLength + 1 + forward.target.count + 11 + forward.headers.storage.count
+            + 4 * forward.headers.slots.count + 8 + hostHeader.count + 18 + HTTP1HeadWriter.decimalBound + 2
+        HTTP1HeadWriter.append(into: &out, bound: bound) { w in
+            forward.method.put(into: &w)
+            w.put(HTTP1Syntax.sp)
+            w.put(forward.target)
+            w.put(" HTTP/1.1\r\n")
+            var hasHost = false
+            forward.headers.storage.withUnsafeBytes { s in
+                for slot in forward.headers.slots {
+                    let name = HTTPHeaders.nameBuffer(s, slot)
+                    if HopByHop.isHopByHop(name) { continue }
+                    if name.count == 4 && HTTP1Syntax.equalsLowercaseLiteral(name, "host") {
+                        if hasHost { continue }  // never forward two Host fields
+                        hasHost = true
+                    }
+                    w.putField(name, HTTPHeaders.valueBuffer(s, slot))
                 }
-                out.append(contentsOf: name)
-                put(": ", &out)
-                out.append(contentsOf: HTTPHeaders.valueBuffer(s, slot))
-                put("\r\n", &out)
             }
+            if !hasHost {
+                w.put("Host: ")
+                w.put(hostHeader)
+                w.put("\r\n")
+            }
+            if !forward.body.isEmpty || forward.method.sendsZeroContentLength {
+                w.put("Content-Length: ")
+                w.putDecimal(forward.body.count)
+                w.put("\r\n")
+            }
+            w.put("\r\n")
         }
-        if !hasHost {
-            put("Host: ", &out)
-            out.append(contentsOf: hostHeader)
-            put("\r\n", &out)
-        }
-        if !forward.body.isEmpty || forward.method.sendsZeroContentLength {
-            put("Content-Length: ", &out)
-            HTTP1Syntax.appendDecimal(forward.body.count, to: &out)
-            put("\r\n", &out)
-        }
-        put("\r\n", &out)
         out.append(contentsOf: forward.body)
     }
 

@@ -68,7 +68,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
     func start() {
         loop.register(self)
         channel.startReading()
-        let now = EventLoop.now()
+        let now = loop.turnTime
         perform(machine.start(now: now), now: now)
         // Accepted while the listeners stay open for a handover: serve one request, then close.
         if context.isDraining { machine.acceptedWhileDraining() }
@@ -77,7 +77,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
     // MARK: events in
 
     private func readable() {
-        let now = EventLoop.now()
+        let now = loop.turnTime
         var reads = 0
         while reads < 4 && !machine.isClosed && channel.isReading {
             reads += 1
@@ -157,14 +157,14 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
             offset += consumed
             perform(actions, now: now)
             guard offset < input.count, consumed > 0 else { return }
-            now = EventLoop.now()  // the handler may have run
+            now = loop.turnTime  // the handler may have run
         }
     }
 
     private func writable() {
         guard !machine.isClosed else { return }
         let (result, written) = machine.writeOutput { stream.write($0) }
-        let now = EventLoop.now()
+        let now = loop.turnTime
         perform(machine.flushed(result, written: written, now: now), now: now)
     }
 
@@ -177,13 +177,13 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                 synchronousAnswer = (answer, context, sequence)
             } else {
                 // E.g. a store completion on this loop (Redis connections run on the loops): no hop.
-                let now = EventLoop.now()
+                let now = loop.turnTime
                 perform(answered(answer, context: context, sequence: sequence, now: now), now: now)
             }
             return
         }
         loop.execute { [self] in
-            let now = EventLoop.now()
+            let now = loop.turnTime
             perform(answered(answer, context: context, sequence: sequence, now: now), now: now)
         }
     }
@@ -214,26 +214,26 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
     /// From the exchange: the response is complete.
     func upstreamEnd() {
         exchange = nil
-        let now = EventLoop.now()
+        let now = loop.turnTime
         perform(machine.upstreamEnd(now: now), now: now)
     }
 
     /// From the exchange: it failed.
     func upstreamFailed(_ error: HTTPError) {
         exchange = nil
-        let now = EventLoop.now()
+        let now = loop.turnTime
         perform(machine.upstreamFailed(error, now: now), now: now)
     }
 
     /// Graceful shutdown: close when idle, else answer the request in progress with `Connection: close`.
     func drain() {
-        let now = EventLoop.now()
+        let now = loop.turnTime
         perform(machine.drain(now: now), now: now)
     }
 
     /// Shutdown deadline passed: close now.
     func forceClose() {
-        let now = EventLoop.now()
+        let now = loop.turnTime
         perform(machine.forceClose(now: now), now: now)
     }
 
@@ -253,7 +253,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
         var known = now
         func clock() -> UInt64 {
             if let known { return known }
-            let t = EventLoop.now()
+            let t = loop.turnTime
             known = t
             return t
         }
@@ -275,7 +275,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                     inHandlerCall = false
                     if let (answer, context, sequence) = synchronousAnswer {
                         synchronousAnswer = nil
-                        known = EventLoop.now()  // after the handler's work
+                        known = loop.turnTime  // after the handler's work
                         next = answered(answer, context: context, sequence: sequence, now: clock())
                     }
                 case .renderError:
@@ -303,7 +303,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                     inHandlerCall = false
                     if let (answer, context, sequence) = synchronousAnswer {
                         synchronousAnswer = nil
-                        known = EventLoop.now()
+                        known = loop.turnTime
                         next = answered(answer, context: context, sequence: sequence, now: clock())
                     }
                 case .report:

@@ -3,7 +3,10 @@
 import GatewayIO
 
 /// Facts about the downstream connection of a request (for access logs, `X-Forwarded-For`, rate limits).
-public struct HTTPConnectionInfo: Sendable {
+///
+/// Immutable and shared by reference: every request, access record and handler call of a
+/// connection holds the same instance (one retain per copy instead of one per string).
+public final class HTTPConnectionInfo: Sendable {
     /// Unique (per process) connection number, counting from 1.
     public let id: UInt64
     /// The peer: `1.2.3.4:5678`, `[::1]:5678`, or `unix:` for a Unix socket peer.

@@ -210,19 +210,57 @@ public struct HTTPHeaders: Sendable {
     /// - Returns: how many fields were removed.
     @discardableResult
     public mutating func removeAll(where predicate: (Field) throws -> Bool) rethrows -> Int {
-        let before = slots.count
-        var kept: [Slot] = []
-        kept.reserveCapacity(slots.count)
-        for slot in slots {
+        // In place: nothing is allocated when nothing is removed (the common case per request).
+        var write = 0
+        var freed = 0
+        for read in 0..<slots.count {
+            let slot = slots[read]
             if try predicate(Field(storage: storage, slot: slot)) {
-                garbage += Int(slot.nameLength + slot.valueLength)
+                freed += Int(slot.nameLength + slot.valueLength)
             } else {
-                kept.append(slot)
+                if write != read { slots[write] = slot }
+                write += 1
             }
         }
-        slots = kept
+        let removed = slots.count - write
+        guard removed > 0 else { return 0 }
+        slots.removeLast(removed)
+        garbage += freed
         compactIfWasteful()
-        return before - slots.count
+        return removed
+    }
+
+    /// Removes every field whose name bytes (case as received) satisfy `predicate`; nothing is
+    /// allocated when nothing is removed. For per-request filters over raw names (a header family,
+    /// the forwarding family).
+    /// - Returns: how many fields were removed.
+    @discardableResult
+    package mutating func removeFields(whereName predicate: (UnsafeRawBufferPointer) -> Bool) -> Int {
+        removeSlots { s, slot in predicate(HTTPHeaders.nameBuffer(s, slot)) }
+    }
+
+    /// Makes this list's storage its own with room for `fields` more fields and `bytes` more bytes
+    /// of names and values: one copy up front instead of a copy and regrowths as fields are added
+    /// to a list shared with the parsed request.
+    package mutating func reserveAdditional(fields: Int, bytes: Int) {
+        storage.reserveCapacity(storage.count + bytes)
+        slots.reserveCapacity(slots.count + fields)
+    }
+
+    /// Appends `name: value` without validating it: only for fields the caller made itself from
+    /// bytes that cannot hold a control byte (a literal token name; a value such as an IP address
+    /// text, a scheme or hex digits). Anything that came from a peer goes through `add`.
+    package mutating func appendTrusted(name: StaticString, value: String) {
+        var value = value
+        value.withUTF8 { v in
+            appendUnchecked(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
+                            value: UnsafeRawBufferPointer(v))
+        }
+    }
+
+    /// `appendTrusted(name:value:)` with the value's bytes.
+    package mutating func appendTrusted(name: StaticString, value: UnsafeRawBufferPointer) {
+        appendUnchecked(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), value: value)
     }
 
     // MARK: Internal (parsers, serializers)
@@ -279,19 +317,22 @@ public struct HTTPHeaders: Sendable {
         var removed = 0
         var freed = 0
         storage.withUnsafeBytes { s in
-            var write = 0
-            for read in 0..<slots.count {
+            // Find the first match before touching `slots` (no uniqueness check, no copy when none matches).
+            guard let first = slots.firstIndex(where: { predicate(s, $0) }) else { return }
+            var write = first
+            for read in first..<slots.count {
                 let slot = slots[read]
                 if predicate(s, slot) {
                     removed += 1
                     freed += Int(slot.nameLength + slot.valueLength)
                 } else {
-                    if write != read { slots[write] = slot }
+                    slots[write] = slot
                     write += 1
                 }
             }
-            if removed > 0 { slots.removeLast(removed) }
+            slots.removeLast(removed)
         }
+        guard removed > 0 else { return 0 }
         garbage += freed
         compactIfWasteful()
         return removed

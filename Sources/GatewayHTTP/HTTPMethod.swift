@@ -125,6 +125,34 @@ public struct HTTPMethod: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Length of the token in bytes.
+    var byteCount: Int {
+        switch storage {
+        case .get, .put: return 3
+        case .head, .post: return 4
+        case .patch, .trace: return 5
+        case .delete: return 6
+        case .options, .connect: return 7
+        case .other(let bytes): return bytes.count
+        }
+    }
+
+    /// Writes the token through a head writer (`byteCount` bytes).
+    func put(into w: inout HTTP1HeadWriter) {
+        switch storage {
+        case .get: w.put("GET")
+        case .head: w.put("HEAD")
+        case .post: w.put("POST")
+        case .put: w.put("PUT")
+        case .delete: w.put("DELETE")
+        case .patch: w.put("PATCH")
+        case .options: w.put("OPTIONS")
+        case .trace: w.put("TRACE")
+        case .connect: w.put("CONNECT")
+        case .other(let bytes): w.put(bytes)
+        }
+    }
+
     /// Idempotent per RFC 9110 section 9.2.2 (GET, HEAD, PUT, DELETE, OPTIONS, TRACE): a request that
     /// may be retried automatically on a fresh upstream connection.
     public var isIdempotent: Bool {

@@ -96,6 +96,13 @@ public final class EventLoop: @unchecked Sendable {  // mutable state confined t
     /// Monotonic time in nanoseconds.
     @inline(__always) package static func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
+    /// Monotonic time in nanoseconds for work on this loop's queue: while a round of ready sockets
+    /// is handled, the time that round began (one clock read per round, as nginx updates its time
+    /// once per wake-up: every event of the round sees the same time, at most the round's own
+    /// duration behind the clock); otherwise the clock read now. Good for deadlines and latencies;
+    /// call on the loop's queue.
+    @inline(__always) package var turnTime: UInt64 { poller.polling ? poller.roundStart : EventLoop.now() }
+
     package func register(_ resident: any EventLoopResident) {
         residents[ObjectIdentifier(resident)] = resident
     }

@@ -164,6 +164,9 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
     package var endOfTurn: [() -> Void] = []
     /// Whether a batch is being handled (then end-of-turn work is drained by it).
     private(set) var polling = false
+    /// Monotonic time (nanoseconds) read when the current round of ready sockets began
+    /// (`EventLoop.turnTime`); valid while `polling`.
+    private(set) var roundStart: UInt64 = 0
 
     /// Handles the `first` events the waiting thread fetched, then takes more ready sockets with
     /// non-blocking waits, at most `roundsPerWakeup` rounds in all, so the loop's other Dispatch work
@@ -179,6 +182,7 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
                 count = Int(epoll_wait(epollFD, events, Int32(EventLoopPoller.batchSize), 0))
                 guard count > 0 else { return }
             }
+            roundStart = EventLoop.now()
             for i in 0..<count {
                 let token = events[i].data.u64
                 if token == EventLoopPoller.wakeToken { continue }

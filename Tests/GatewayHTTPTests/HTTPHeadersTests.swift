@@ -33,6 +33,40 @@ final class HTTPHeadersTests: XCTestCase {
         XCTAssertTrue(h[0].nameEquals("content-type"))
     }
 
+    /// The allocation-free filters: nothing changes (and the list is not copied) when nothing matches;
+    /// every copy goes, in order, when something does; a shared copy is never changed.
+    func testRemoveWhereNameAndInPlaceRemoval() throws {
+        let original = try HTTPHeaders([("X-Forwarded-For", "1"), ("Host", "h"), ("x-forwarded-proto", "http"), ("A", "a")])
+        var h = original
+        XCTAssertEqual(h.removeFields(whereName: { $0.count == 99 }), 0)
+        XCTAssertEqual(h, original)
+        XCTAssertEqual(h.removeFields(whereName: { $0.count >= 12 && $0[0] | 0x20 == UInt8(ascii: "x") }), 2)
+        XCTAssertEqual(h.map(\.name), ["Host", "A"])
+        XCTAssertEqual(original.count, 4, "the shared copy is untouched")
+        var w = original
+        XCTAssertEqual(w.removeAll { $0.nameEquals("host") }, 1)
+        XCTAssertEqual(w.map(\.name), ["X-Forwarded-For", "x-forwarded-proto", "A"])
+        XCTAssertEqual(w.removeAll { _ in false }, 0)
+        XCTAssertEqual(w.count, 3)
+    }
+
+    /// `appendTrusted` adds as `add` does (for values the caller made), `reserveAdditional` keeps the
+    /// fields and leaves a shared copy alone.
+    func testAppendTrustedAndReserve() throws {
+        let original = try HTTPHeaders([("Host", "h")])
+        var h = original
+        h.reserveAdditional(fields: 4, bytes: 64)
+        XCTAssertGreaterThanOrEqual(h.slots.capacity, 5)
+        XCTAssertGreaterThanOrEqual(h.storage.capacity, h.storage.count + 64)
+        h.appendTrusted(name: "X-Forwarded-For", value: "192.0.2.1")
+        Array("https".utf8).withUnsafeBytes { h.appendTrusted(name: "X-Forwarded-Proto", value: $0) }
+        var added = try HTTPHeaders([("Host", "h")])
+        try added.add(name: "X-Forwarded-For", value: "192.0.2.1")
+        try added.add(name: "X-Forwarded-Proto", value: "https")
+        XCTAssertEqual(h, added)
+        XCTAssertEqual(original.count, 1)
+    }
+
     func testInjectionRefused() {
         var h = HTTPHeaders()
         XCTAssertThrowsError(try h.add(name: "X", value: "a\r\nInjected: 1")) { XCTAssertEqual($0 as? HTTPHeaders.FieldError, .invalidValue) }

@@ -32,6 +32,36 @@ final class GatewayMetricsTests: XCTestCase {
         XCTAssertEqual(s.value("attest_gateway_requests_total", ["route": "o", "verdict": "none"]), 2)
     }
 
+    /// The last labels counted are kept outside the tables (`State.countRequest`, `countUpstream`):
+    /// runs of the same labels, changes of route or status, scrapes in between and after: every
+    /// request and exchange is counted once, with its duration, under its own labels.
+    func testRunsOfLabelsAndScrapesInBetweenCountEachRequestOnce() {
+        let metrics = GatewayMetrics(loops: 2)
+        let sequence: [(String, Int)] = [("a", 200), ("a", 200), ("b", 200), ("a", 200), ("a", 404), ("a", 404), ("b", 200)]
+        for (i, (route, status)) in sequence.enumerated() {
+            metrics.record(record(status: status, upstream: "app"), context: RequestLogContext(route: route))
+            metrics.record(UpstreamExchangeReport(upstream: i % 3 == 0 ? "app" : "other", loopIndex: 1, outcome: .completed,
+                                                  status: status, nanoseconds: 1_000_000, retried: false))
+            if i == 2 {
+                let mid = scrape(metrics)
+                XCTAssertEqual(mid.value("attest_gateway_requests_total", ["route": "a"]), 2)
+                XCTAssertEqual(mid.value("attest_gateway_requests_total", ["route": "b"]), 1)
+            }
+        }
+        for _ in 0..<2 {  // scraping twice changes nothing
+            let s = scrape(metrics)
+            XCTAssertEqual(s.value("attest_gateway_requests_total", ["route": "a", "status": "200"]), 3)
+            XCTAssertEqual(s.value("attest_gateway_requests_total", ["route": "a", "status": "404"]), 2)
+            XCTAssertEqual(s.value("attest_gateway_requests_total", ["route": "b", "status": "200"]), 2)
+            XCTAssertEqual(s.value("attest_gateway_request_duration_seconds_count", ["route": "a"]), 5)
+            XCTAssertEqual(s.value("attest_gateway_request_duration_seconds_count", ["route": "b"]), 2)
+            XCTAssertEqual(s.value("attest_gateway_upstream_requests_total", ["upstream": "app"]), 3)
+            XCTAssertEqual(s.value("attest_gateway_upstream_requests_total", ["upstream": "other"]), 4)
+            XCTAssertEqual(s.value("attest_gateway_upstream_requests_total", ["upstream": "other", "status_class": "4xx"]), 2)
+            XCTAssertEqual(s.value("attest_gateway_upstream_duration_seconds_count", ["upstream": "other"]), 4)
+        }
+    }
+
     func testInFlightCountsDecidedHeadsUntilTheyComplete() {
         let metrics = GatewayMetrics(loops: 2)
         _ = metrics.requestIDs.begin(loop: 0)
