@@ -46,28 +46,27 @@ struct RedisCommand {
     /// The RESP encoding (`*<n>\r\n$<len>\r\n<bytes>\r\n...`), or nil if hiredis failed to allocate.
     func encoded() -> [UInt8]? {
         if ends.isEmpty { return nil }
-        var lengths = [Int](repeating: 0, count: ends.count)
-        var start = 0
-        for (i, end) in ends.enumerated() { lengths[i] = end - start; start = end }
         var storage = buffer
         if storage.isEmpty { storage.append(0) }  // a valid base address even when every argument is empty
-        return storage.withUnsafeBufferPointer { base -> [UInt8]? in
-            guard let origin = base.baseAddress else { return nil }
-            var argv = [UnsafePointer<CChar>?](repeating: nil, count: ends.count)
-            var offset = 0
-            for i in 0..<ends.count {
-                argv[i] = UnsafeRawPointer(origin + offset).assumingMemoryBound(to: CChar.self)
-                offset += lengths[i]
-            }
-            var target: UnsafeMutablePointer<CChar>?
-            let length = argv.withUnsafeMutableBufferPointer { argvBuffer in
-                lengths.withUnsafeBufferPointer { lengthBuffer in
-                    redisFormatCommandArgv(&target, Int32(ends.count), argvBuffer.baseAddress, lengthBuffer.baseAddress)
+        let count = ends.count
+        // argv and lengths live in scratch space for the call (no arrays per command).
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { lengths -> [UInt8]? in
+            withUnsafeTemporaryAllocation(of: UnsafePointer<CChar>?.self, capacity: count) { argv -> [UInt8]? in
+                storage.withUnsafeBufferPointer { base -> [UInt8]? in
+                    guard let origin = base.baseAddress else { return nil }
+                    var start = 0
+                    for i in 0..<count {
+                        lengths[i] = ends[i] - start
+                        argv[i] = UnsafeRawPointer(origin + start).assumingMemoryBound(to: CChar.self)
+                        start = ends[i]
+                    }
+                    var target: UnsafeMutablePointer<CChar>?
+                    let length = redisFormatCommandArgv(&target, Int32(count), argv.baseAddress, lengths.baseAddress)
+                    guard length > 0, let target else { return nil }
+                    defer { redisFreeCommand(target) }
+                    return Array(UnsafeRawBufferPointer(start: target, count: Int(length)))
                 }
             }
-            guard length > 0, let target else { return nil }
-            defer { redisFreeCommand(target) }
-            return Array(UnsafeRawBufferPointer(start: target, count: Int(length)))
         }
     }
 
