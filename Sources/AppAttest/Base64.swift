@@ -77,25 +77,44 @@ public enum Base64 {
     /// Decodes a keyId given as text (see `decodeKeyId(_: [UInt8])`).
     public static func decodeKeyId(_ text: String) throws -> [UInt8] { try decodeKeyId(Array(text.utf8)) }
 
-    /// Encodes `bytes` in standard (default) or URL-safe base64, padded by default.
+    private static let standardAlphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    private static let urlSafeAlphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+    /// Encodes `bytes` in standard (default) or URL-safe base64, padded by default (RFC 4648
+    /// sections 4 and 5). The text is written straight into the string's storage.
     public static func encode(_ bytes: [UInt8], urlSafe: Bool = false, padded: Bool = true) -> String {
-        let alphabet = Array((urlSafe ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-                                      : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/").utf8)
-        var out = [UInt8]()
-        out.reserveCapacity((bytes.count + 2) / 3 * 4)
-        var i = 0
-        while i + 3 <= bytes.count {
-            let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-            out += [alphabet[Int(v >> 18)], alphabet[Int(v >> 12 & 63)], alphabet[Int(v >> 6 & 63)], alphabet[Int(v & 63)]]
-            i += 3
+        let alphabet = (urlSafe ? urlSafeAlphabet : standardAlphabet).utf8Start
+        let rest = bytes.count % 3
+        let length = bytes.count / 3 * 4 + (rest == 0 ? 0 : (padded ? 4 : rest + 1))
+        return String(unsafeUninitializedCapacity: length) { out in
+            var o = 0
+            var i = 0
+            while i + 3 <= bytes.count {
+                let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+                out[o] = alphabet[Int(v >> 18)]
+                out[o + 1] = alphabet[Int(v >> 12 & 63)]
+                out[o + 2] = alphabet[Int(v >> 6 & 63)]
+                out[o + 3] = alphabet[Int(v & 63)]
+                o += 4
+                i += 3
+            }
+            if rest > 0 {
+                let v = UInt32(bytes[i]) << 16 | (rest == 2 ? UInt32(bytes[i + 1]) << 8 : 0)
+                out[o] = alphabet[Int(v >> 18)]
+                out[o + 1] = alphabet[Int(v >> 12 & 63)]
+                o += 2
+                if rest == 2 {
+                    out[o] = alphabet[Int(v >> 6 & 63)]
+                    o += 1
+                }
+                if padded {
+                    for _ in 0..<(3 - rest) {
+                        out[o] = UInt8(ascii: "=")
+                        o += 1
+                    }
+                }
+            }
+            return o
         }
-        let rest = bytes.count - i
-        if rest > 0 {
-            let v = UInt32(bytes[i]) << 16 | (rest == 2 ? UInt32(bytes[i + 1]) << 8 : 0)
-            out += [alphabet[Int(v >> 18)], alphabet[Int(v >> 12 & 63)]]
-            if rest == 2 { out.append(alphabet[Int(v >> 6 & 63)]) }
-            if padded { out += Array(repeating: UInt8(ascii: "="), count: 3 - rest) }
-        }
-        return String(decoding: out, as: UTF8.self)
     }
 }
