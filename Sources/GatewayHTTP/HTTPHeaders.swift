@@ -249,18 +249,18 @@ public struct HTTPHeaders: Sendable {
 
     /// Appends `name: value` without validating it: only for fields the caller made itself from
     /// bytes that cannot hold a control byte (a literal token name; a value such as an IP address
-    /// text, a scheme or hex digits). Anything that came from a peer goes through `add`.
+    /// text, a scheme or hex digits). Anything that came from a peer goes through `add`. Debug
+    /// builds check the field all the same (an assertion), so the test suite catches a misuse.
     package mutating func appendTrusted(name: StaticString, value: String) {
         var value = value
-        value.withUTF8 { v in
-            appendUnchecked(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount),
-                            value: UnsafeRawBufferPointer(v))
-        }
+        value.withUTF8 { v in appendTrusted(name: name, value: UnsafeRawBufferPointer(v)) }
     }
 
     /// `appendTrusted(name:value:)` with the value's bytes.
     package mutating func appendTrusted(name: StaticString, value: UnsafeRawBufferPointer) {
-        appendUnchecked(name: UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount), value: value)
+        let nameBytes = UnsafeRawBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+        assert((try? HTTPHeaders.validate(name: nameBytes, value: value)) != nil, "appendTrusted given an invalid field")
+        appendUnchecked(name: nameBytes, value: value)
     }
 
     // MARK: Internal (parsers, serializers)
