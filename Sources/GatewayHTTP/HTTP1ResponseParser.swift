@@ -1,6 +1,11 @@
 // HTTP/1.1 response parser for the upstream side (RFC 9112 sections 4, 6.3, 7), value-type state machine.
 
 import GatewayIO
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Parses the responses of an upstream HTTP/1.1 connection, as strictly as `HTTP1RequestParser`.
 ///
@@ -214,7 +219,8 @@ public struct HTTP1ResponseParser: Sendable {
             for k in 13..<line.count where !HTTP1Syntax.isFieldValueByte(line[k]) { return .badRequestLine }
             let phrase = UnsafeRawBufferPointer(rebasing: line[13...])
             // The same phrase as the last response (the usual "OK") keeps its array: no allocation.
-            if !reason.elementsEqual(phrase) { reason = Array(phrase) }
+            let same = reason.count == phrase.count && reason.withUnsafeBytes { memcmp($0.baseAddress!, phrase.baseAddress!, phrase.count) == 0 }
+            if !same { reason = Array(phrase) }
         } else if !reason.isEmpty {
             reason = []
         }
