@@ -1,6 +1,11 @@
 // HTTP/1.1 response parser for the upstream side (RFC 9112 sections 4, 6.3, 7), value-type state machine.
 
 import GatewayIO
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
 
 /// Parses the responses of an upstream HTTP/1.1 connection, as strictly as `HTTP1RequestParser`.
 ///
@@ -77,7 +82,7 @@ public struct HTTP1ResponseParser: Sendable {
         headBytes = 0
         sawStatusLine = false
         receivedAnyByte = false
-        headers = HTTPHeaders()
+        // `headers` is emptied (its storage kept for reuse) by the status line.
     }
 
     /// Whether the body in progress ends only when the upstream closes.
@@ -144,14 +149,23 @@ public struct HTTP1ResponseParser: Sendable {
             case .tooLong:
                 return fail(.upstreamBadResponse, detail: .headerTooLarge, consumed: i)
             case .complete(let end):
-                var lineLength = 0
-                var reader = lines
-                lines = HTTP1LineReader()
-                let outcome: LineOutcome = reader.withLine(rest, end: end) { line in
-                    lineLength = line.count + 1
-                    return self.processLine(line)
+                let lineLength: Int
+                let outcome: LineOutcome
+                if lines.partial.isEmpty {
+                    // The usual case: the line lies whole in this input (no copy, no closure).
+                    lineLength = end
+                    outcome = processLine(UnsafeRawBufferPointer(rebasing: rest[0..<(end - 1)]))
+                } else {
+                    var length = 0
+                    var reader = lines
+                    lines = HTTP1LineReader()
+                    outcome = reader.withLine(rest, end: end) { line in
+                        length = line.count + 1
+                        return self.processLine(line)
+                    }
+                    lines = reader
+                    lineLength = length
                 }
-                lines = reader
                 i += end
                 headBytes += lineLength
                 switch outcome {
@@ -159,8 +173,7 @@ public struct HTTP1ResponseParser: Sendable {
                 case .failed(let e): return fail(.upstreamBadResponse, detail: e, consumed: i)
                 case .interim:
                     headBytes = 0
-                    sawStatusLine = false
-                    headers = HTTPHeaders()
+                    sawStatusLine = false  // the next status line empties `headers`
                     continue
                 case .complete(let head):
                     return Step(consumed: i, event: .head(head))
@@ -204,14 +217,32 @@ public struct HTTP1ResponseParser: Sendable {
         if line.count > 12 {
             guard line[12] == HTTP1Syntax.sp else { return .badRequestLine }
             for k in 13..<line.count where !HTTP1Syntax.isFieldValueByte(line[k]) { return .badRequestLine }
-            reason = Array(line[13...])
-        } else {
+            let phrase = UnsafeRawBufferPointer(rebasing: line[13...])
+            // The same phrase as the last response (the usual "OK") keeps its array: no allocation.
+            let same = reason.count == phrase.count && reason.withUnsafeBytes { memcmp($0.baseAddress!, phrase.baseAddress!, phrase.count) == 0 }
+            if !same { reason = Array(phrase) }
+        } else if !reason.isEmpty {
             reason = []
         }
         status = code
         version = v
-        headers = HTTPHeaders(reservingFields: 16, bytes: 512)
+        HTTP1ResponseParser.empty(&headers)
         return nil
+    }
+
+    /// Empties `fields` for the next head, keeping its capacity when it is that of a usual head:
+    /// the head handed out before has usually been dropped by now, so the arrays are not shared and
+    /// a connection's responses reuse one allocation (shared, `removeAll` allocates the same
+    /// capacity afresh, as a new list would). A list grown by a large head is not kept.
+    private static func empty(_ fields: inout HTTPHeaders) {
+        if fields.storage.capacity >= 512 && fields.storage.capacity <= 8192
+            && fields.slots.capacity >= 16 && fields.slots.capacity <= 128 {
+            fields.storage.removeAll(keepingCapacity: true)
+            fields.slots.removeAll(keepingCapacity: true)
+            fields.garbage = 0
+        } else {
+            fields = HTTPHeaders(reservingFields: 16, bytes: 512)
+        }
     }
 
     private mutating func finishHead() -> LineOutcome {

@@ -71,15 +71,17 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         }
     }
 
-    private func setDeadline(_ kind: Deadline, _ duration: UInt64) {
+    /// Arms the deadline `kind` at `duration` nanoseconds after `now` (read from the clock when nil);
+    /// 0 disarms.
+    private func setDeadline(_ kind: Deadline, _ duration: UInt64, now: UInt64? = nil) {
         deadlineKind = duration == 0 ? .none : kind
-        deadline = duration == 0 ? 0 : EventLoop.now() &+ duration
+        deadline = duration == 0 ? 0 : (now ?? EventLoop.now()) &+ duration
     }
 
     // MARK: exchange
 
-    /// Starts sending `exchange.request`.
-    func begin(_ exchange: UpstreamExchange) {
+    /// Starts sending `exchange.request` at `now` (monotonic nanoseconds: the response timeout starts).
+    func begin(_ exchange: UpstreamExchange, now: UInt64) {
         self.exchange = exchange
         parser.expectResponse(to: exchange.method)
         requestBytesWritten = 0
@@ -89,18 +91,19 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         request = exchange.request
         if state == .idle { state = .active }
         if state == .active {
-            setDeadline(.response, responseTimeout)
-            flush()
+            setDeadline(.response, responseTimeout, now: now)
+            flush(now: now)
         }
     }
 
     /// The response timeout of the current exchange (the route's, else the upstream's), nanoseconds.
     private var responseTimeout: UInt64 { exchange?.responseTimeout ?? pool.settings.responseTimeout }
 
-    func becameIdle() {
+    /// Back in the pool at `now` (monotonic nanoseconds: the idle timeout starts).
+    func becameIdle(now: UInt64) {
         state = .idle
         exchange = nil
-        setDeadline(.idle, pool.settings.idleTimeout)
+        setDeadline(.idle, pool.settings.idleTimeout, now: now)
     }
 
     func resumeReading() {
@@ -128,7 +131,8 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
 
     // MARK: I/O
 
-    private func flush() {
+    /// Writes what is left of the request; `now` is the time of the call when the caller knows it.
+    private func flush(now: UInt64? = nil) {
         while requestBytesWritten < request.count {
             let offset = requestBytesWritten
             let r = request.withUnsafeBytes { stream.write(UnsafeRawBufferPointer(rebasing: $0[offset...])) }
@@ -139,7 +143,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
             case .success(let n):
                 requestBytesWritten += n
                 // Sending a large body is progress too: the response timeout counts from the last progress.
-                if deadlineKind == .response { setDeadline(.response, responseTimeout) }
+                if deadlineKind == .response { setDeadline(.response, responseTimeout, now: now) }
             case .failure:
                 fail(.upstreamReset)
                 return
@@ -219,8 +223,9 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
             let buffer = pool.loop.readBuffer
             switch stream.read(into: buffer) {
             case .bytes(let n):
-                if deadlineKind == .response { setDeadline(.response, responseTimeout) }
-                process(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n))
+                let now = EventLoop.now()  // once per read: the response timeout, the head's time, the idle timeout
+                if deadlineKind == .response { setDeadline(.response, responseTimeout, now: now) }
+                process(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n), now: now)
                 exchange?.receivedReadDone()
             case .endOfFile:
                 endOfFile()
@@ -234,7 +239,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         }
     }
 
-    private func process(_ input: UnsafeRawBufferPointer) {
+    private func process(_ input: UnsafeRawBufferPointer, now: UInt64) {
         var offset = 0
         var wantsPause = false
         while state == .active, let ex = exchange {
@@ -247,12 +252,12 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
                 return
             case .head(let head):
                 responseKeepAlive = head.keepAlive
-                ex.receivedHead(head)
+                ex.receivedHead(head, now: now)
             case .body(let r):
                 let bytes = UnsafeRawBufferPointer(rebasing: input[(base + r.lowerBound)..<(base + r.upperBound)])
                 if !ex.receivedBody(bytes) { wantsPause = true }
             case .end:
-                complete(leftover: offset < input.count)
+                complete(leftover: offset < input.count, now: now)
                 return
             case .error(let e):
                 fail(e)
@@ -271,7 +276,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         switch parser.finish() {
         case .end:
             responseKeepAlive = false
-            complete(leftover: false)
+            complete(leftover: false, now: EventLoop.now())
         case .error(let e):
             fail(e)
         default:
@@ -279,14 +284,14 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         }
     }
 
-    /// The response is complete: back to the pool when reusable, then tell the exchange.
-    private func complete(leftover: Bool) {
+    /// The response is complete at `now`: back to the pool when reusable, then tell the exchange.
+    private func complete(leftover: Bool, now: UInt64) {
         let ex = exchange
         exchange = nil
         exchangesServed += 1
         let reusable = responseKeepAlive && requestComplete && !leftover && state == .active
         if reusable {
-            pool.release(self)
+            pool.release(self, now: now)
         } else {
             close()
         }

@@ -34,11 +34,11 @@ final class UpstreamExchange {  // confined to the loop of `pool`
     /// The endpoint counted as busy with this exchange.
     private var busy: UpstreamEndpointState?
     /// Endpoints tried so far.
-    private var tried: [Int] = []
+    private var tried = UpstreamLoopPool.Tried()
     private var attempts = 0
     private(set) var isFinished = false
-    /// Monotonic start (only read when the pool has an observer).
-    private let started: UInt64
+    /// Monotonic start, set by `start()` (only read when the pool has an observer).
+    private var started: UInt64 = 0
     /// Nanoseconds to the response head, 0 before it; status of that head.
     private var headNanoseconds: UInt64 = 0
     private var status = 0
@@ -56,15 +56,22 @@ final class UpstreamExchange {  // confined to the loop of `pool`
         self.method = method
         self.request = request
         self.sink = sink
-        // Health checks (pinned) are not upstream requests: they report to no observer.
-        started = (endpoint != nil || pool.settings.observer == nil) ? 0 : EventLoop.now()
         self.connectTimeout = connectTimeout.map(UpstreamLoopPool.nanoseconds) ?? pool.settings.connectTimeout
         self.responseTimeout = responseTimeout.map(UpstreamLoopPool.nanoseconds) ?? pool.settings.responseTimeout
     }
 
-    func start() { attempt(allowIdle: true) }
+    /// Sends the request (the clock is read once here: the start of the exchange and of its first
+    /// response timeout).
+    func start() {
+        let now = EventLoop.now()
+        started = now
+        attempt(allowIdle: true, now: now)
+    }
 
-    private func attempt(allowIdle: Bool) {
+    /// Whether an observer hears of this exchange (health checks, pinned, report to none).
+    private var isObserved: Bool { pinned == nil && pool.settings.observer != nil }
+
+    private func attempt(allowIdle: Bool, now: UInt64) {
         attempts += 1
         let result = pinned.map { pool.acquire(endpoint: $0, connectTimeout: connectTimeout) }
             ?? pool.acquire(allowIdle: allowIdle, tried: &tried, connectTimeout: connectTimeout)
@@ -75,7 +82,7 @@ final class UpstreamExchange {  // confined to the loop of `pool`
         case .success(let c):
             connection = c
             if pinned == nil { setBusy(c.endpoint) }
-            c.begin(self)
+            c.begin(self, now: now)
         }
     }
 
@@ -99,11 +106,12 @@ final class UpstreamExchange {  // confined to the loop of `pool`
 
     // MARK: from the connection
 
-    func receivedHead(_ head: HTTPResponseHead) {
+    /// The response head, read at `now` (monotonic nanoseconds).
+    func receivedHead(_ head: HTTPResponseHead, now: UInt64) {
         guard !isFinished else { return }
-        if pool.settings.observer != nil {
+        if isObserved {
             status = head.status
-            headNanoseconds = max(1, EventLoop.now() &- started)
+            headNanoseconds = max(1, now &- started)
         }
         sink?.upstreamHead(head)
     }
@@ -129,13 +137,13 @@ final class UpstreamExchange {  // confined to the loop of `pool`
         connection = nil
         if connectFailed && pinned == nil && tried.count < pool.endpoints.count {
             pool.counters.connectRetries.add(1, ordering: .relaxed)
-            attempt(allowIdle: true)  // another endpoint: nothing was sent
+            attempt(allowIdle: true, now: EventLoop.now())  // another endpoint: nothing was sent
             return
         }
         if retryable && attempts == 1 && pinned == nil {
             pool.counters.retries.add(1, ordering: .relaxed)
             tried.removeAll()
-            attempt(allowIdle: false)
+            attempt(allowIdle: false, now: EventLoop.now())
             return
         }
         finish(.failed(error))

@@ -37,13 +37,44 @@ final class UpstreamLoopPool: @unchecked Sendable {  // mutable state confined t
         cursor = loop.index  // loops start at different endpoints
     }
 
+    /// The endpoints an exchange has tried (indexes into the upstream's endpoint list): a bit set
+    /// for the first 64, a list beyond, so the usual exchange allocates nothing for it.
+    struct Tried {
+        private var bits: UInt64 = 0
+        private var beyond: [Int] = []
+        /// Endpoints tried.
+        private(set) var count = 0
+
+        /// Whether none was tried.
+        var isEmpty: Bool { count == 0 }
+
+        /// Whether endpoint `index` was tried.
+        func contains(_ index: Int) -> Bool {
+            index < 64 ? bits & (1 &<< UInt64(index)) != 0 : beyond.contains(index)
+        }
+
+        /// Records endpoint `index` (once).
+        mutating func insert(_ index: Int) {
+            guard !contains(index) else { return }
+            if index < 64 { bits |= 1 &<< UInt64(index) } else { beyond.append(index) }
+            count += 1
+        }
+
+        /// Forgets every endpoint.
+        mutating func removeAll() {
+            bits = 0
+            beyond = []
+            count = 0
+        }
+    }
+
     static func nanoseconds(_ seconds: Double) -> UInt64 {
         seconds <= 0 ? 0 : UInt64(min(seconds, 1e9) * 1e9)
     }
 
     /// The endpoint for the next exchange, skipping `tried`: an available one by the balancing
     /// policy; when none is available, any resolved one (panic); nil when none is resolved.
-    func pick(excluding tried: [Int]) -> Int? {
+    func pick(excluding tried: Tried) -> Int? {
         let all = shared.endpoints
         let count = all.count
         if count == 1 { return tried.isEmpty && all[0].isResolved ? 0 : nil }
@@ -77,11 +108,11 @@ final class UpstreamLoopPool: @unchecked Sendable {  // mutable state confined t
     /// A connection for an exchange on an endpoint not in `tried` (appended to it): the most
     /// recently used idle one of the picked endpoint (when `allowIdle`), else a new one. A connect
     /// that fails at once counts against its endpoint and the next endpoint is tried.
-    func acquire(allowIdle: Bool, tried: inout [Int], connectTimeout: UInt64) -> Result<UpstreamConnection, HTTPError> {
+    func acquire(allowIdle: Bool, tried: inout Tried, connectTimeout: UInt64) -> Result<UpstreamConnection, HTTPError> {
         if isShutDown { return .failure(.upstreamUnavailable) }
         var failure = HTTPError.upstreamUnresolved
         while let index = pick(excluding: tried) {
-            tried.append(index)
+            tried.insert(index)
             if allowIdle, let connection = idle[index].popLast() {
                 counters.reused.add(1, ordering: .relaxed)
                 return .success(connection)
@@ -121,15 +152,16 @@ final class UpstreamLoopPool: @unchecked Sendable {  // mutable state confined t
                                                      ("seconds", String(Int(seconds.rounded(.up))))])
     }
 
-    /// Takes back a connection whose exchange completed cleanly; closes it when the pool is full.
-    func release(_ connection: UpstreamConnection) {
+    /// Takes back a connection whose exchange completed cleanly at `now` (monotonic nanoseconds, the
+    /// start of its idle timeout); closes it when the pool is full.
+    func release(_ connection: UpstreamConnection, now: UInt64) {
         let i = connection.endpoint.index
         if isShutDown || idle[i].count >= settings.maxIdle {
             connection.close()
             return
         }
         idle[i].append(connection)
-        connection.becameIdle()
+        connection.becameIdle(now: now)
     }
 
     /// Forgets an idle connection that closed.
