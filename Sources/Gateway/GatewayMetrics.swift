@@ -89,6 +89,51 @@ final class GatewayMetrics: Sendable {
         }
     }
 
+    /// The count of the last key counted, kept out of its table until the key changes or the table
+    /// is read (`State.flushHot`).
+    private struct HotCount<Key: Hashable & Sendable>: Sendable {
+        var key: Key?
+        var count: UInt64 = 0
+
+        mutating func add(_ next: Key, table: inout [Key: UInt64]) {
+            if key == next {
+                count += 1
+                return
+            }
+            flush(into: &table)
+            key = next
+            count = 1
+        }
+
+        mutating func flush(into table: inout [Key: UInt64]) {
+            if let key, count > 0 { table[key, default: 0] += count }
+            key = nil
+            count = 0
+        }
+    }
+
+    /// The histogram of the last name observed, taken out of its table (moved, not copied) until
+    /// the name changes or the table is read.
+    private struct HotHistogram: Sendable {
+        var name: String?
+        var histogram: Histogram?
+
+        mutating func add(_ seconds: Double, name next: String, table: inout [String: Histogram], _ buckets: Buckets) {
+            if name != next {
+                flush(into: &table)
+                histogram = table.removeValue(forKey: next) ?? Histogram(buckets)
+                name = next
+            }
+            histogram!.add(seconds, buckets)
+        }
+
+        mutating func flush(into table: inout [String: Histogram]) {
+            if let name, let histogram { table[name] = histogram }
+            name = nil
+            histogram = nil
+        }
+    }
+
     private struct RequestKey: Hashable {
         let route: String
         let status: Int
@@ -164,63 +209,29 @@ final class GatewayMetrics: Sendable {
         // dictionaries: a loop's consecutive requests mostly share their labels, and comparing keys
         // whose strings share storage costs far less than hashing them. Folded into the
         // dictionaries when the labels change and before every read (`flushHot`).
-        var hotRequest: RequestKey?
-        var hotRequestCount: UInt64 = 0
-        var hotRoute: String?
-        var hotDuration: Histogram?
-        var hotUpstream: LabelPair?
-        var hotUpstreamCount: UInt64 = 0
-        var hotUpstreamName: String?
-        var hotUpstreamDuration: Histogram?
+        var hotRequest = HotCount<RequestKey>()
+        var hotDuration = HotHistogram()
+        var hotUpstream = HotCount<LabelPair>()
+        var hotUpstreamDuration = HotHistogram()
 
         /// Counts one request with `key`, its duration `seconds` under `route`.
         mutating func countRequest(_ key: RequestKey, route: String, seconds: Double, _ buckets: Buckets) {
-            if hotRequest == key {
-                hotRequestCount += 1
-            } else {
-                if let old = hotRequest { requests[old, default: 0] += hotRequestCount }
-                hotRequest = key
-                hotRequestCount = 1
-            }
-            if hotRoute != route {
-                if let old = hotRoute, let h = hotDuration { durations[old] = h }
-                hotDuration = durations.removeValue(forKey: route) ?? Histogram(buckets)
-                hotRoute = route
-            }
-            hotDuration!.add(seconds, buckets)
+            hotRequest.add(key, table: &requests)
+            hotDuration.add(seconds, name: route, table: &durations, buckets)
         }
 
         /// Counts one upstream exchange with `key` (upstream, status class), its duration `seconds`.
         mutating func countUpstream(_ key: LabelPair, seconds: Double, _ buckets: Buckets) {
-            if hotUpstream == key {
-                hotUpstreamCount += 1
-            } else {
-                if let old = hotUpstream { upstreamRequests[old, default: 0] += hotUpstreamCount }
-                hotUpstream = key
-                hotUpstreamCount = 1
-            }
-            if hotUpstreamName != key.first {
-                if let old = hotUpstreamName, let h = hotUpstreamDuration { upstreamDurations[old] = h }
-                hotUpstreamDuration = upstreamDurations.removeValue(forKey: key.first) ?? Histogram(buckets)
-                hotUpstreamName = key.first
-            }
-            hotUpstreamDuration!.add(seconds, buckets)
+            hotUpstream.add(key, table: &upstreamRequests)
+            hotUpstreamDuration.add(seconds, name: key.first, table: &upstreamDurations, buckets)
         }
 
         /// Folds the hot entries into the dictionaries (before the shard is read).
         mutating func flushHot() {
-            if let key = hotRequest { requests[key, default: 0] += hotRequestCount }
-            hotRequest = nil
-            hotRequestCount = 0
-            if let route = hotRoute, let h = hotDuration { durations[route] = h }
-            hotRoute = nil
-            hotDuration = nil
-            if let key = hotUpstream { upstreamRequests[key, default: 0] += hotUpstreamCount }
-            hotUpstream = nil
-            hotUpstreamCount = 0
-            if let name = hotUpstreamName, let h = hotUpstreamDuration { upstreamDurations[name] = h }
-            hotUpstreamName = nil
-            hotUpstreamDuration = nil
+            hotRequest.flush(into: &requests)
+            hotDuration.flush(into: &durations)
+            hotUpstream.flush(into: &upstreamRequests)
+            hotUpstreamDuration.flush(into: &upstreamDurations)
         }
 
         /// Adds `other`'s counts to these.

@@ -22,18 +22,7 @@ enum HTTP1Serializer {
 
     /// `HTTP/1.1 NNN reason\r\n`; `reason` defaults to the standard phrase.
     static func appendStatusLine(_ status: Int, reason: [UInt8]? = nil, into out: inout [UInt8]) {
-        put("HTTP/1.1 ", &out)
-        let s = (100...999).contains(status) ? status : 500
-        out.append(UInt8(truncatingIfNeeded: s / 100) &+ 0x30)
-        out.append(UInt8(truncatingIfNeeded: (s / 10) % 10) &+ 0x30)
-        out.append(UInt8(truncatingIfNeeded: s % 10) &+ 0x30)
-        out.append(HTTP1Syntax.sp)
-        if let reason, !reason.isEmpty {
-            out.append(contentsOf: reason)
-        } else {
-            put(HTTPResponse.reasonPhrase(s), &out)
-        }
-        put("\r\n", &out)
+        HTTP1HeadWriter.append(into: &out, bound: 48 + (reason?.count ?? 0)) { putStatusLine(status, reason: reason, &$0) }
     }
 
     /// A handler's complete response; returns whether the handler asked to close (`Connection: close`).
