@@ -212,9 +212,31 @@ package final class HTTP2Session {
     ///   - status: 100...999 (anything else is sent as 500).
     ///   - hasBody: false ends the stream with the HEADERS frame; true pulls DATA from the delegate.
     /// - Returns: false when nghttp2 refused (the stream is closed or already answered).
+    ///   - field: one field set by replacement (`HTTPForward.responseField`): fields of `headers` with
+    ///     its name are left out and it is sent last, "never indexed" (RFC 7541 section 6.2.3: a value
+    ///     unique to each response, e.g. a request id, would otherwise be added to the HPACK dynamic
+    ///     table on every response, evicting the fields that repeat and lengthening nghttp2's lookups);
+    ///     a field whose name or value is invalid is left out and `headers` are sent as they are.
     @discardableResult
     package func submitResponse(streamID: Int32, status: Int, headers: HTTPHeaders, contentLength: Int?,
-                                date: ArraySlice<UInt8>?, hasBody: Bool) -> Bool {
+                                date: ArraySlice<UInt8>?, hasBody: Bool,
+                                field: (name: String, value: String)? = nil) -> Bool {
+        guard let field else {
+            return submit(streamID, status, headers, contentLength, date, hasBody, fieldName: nil, fieldValue: nil)
+        }
+        return HTTPHeaders.withUTF8(field.name) { n in
+            HTTPHeaders.withUTF8(field.value) { v in
+                guard (try? HTTPHeaders.validate(name: n, value: v)) != nil else {
+                    return submit(streamID, status, headers, contentLength, date, hasBody, fieldName: nil, fieldValue: nil)
+                }
+                return submit(streamID, status, headers, contentLength, date, hasBody, fieldName: n, fieldValue: v)
+            }
+        }
+    }
+
+    private func submit(_ streamID: Int32, _ status: Int, _ headers: HTTPHeaders, _ contentLength: Int?,
+                        _ date: ArraySlice<UInt8>?, _ hasBody: Bool,
+                        fieldName: UnsafeRawBufferPointer?, fieldValue: UnsafeRawBufferPointer?) -> Bool {
         guard let session else { return false }
         scratch.removeAll(keepingCapacity: true)
         spans.removeAll(keepingCapacity: true)
@@ -227,12 +249,18 @@ package final class HTTP2Session {
         spans.append((statusName, 7, statusValue, 3))
         var tokens: [[UInt8]] = []
         HopByHop.connectionTokens(headers, into: &tokens)
-        var hasDate = false
+        // The field is sent unless the connection-specific rules below would drop it from `headers`.
+        let sendField = fieldName.map { n in !HopByHop.isHopByHop(n) && (tokens.isEmpty || !HopByHop.isNamed(n, in: tokens)) }
+            ?? false
+        var hasDate = sendField && fieldName!.count == 4 && HTTP1Syntax.equalsLowercaseLiteral(fieldName!, "date")
         headers.storage.withUnsafeBytes { raw in
             for slot in headers.slots {
                 let name = HTTPHeaders.nameBuffer(raw, slot)
                 if HopByHop.isHopByHop(name) { continue }
                 if !tokens.isEmpty && HopByHop.isNamed(name, in: tokens) { continue }
+                if let fieldName, name.count == fieldName.count, HTTP1Syntax.equalsCaseInsensitive(name, fieldName) {
+                    continue
+                }
                 if name.count == 4 && HTTP1Syntax.equalsLowercaseLiteral(name, "date") { hasDate = true }
                 let nameStart = UInt32(scratch.count)
                 for b in name { scratch.append(HTTP1Syntax.lower(b)) }
@@ -255,12 +283,23 @@ package final class HTTP2Session {
             scratch.append(contentsOf: date)
             spans.append((nameStart, 4, valueStart, UInt32(date.count)))
         }
+        var neverIndexed = -1
+        if sendField, let fieldName, let fieldValue {
+            neverIndexed = spans.count
+            let nameStart = UInt32(scratch.count)
+            for b in fieldName { scratch.append(HTTP1Syntax.lower(b)) }
+            let trimmed = HTTP1Syntax.trimOWS(fieldValue, 0..<fieldValue.count)
+            let valueStart = UInt32(scratch.count)
+            scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: fieldValue[trimmed]))
+            spans.append((nameStart, UInt32(fieldName.count), valueStart, UInt32(trimmed.count)))
+        }
         let rv: Int32 = scratch.withUnsafeMutableBufferPointer { bytes in
             let base = bytes.baseAddress!
             nvs.removeAll(keepingCapacity: true)
-            for (ns, nl, vs, vl) in spans {
+            for (i, (ns, nl, vs, vl)) in spans.enumerated() {
+                let flags = i == neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
                 nvs.append(nghttp2_nv(name: base + Int(ns), value: base + Int(vs), namelen: Int(nl), valuelen: Int(vl),
-                                      flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                                      flags: UInt8(flags)))
             }
             if hasBody {
                 var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil),
