@@ -428,8 +428,9 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         guard stream.phase == .forwarding, state != .closed else { return false }
         guard !stream.bodyComplete, !bytes.isEmpty else { return true }
         if stream.pending.isEmpty {
-            now = EventLoop.now()
-            stream.lastProgress = now  // the send-timeout clock starts
+            // The send-timeout clock starts. `now` is this connection's latest event or timer tick:
+            // at most one timer tick old, the resolution the timeouts are checked at anyway.
+            stream.lastProgress = now
         }
         stream.pending.append(bytes)
         bufferedBytes += bytes.count

@@ -450,8 +450,8 @@ package final class HTTP2Session {
         if endStream { releaseBody(id) }
         switch UInt32(hd.type) {
         case NGHTTP2_HEADERS.rawValue:
-            guard let b = block, b.streamID == id else { return 0 }
-            block = nil
+            guard var b = block, b.streamID == id else { return 0 }
+            block = nil  // `b` is now the only owner of the fields: `finish` moves them without a copy
             switch b.finish(endStream: endStream, policy: policy) {
             case .head(let head):
                 delegate.http2StreamOpened(id, head: head)
