@@ -238,10 +238,23 @@ package final class HTTP2Session {
                         _ date: ArraySlice<UInt8>?, _ hasBody: Bool,
                         fieldName: UnsafeRawBufferPointer?, fieldValue: UnsafeRawBufferPointer?) -> Bool {
         guard let session else { return false }
+        // The reused buffers are moved into locals for the build (uniquely owned, no exclusivity
+        // checks per byte as with stored properties) and moved back at the end.
+        var scratch = self.scratch
+        var spans = self.spans
+        var nvs = self.nvs
+        self.scratch = []
+        self.spans = []
+        self.nvs = []
+        defer {
+            self.scratch = scratch
+            self.spans = spans
+            self.nvs = nvs
+        }
         scratch.removeAll(keepingCapacity: true)
         spans.removeAll(keepingCapacity: true)
         let s = (100...999).contains(status) ? status : 500
-        let statusName = appendLiteral(":status")
+        let statusName = HTTP2Session.appendLiteral(":status", to: &scratch)
         let statusValue = UInt32(scratch.count)
         scratch.append(UInt8(truncatingIfNeeded: s / 100) &+ 0x30)
         scratch.append(UInt8(truncatingIfNeeded: (s / 10) % 10) &+ 0x30)
@@ -262,8 +275,7 @@ package final class HTTP2Session {
                     continue
                 }
                 if name.count == 4 && HTTP1Syntax.equalsLowercaseLiteral(name, "date") { hasDate = true }
-                let nameStart = UInt32(scratch.count)
-                for b in name { scratch.append(HTTP1Syntax.lower(b)) }
+                let nameStart = HTTP2Session.appendLowercased(name, to: &scratch)
                 let value = HTTPHeaders.valueBuffer(raw, slot)
                 let trimmed = HTTP1Syntax.trimOWS(value, 0..<value.count)
                 let valueStart = UInt32(scratch.count)
@@ -272,13 +284,13 @@ package final class HTTP2Session {
             }
         }
         if let contentLength {
-            let nameStart = appendLiteral("content-length")
+            let nameStart = HTTP2Session.appendLiteral("content-length", to: &scratch)
             let valueStart = UInt32(scratch.count)
             HTTP1Syntax.appendDecimal(max(0, contentLength), to: &scratch)
             spans.append((nameStart, 14, valueStart, UInt32(scratch.count) - valueStart))
         }
         if let date, !hasDate {
-            let nameStart = appendLiteral("date")
+            let nameStart = HTTP2Session.appendLiteral("date", to: &scratch)
             let valueStart = UInt32(scratch.count)
             scratch.append(contentsOf: date)
             spans.append((nameStart, 4, valueStart, UInt32(date.count)))
@@ -286,16 +298,15 @@ package final class HTTP2Session {
         var neverIndexed = -1
         if sendField, let fieldName, let fieldValue {
             neverIndexed = spans.count
-            let nameStart = UInt32(scratch.count)
-            for b in fieldName { scratch.append(HTTP1Syntax.lower(b)) }
+            let nameStart = HTTP2Session.appendLowercased(fieldName, to: &scratch)
             let trimmed = HTTP1Syntax.trimOWS(fieldValue, 0..<fieldValue.count)
             let valueStart = UInt32(scratch.count)
             scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: fieldValue[trimmed]))
             spans.append((nameStart, UInt32(fieldName.count), valueStart, UInt32(trimmed.count)))
         }
+        nvs.removeAll(keepingCapacity: true)
         let rv: Int32 = scratch.withUnsafeMutableBufferPointer { bytes in
             let base = bytes.baseAddress!
-            nvs.removeAll(keepingCapacity: true)
             for (i, (ns, nl, vs, vl)) in spans.enumerated() {
                 let flags = i == neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
                 nvs.append(nghttp2_nv(name: base + Int(ns), value: base + Int(vs), namelen: Int(nl), valuelen: Int(vl),
@@ -370,10 +381,20 @@ package final class HTTP2Session {
 
     // MARK: internals
 
-    private func appendLiteral(_ s: StaticString) -> UInt32 {
+    private static func appendLiteral(_ s: StaticString, to scratch: inout [UInt8]) -> UInt32 {
         let start = UInt32(scratch.count)
         scratch.append(contentsOf: UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
         return start
+    }
+
+    /// Appends `name` lower-cased (one copy, then the bytes lowered in place); returns where it starts.
+    private static func appendLowercased(_ name: UnsafeRawBufferPointer, to scratch: inout [UInt8]) -> UInt32 {
+        let start = scratch.count
+        scratch.append(contentsOf: name)
+        scratch.withUnsafeMutableBufferPointer { b in
+            for i in start..<b.count { b[i] = HTTP1Syntax.lower(b[i]) }
+        }
+        return UInt32(start)
     }
 
     /// Records the first reason to end the connection; nghttp2 stops processing at once.
