@@ -558,7 +558,8 @@ package final class HTTP2Session {
     /// The body of `id` is complete (or the stream is gone): its bytes leave the budget, and windows
     /// held back are opened again, oldest stream first, while within the budget.
     private func releaseBody(_ id: Int32) {
-        guard let session, let entry = bodyBytes.removeValue(forKey: id) else { return }
+        // Most requests have no body: no hashing for them (this runs on every END_STREAM and close).
+        guard !bodyBytes.isEmpty, let session, let entry = bodyBytes.removeValue(forKey: id) else { return }
         heldBodyBytes -= entry.held
         if let i = bodyStreams.firstIndex(of: id) { bodyStreams.remove(at: i) }
         for (index, other) in bodyStreams.enumerated() {
