@@ -134,9 +134,12 @@ struct HTTP2RequestHeadBuilder {
     }
 
     /// The outcome once the block is complete; `endStream` is the END_STREAM flag of its HEADERS frame.
-    func finish(endStream: Bool, policy: RequestTargetPolicy) -> Outcome {
+    /// Call once: the fields move into the outcome (so that adding `host` or `cookie` to them copies
+    /// nothing), the builder keeps none.
+    mutating func finish(endStream: Bool, policy: RequestTargetPolicy) -> Outcome {
         if malformed { return .malformed }
         var fields = headers
+        headers = HTTPHeaders()
         if hasCookie {
             cookie.withUnsafeBytes { c in
                 HTTPHeaders.withUTF8("cookie") { n in fields.appendUnchecked(name: n, value: c) }

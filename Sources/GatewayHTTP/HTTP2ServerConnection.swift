@@ -80,6 +80,10 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     private var readingPaused = false
     private var inHandlerCall = false
     private var synchronousAnswers: [(HTTPAnswer, HTTPContextBox?, UInt64)] = []
+    /// A flush is queued for the end of the loop's turn (`flushAtEndOfTurn()`).
+    private var flushScheduled = false
+    /// The end-of-turn flush, made once (weak: the connection may be gone by then).
+    private lazy var endOfTurnWork: () -> Void = { [weak self] in self?.endOfTurnFlush() }
 
     /// Response body bytes held for the streams (waiting for the client's windows), for tests and
     /// metrics; read on the loop's queue.
@@ -170,7 +174,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
                 return
             }
         }
-        produceAndFlush()
+        flushAtEndOfTurn()
     }
 
     private func received(_ bytes: UnsafeRawBufferPointer) {
@@ -179,7 +183,6 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             state = .closing
             channel.stopReading()
         }
-        produceAndFlush()
     }
 
     // MARK: stream events (HTTP2SessionDelegate)
@@ -307,7 +310,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
                 synchronousAnswers.append((answer, context, sequence))
             } else {
                 apply(answer, context: context, sequence: sequence)
-                produceAndFlush()
+                flushAtEndOfTurn()
             }
             return
         }
@@ -395,10 +398,8 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
 
     func upstreamHead(_ stream: Stream, _ upstreamHead: HTTPResponseHead) {
         guard stream.phase == .forwarding, let session else { return }
-        now = EventLoop.now()
         var head = upstreamHead
         stream.responseHeadFilter?(&head)
-        if let field = stream.responseField { try? head.headers.replaceOrAdd(name: field.name, value: field.value) }
         var contentLength: Int?
         var hasBody = false
         if stream.head?.method == .head || head.status == 304 {
@@ -418,16 +419,18 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             stream.bodyComplete = true
             stream.endGiven = true
         }
+        // `responseField` replaces its name in the head there (sent never indexed: unique per response).
         session.submitResponse(streamID: stream.id, status: head.status, headers: head.headers,
-                               contentLength: contentLength, date: nil, hasBody: hasBody)
+                               contentLength: contentLength, date: nil, hasBody: hasBody, field: stream.responseField)
     }
 
     func upstreamBody(_ stream: Stream, _ bytes: UnsafeRawBufferPointer) -> Bool {
         guard stream.phase == .forwarding, state != .closed else { return false }
         guard !stream.bodyComplete, !bytes.isEmpty else { return true }
         if stream.pending.isEmpty {
-            now = EventLoop.now()
-            stream.lastProgress = now  // the send-timeout clock starts
+            // The send-timeout clock starts. `now` is this connection's latest event or timer tick:
+            // at most one timer tick old, the resolution the timeouts are checked at anyway.
+            stream.lastProgress = now
         }
         stream.pending.append(bytes)
         bufferedBytes += bytes.count
@@ -444,8 +447,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     }
 
     func upstreamReadDone(_ stream: Stream) {
-        now = EventLoop.now()
-        produceAndFlush()
+        flushAtEndOfTurn()
     }
 
     func upstreamEnd(_ stream: Stream) {
@@ -458,7 +460,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             stream.deferred = false
             session?.resumeData(stream.id)
         }
-        produceAndFlush()
+        flushAtEndOfTurn()
     }
 
     func upstreamFailed(_ stream: Stream, _ error: HTTPError) {
@@ -484,7 +486,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         } else {
             sendResponse(stream, context.handler.errorResponse(error, stream.head, stream.context), error: error)
         }
-        produceAndFlush()
+        flushAtEndOfTurn()
     }
 
     private func cancelUpstream(_ stream: Stream) {
@@ -511,6 +513,21 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     }
 
     // MARK: writing
+
+    /// Produces and writes once the loop's current turn is over (`EventLoop.atEndOfTurn`), so that
+    /// the frames of every stream event of the turn (requests read, upstream responses relayed)
+    /// leave in one write (one TLS record run, one `send`) instead of one per event. Once per turn.
+    private func flushAtEndOfTurn() {
+        guard !flushScheduled, state != .closed else { return }
+        flushScheduled = true
+        loop.atEndOfTurn(endOfTurnWork)
+    }
+
+    private func endOfTurnFlush() {
+        flushScheduled = false
+        now = EventLoop.now()
+        produceAndFlush()
+    }
 
     private func writable() {
         now = EventLoop.now()

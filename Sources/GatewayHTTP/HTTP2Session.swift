@@ -212,14 +212,49 @@ package final class HTTP2Session {
     ///   - status: 100...999 (anything else is sent as 500).
     ///   - hasBody: false ends the stream with the HEADERS frame; true pulls DATA from the delegate.
     /// - Returns: false when nghttp2 refused (the stream is closed or already answered).
+    ///   - field: one field set by replacement (`HTTPForward.responseField`): fields of `headers` with
+    ///     its name are left out and it is sent last, "never indexed" (RFC 7541 section 6.2.3: a value
+    ///     unique to each response, e.g. a request id, would otherwise be added to the HPACK dynamic
+    ///     table on every response, evicting the fields that repeat and lengthening nghttp2's lookups);
+    ///     a field whose name or value is invalid is left out and `headers` are sent as they are.
     @discardableResult
     package func submitResponse(streamID: Int32, status: Int, headers: HTTPHeaders, contentLength: Int?,
-                                date: ArraySlice<UInt8>?, hasBody: Bool) -> Bool {
+                                date: ArraySlice<UInt8>?, hasBody: Bool,
+                                field: (name: String, value: String)? = nil) -> Bool {
+        guard let field else {
+            return submit(streamID, status, headers, contentLength, date, hasBody, fieldName: nil, fieldValue: nil)
+        }
+        return HTTPHeaders.withUTF8(field.name) { n in
+            HTTPHeaders.withUTF8(field.value) { v in
+                guard (try? HTTPHeaders.validate(name: n, value: v)) != nil else {
+                    return submit(streamID, status, headers, contentLength, date, hasBody, fieldName: nil, fieldValue: nil)
+                }
+                return submit(streamID, status, headers, contentLength, date, hasBody, fieldName: n, fieldValue: v)
+            }
+        }
+    }
+
+    private func submit(_ streamID: Int32, _ status: Int, _ headers: HTTPHeaders, _ contentLength: Int?,
+                        _ date: ArraySlice<UInt8>?, _ hasBody: Bool,
+                        fieldName: UnsafeRawBufferPointer?, fieldValue: UnsafeRawBufferPointer?) -> Bool {
         guard let session else { return false }
+        // The reused buffers are moved into locals for the build (uniquely owned, no exclusivity
+        // checks per byte as with stored properties) and moved back at the end.
+        var scratch = self.scratch
+        var spans = self.spans
+        var nvs = self.nvs
+        self.scratch = []
+        self.spans = []
+        self.nvs = []
+        defer {
+            self.scratch = scratch
+            self.spans = spans
+            self.nvs = nvs
+        }
         scratch.removeAll(keepingCapacity: true)
         spans.removeAll(keepingCapacity: true)
         let s = (100...999).contains(status) ? status : 500
-        let statusName = appendLiteral(":status")
+        let statusName = HTTP2Session.appendLiteral(":status", to: &scratch)
         let statusValue = UInt32(scratch.count)
         scratch.append(UInt8(truncatingIfNeeded: s / 100) &+ 0x30)
         scratch.append(UInt8(truncatingIfNeeded: (s / 10) % 10) &+ 0x30)
@@ -227,15 +262,20 @@ package final class HTTP2Session {
         spans.append((statusName, 7, statusValue, 3))
         var tokens: [[UInt8]] = []
         HopByHop.connectionTokens(headers, into: &tokens)
-        var hasDate = false
+        // The field is sent unless the connection-specific rules below would drop it from `headers`.
+        let sendField = fieldName.map { n in !HopByHop.isHopByHop(n) && (tokens.isEmpty || !HopByHop.isNamed(n, in: tokens)) }
+            ?? false
+        var hasDate = sendField && fieldName!.count == 4 && HTTP1Syntax.equalsLowercaseLiteral(fieldName!, "date")
         headers.storage.withUnsafeBytes { raw in
             for slot in headers.slots {
                 let name = HTTPHeaders.nameBuffer(raw, slot)
                 if HopByHop.isHopByHop(name) { continue }
                 if !tokens.isEmpty && HopByHop.isNamed(name, in: tokens) { continue }
+                if let fieldName, name.count == fieldName.count, HTTP1Syntax.equalsCaseInsensitive(name, fieldName) {
+                    continue
+                }
                 if name.count == 4 && HTTP1Syntax.equalsLowercaseLiteral(name, "date") { hasDate = true }
-                let nameStart = UInt32(scratch.count)
-                for b in name { scratch.append(HTTP1Syntax.lower(b)) }
+                let nameStart = HTTP2Session.appendLowercased(name, to: &scratch)
                 let value = HTTPHeaders.valueBuffer(raw, slot)
                 let trimmed = HTTP1Syntax.trimOWS(value, 0..<value.count)
                 let valueStart = UInt32(scratch.count)
@@ -244,23 +284,33 @@ package final class HTTP2Session {
             }
         }
         if let contentLength {
-            let nameStart = appendLiteral("content-length")
+            let nameStart = HTTP2Session.appendLiteral("content-length", to: &scratch)
             let valueStart = UInt32(scratch.count)
             HTTP1Syntax.appendDecimal(max(0, contentLength), to: &scratch)
             spans.append((nameStart, 14, valueStart, UInt32(scratch.count) - valueStart))
         }
         if let date, !hasDate {
-            let nameStart = appendLiteral("date")
+            let nameStart = HTTP2Session.appendLiteral("date", to: &scratch)
             let valueStart = UInt32(scratch.count)
             scratch.append(contentsOf: date)
             spans.append((nameStart, 4, valueStart, UInt32(date.count)))
         }
+        var neverIndexed = -1
+        if sendField, let fieldName, let fieldValue {
+            neverIndexed = spans.count
+            let nameStart = HTTP2Session.appendLowercased(fieldName, to: &scratch)
+            let trimmed = HTTP1Syntax.trimOWS(fieldValue, 0..<fieldValue.count)
+            let valueStart = UInt32(scratch.count)
+            scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: fieldValue[trimmed]))
+            spans.append((nameStart, UInt32(fieldName.count), valueStart, UInt32(trimmed.count)))
+        }
+        nvs.removeAll(keepingCapacity: true)
         let rv: Int32 = scratch.withUnsafeMutableBufferPointer { bytes in
             let base = bytes.baseAddress!
-            nvs.removeAll(keepingCapacity: true)
-            for (ns, nl, vs, vl) in spans {
+            for (i, (ns, nl, vs, vl)) in spans.enumerated() {
+                let flags = i == neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
                 nvs.append(nghttp2_nv(name: base + Int(ns), value: base + Int(vs), namelen: Int(nl), valuelen: Int(vl),
-                                      flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+                                      flags: UInt8(flags)))
             }
             if hasBody {
                 var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil),
@@ -331,10 +381,20 @@ package final class HTTP2Session {
 
     // MARK: internals
 
-    private func appendLiteral(_ s: StaticString) -> UInt32 {
+    private static func appendLiteral(_ s: StaticString, to scratch: inout [UInt8]) -> UInt32 {
         let start = UInt32(scratch.count)
         scratch.append(contentsOf: UnsafeRawBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
         return start
+    }
+
+    /// Appends `name` lower-cased (one copy, then the bytes lowered in place); returns where it starts.
+    private static func appendLowercased(_ name: UnsafeRawBufferPointer, to scratch: inout [UInt8]) -> UInt32 {
+        let start = scratch.count
+        scratch.append(contentsOf: name)
+        scratch.withUnsafeMutableBufferPointer { b in
+            for i in start..<b.count { b[i] = HTTP1Syntax.lower(b[i]) }
+        }
+        return UInt32(start)
     }
 
     /// Records the first reason to end the connection; nghttp2 stops processing at once.
@@ -411,8 +471,8 @@ package final class HTTP2Session {
         if endStream { releaseBody(id) }
         switch UInt32(hd.type) {
         case NGHTTP2_HEADERS.rawValue:
-            guard let b = block, b.streamID == id else { return 0 }
-            block = nil
+            guard var b = block, b.streamID == id else { return 0 }
+            block = nil  // `b` is now the only owner of the fields: `finish` moves them without a copy
             switch b.finish(endStream: endStream, policy: policy) {
             case .head(let head):
                 delegate.http2StreamOpened(id, head: head)
@@ -498,7 +558,8 @@ package final class HTTP2Session {
     /// The body of `id` is complete (or the stream is gone): its bytes leave the budget, and windows
     /// held back are opened again, oldest stream first, while within the budget.
     private func releaseBody(_ id: Int32) {
-        guard let session, let entry = bodyBytes.removeValue(forKey: id) else { return }
+        // Most requests have no body: no hashing for them (this runs on every END_STREAM and close).
+        guard !bodyBytes.isEmpty, let session, let entry = bodyBytes.removeValue(forKey: id) else { return }
         heldBodyBytes -= entry.held
         if let i = bodyStreams.firstIndex(of: id) { bodyStreams.remove(at: i) }
         for (index, other) in bodyStreams.enumerated() {

@@ -112,6 +112,37 @@ final class HTTP2SessionTests: XCTestCase {
         XCTAssertEqual(p.delegate.closed[id], .noError)
     }
 
+    func testResponseFieldReplacesItsNameAndIsSentNeverIndexed() throws {
+        let p = try HTTP2SessionPair()
+        let ids = (0..<5).map { _ in p.client.request(get) }
+        p.pump()
+        var upstream = HTTPHeaders()
+        try upstream.add(name: "X-Request-Id", value: "from-upstream")
+        try upstream.add(name: "Server", value: "up")
+        try upstream.add(name: "Connection", value: "x-named")
+        let fields: [(name: String, value: String)?] = [
+            ("X-Request-Id", " id-1 "),  // replaces the upstream's, trimmed, never indexed
+            ("X-Request-Id", "bad\r\nvalue"),  // invalid: left out, the upstream's stays
+            ("Keep-Alive", "5"),  // connection-specific: never sent
+            ("X-Named", "1"),  // named by the head's Connection field: dropped like the head's own fields
+            nil,  // no field: the head as it is, indexed as usual
+        ]
+        for (id, field) in zip(ids, fields) {
+            XCTAssertTrue(p.server.submitResponse(streamID: id, status: 200, headers: upstream, contentLength: 0, date: nil,
+                                                  hasBody: false, field: field))
+        }
+        p.pump()
+        let responses = try ids.map { try XCTUnwrap(p.client.responses[$0]) }
+        XCTAssertEqual(responses[0].headers.map { "\($0.0)=\($0.1)" }, ["server=up", "content-length=0", "x-request-id=id-1"])
+        XCTAssertEqual(responses[0].neverIndexed, ["x-request-id"])
+        let unchanged = ["x-request-id=from-upstream", "server=up", "content-length=0"]
+        for r in responses.dropFirst() {
+            XCTAssertEqual(r.headers.map { "\($0.0)=\($0.1)" }, unchanged)
+            XCTAssertEqual(r.neverIndexed, [], "fields of the head are indexed as nghttp2 decides")
+            XCTAssertTrue(r.ended)
+        }
+    }
+
     func testEarlyResponseResetsTheRequestWithNoError() throws {
         let p = try HTTP2SessionPair()
         p.delegate.onOpened = { id, _ in p.delegate.respond(id, status: 413, body: Array("too big".utf8)) }

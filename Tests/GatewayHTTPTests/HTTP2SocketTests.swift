@@ -185,6 +185,25 @@ final class HTTP2SocketTests: XCTestCase {
         XCTAssertTrue(r.output.contains("send GOAWAY frame"), r.output)
     }
 
+    func testManyStreamsOfOneConnectionAreAllWrittenWhenTheirResponsesShareATurn() throws {
+        guard ChildProcess.isAvailable("h2load") else { return XCTFail("h2load (nghttp2-client) not installed") }
+        // One connection, 100 streams at once: responses answered in the same loop turn leave in one
+        // write (output flushed once per turn), bodies of 100 KB each overrun the output's high
+        // watermark within a turn, and every byte still arrives (h2load fails a stream whose DATA
+        // disagree with its content-length).
+        let local = try ChildProcess.run("h2load", ["-n", "1000", "-c", "1", "-m", "100", harness.url("/local/turn")])
+        XCTAssertEqual(local.status, 0, local.output)
+        XCTAssertTrue(local.output.contains("1000 succeeded, 0 failed, 0 errored"), local.output)
+        let forwarded = try ChildProcess.run("h2load", ["-n", "200", "-c", "1", "-m", "100", harness.url("/turn?size=100000")])
+        XCTAssertEqual(forwarded.status, 0, forwarded.output)
+        XCTAssertTrue(forwarded.output.contains("200 succeeded, 0 failed, 0 errored"), forwarded.output)
+        XCTAssertTrue(forwarded.output.contains("status codes: 200 2xx"), forwarded.output)
+        let bodies = harness.handler.completed.filter { $0.connection.protocolName == "h2" && $0.status == 200 }
+            .filter { $0.target.map { String(decoding: $0, as: UTF8.self) } == "/turn?size=100000" }
+        XCTAssertEqual(bodies.count, 200)
+        XCTAssertTrue(bodies.allSatisfy { $0.responseBodyBytes == 100_000 && !$0.aborted }, "\(bodies.prefix(3))")
+    }
+
     func testH2loadAllRequestsSucceed() throws {
         guard ChildProcess.isAvailable("h2load") else { return XCTFail("h2load (nghttp2-client) not installed") }
         // 2000 requests, 10 connections, 10 streams each, answered by the handler on the loops.

@@ -13,6 +13,8 @@ final class HTTP2TestClient {
         var ended = false
         var reset: UInt32?
         var interim: [Int] = []
+        /// Names of the fields received "never indexed" (RFC 7541 section 6.2.3).
+        var neverIndexed: [String] = []
     }
 
     private var session: OpaquePointer!
@@ -25,7 +27,7 @@ final class HTTP2TestClient {
         var callbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&callbacks)
         defer { nghttp2_session_callbacks_del(callbacks) }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, ud in
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, flags, ud in
             let c = Unmanaged<HTTP2TestClient>.fromOpaque(ud!).takeUnretainedValue()
             let n = String(decoding: UnsafeRawBufferPointer(start: name, count: nameLength), as: UTF8.self)
             let v = String(decoding: UnsafeRawBufferPointer(start: value, count: valueLength), as: UTF8.self)
@@ -35,6 +37,7 @@ final class HTTP2TestClient {
             } else {
                 c.responses[id, default: Response()].headers.append((n, v))
             }
+            if flags & UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue) != 0 { c.responses[id, default: Response()].neverIndexed.append(n) }
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, id, data, length, ud in
