@@ -75,9 +75,10 @@ enum HTTP1Serializer {
 
     /// The head of a proxied response: upstream status and fields minus hop-by-hop, with our framing.
     /// `replacing` (`HTTPForward.responseField`), when given, is set by replacement: every upstream
-    /// field of that name is left out and the field is written after the others (left out itself
-    /// when its name or value is not valid). Done while writing, so the upstream head is not copied
-    /// to edit it.
+    /// field of that name is left out and the field is written after the others; a field whose name
+    /// or value is not valid is left out and the upstream's fields are written as they are (as over
+    /// HTTP/2, `HTTP2Session.submitResponse`). Done while writing, so the upstream head is not
+    /// copied to edit it.
     static func appendProxiedHead(_ head: HTTPResponseHead, body: DownstreamBody, keepAlive: Bool,
                                   clientIsHTTP10: Bool, replacing field: (name: String, value: String)? = nil,
                                   into out: inout [UInt8]) {
@@ -105,7 +106,7 @@ enum HTTP1Serializer {
                             } else if !tokens.isEmpty && HopByHop.isNamed(name, in: tokens) {
                                 continue
                             }
-                            if !replacedName.isEmpty && HTTP1Syntax.equalsCaseInsensitive(name, replacedName) { continue }
+                            if replace && HTTP1Syntax.equalsCaseInsensitive(name, replacedName) { continue }
                             w.putField(name, HTTPHeaders.valueBuffer(s, slot))
                         }
                     }

@@ -40,8 +40,11 @@ public struct HTTPForward: Sendable {
     /// Optional edit of the upstream response head before it is relayed (runs on the event loop; keep it short).
     public var responseHeadFilter: (@Sendable (inout HTTPResponseHead) -> Void)?
     /// One field set by replacement on the relayed upstream response head (after
-    /// `responseHeadFilter`), e.g. a request id echoed to the client; a value that is not a valid
-    /// field value is left out. Cheaper than a filter closure: nothing is allocated for it.
+    /// `responseHeadFilter`), e.g. a request id echoed to the client: the upstream's fields of that
+    /// name are left out and this one is written last (over HTTP/2 "never indexed", RFC 7541
+    /// section 6.2.3). A field whose name or value is not valid is left out, and the upstream's
+    /// fields then pass as they are. Written while the head is serialized: nothing is copied or
+    /// allocated for it.
     public var responseField: (name: String, value: String)?
 
     /// Answers an upstream failure (502 / 504) that happens before the response head, instead of the
