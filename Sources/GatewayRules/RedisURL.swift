@@ -165,16 +165,7 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
     // MARK: - redis+cluster://
 
     private static func parseCluster(_ text: Substring) throws(RedisURLError) -> RedisURL {
-        if text.contains(where: { $0 == "?" || $0 == "#" }) {
-            throw .malformed("redis+cluster:// URLs take no query or fragment")
-        }
-        var rest = text
-        var username: String?
-        var password: String?
-        if let at = rest.lastIndex(of: "@") {
-            (username, password) = try credentials(rest[..<at])
-            rest = rest[rest.index(after: at)...]
-        }
+        var (rest, username, password) = try hostListPrefix(text, scheme: "redis+cluster://")
         if let slash = rest.firstIndex(of: "/") {
             let dbText = rest[rest.index(after: slash)...]
             rest = rest[..<slash]
@@ -182,30 +173,14 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
                 throw .malformed("Redis Cluster has only database 0: write redis+cluster://host:port[,host:port...] without a database, got /\(RedisURLError.quoted(String(dbText)))")
             }
         }
-        var seeds: [Endpoint] = []
-        for part in rest.split(separator: ",", omittingEmptySubsequences: false) {
-            guard !part.isEmpty else { throw .malformed("the seed list of a redis+cluster:// URL has an empty entry (host:port,host:port)") }
-            let seed = try endpoint(part)
-            guard !seeds.contains(seed) else { throw .malformed("the seed \(RedisURLError.quoted(hostPort(seed))) is listed twice") }
-            seeds.append(seed)
-        }
-        guard seeds.count <= maximumSeeds else { throw .malformed("a redis+cluster:// URL lists at most \(maximumSeeds) seed nodes, got \(seeds.count)") }
+        let seeds = try hostList(rest, defaultPort: defaultPort, scheme: "redis+cluster://", item: "seed", items: "seed nodes")
         return .cluster(seeds: seeds, username: username, password: password)
     }
 
     // MARK: - redis+sentinel://
 
     private static func parseSentinel(_ text: Substring) throws(RedisURLError) -> RedisURL {
-        if text.contains(where: { $0 == "?" || $0 == "#" }) {
-            throw .malformed("redis+sentinel:// URLs take no query or fragment")
-        }
-        var rest = text
-        var username: String?
-        var password: String?
-        if let at = rest.lastIndex(of: "@") {
-            (username, password) = try credentials(rest[..<at])
-            rest = rest[rest.index(after: at)...]
-        }
+        var (rest, username, password) = try hostListPrefix(text, scheme: "redis+sentinel://")
         guard let slash = rest.firstIndex(of: "/") else {
             throw .malformed("a redis+sentinel:// URL names the master after the Sentinels: redis+sentinel://host:26379[,host:26379...]/master-name")
         }
@@ -222,16 +197,41 @@ public struct RedisURL: Sendable, Hashable, CustomStringConvertible {
         } else if path.count > 2 {
             throw .malformed("expected redis+sentinel://host:port[,host:port...]/master-name[/db]")
         }
-        var sentinels: [Endpoint] = []
-        for part in rest.split(separator: ",", omittingEmptySubsequences: false) {
-            guard !part.isEmpty else { throw .malformed("the Sentinel list of a redis+sentinel:// URL has an empty entry (host:port,host:port)") }
-            let sentinel = try endpoint(part, defaultPort: defaultSentinelPort)
-            guard !sentinels.contains(sentinel) else { throw .malformed("the Sentinel \(RedisURLError.quoted(hostPort(sentinel))) is listed twice") }
-            sentinels.append(sentinel)
-        }
-        guard sentinels.count <= maximumSeeds else { throw .malformed("a redis+sentinel:// URL lists at most \(maximumSeeds) Sentinels, got \(sentinels.count)") }
+        let sentinels = try hostList(rest, defaultPort: defaultSentinelPort, scheme: "redis+sentinel://", item: "Sentinel",
+                                     items: "Sentinels")
         return RedisURL(endpoint: sentinels[0], username: username, password: password, database: database,
                         topology: .sentinel(sentinels: sentinels, master: String(master)))
+    }
+
+    /// The start of a `redis+cluster://` or `redis+sentinel://` URL (after the scheme): no query or
+    /// fragment, optional `user:password@` (split at the last `@`); returns the rest and the credentials.
+    private static func hostListPrefix(_ text: Substring, scheme: String) throws(RedisURLError)
+        -> (rest: Substring, username: String?, password: String?) {
+        if text.contains(where: { $0 == "?" || $0 == "#" }) {
+            throw .malformed("\(scheme) URLs take no query or fragment")
+        }
+        guard let at = text.lastIndex(of: "@") else { return (text, nil, nil) }
+        let (username, password) = try credentials(text[..<at])
+        return (text[text.index(after: at)...], username, password)
+    }
+
+    /// A comma-separated `host[:port]` list (`item` names one entry, `items` several, in messages):
+    /// no empty entry, no entry twice, at most `maximumSeeds`.
+    private static func hostList(_ text: Substring, defaultPort: UInt16, scheme: String, item: String,
+                                 items: String) throws(RedisURLError) -> [Endpoint] {
+        var endpoints: [Endpoint] = []
+        for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+            guard !part.isEmpty else {
+                throw .malformed("the \(item) list of a \(scheme) URL has an empty entry (host:port,host:port)")
+            }
+            let next = try endpoint(part, defaultPort: defaultPort)
+            guard !endpoints.contains(next) else { throw .malformed("the \(item) \(RedisURLError.quoted(hostPort(next))) is listed twice") }
+            endpoints.append(next)
+        }
+        guard endpoints.count <= maximumSeeds else {
+            throw .malformed("a \(scheme) URL lists at most \(maximumSeeds) \(items), got \(endpoints.count)")
+        }
+        return endpoints
     }
 
     /// `host[:port]` of a TCP URL: a DNS name (lower-cased), an IPv4 literal or a bracketed IPv6 literal.
