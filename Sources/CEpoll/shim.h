@@ -15,4 +15,11 @@
 #define ATTEST_SO_ATTACH_REUSEPORT_CBPF 51
 #define ATTEST_SO_DETACH_REUSEPORT_BPF 68
 #define ATTEST_BPF_RET_K (BPF_RET | BPF_K)
+
+/* accept4(2) (GatewayIO's Socket.accept: the accepted descriptor non-blocking and close-on-exec in
+   one call): <sys/socket.h> declares it only under _GNU_SOURCE, which Swift's Glibc module is not
+   built with. Declared here with a forward-declared `struct sockaddr` (Swift unifies it with Glibc's) instead of
+   including the header, for the reason given above. */
+struct sockaddr;
+extern int accept4(int fd, struct sockaddr *address, unsigned int *length, int flags);
 #endif

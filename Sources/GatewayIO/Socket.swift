@@ -47,14 +47,6 @@ package enum Socket {
         setOption(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
     }
 
-    /// Marks an accepted descriptor non-blocking and close-on-exec.
-    package static func makeNonBlocking(_ fd: Int32) -> Bool {
-        let flags = fcntl(fd, F_GETFL)
-        guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else { return false }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        return true
-    }
-
     /// Creates, binds and listens; returns the descriptor. TCP listeners set `SO_REUSEADDR` and
     /// `SO_REUSEPORT` (socket(7)): a second process of the same user can bind the same address while
     /// the first drains (the handover); the kernel spreads new connections across the group (see
@@ -131,21 +123,18 @@ package enum Socket {
         return address
     }
 
-    /// Accepts one connection: (fd, peer address), nil when none is pending, or an errno.
+    /// Accepts one connection: (fd, peer address), nil when none is pending, or an errno. The
+    /// descriptor is non-blocking and close-on-exec from the start (accept4(2) with `SOCK_NONBLOCK |
+    /// SOCK_CLOEXEC`: no `fcntl` calls per connection, and no window in which a fork could inherit it).
     package static func accept(_ listener: Int32) -> Result<(Int32, SocketAddress)?, Failure> {
         var peer = SocketAddress()
-        peer.length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let flags = Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         while true {
+            peer.length = socklen_t(MemoryLayout<sockaddr_storage>.size)
             let fd = withUnsafeMutableBytes(of: &peer.storage) { raw in
-                Glibc.accept(listener, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &peer.length)
+                CEpoll.accept4(listener, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &peer.length, flags)
             }
-            if fd >= 0 {
-                guard makeNonBlocking(fd) else {
-                    close(fd)
-                    continue
-                }
-                return .success((fd, peer))
-            }
+            if fd >= 0 { return .success((fd, peer)) }
             let e = errno
             switch e {
             case EAGAIN, EWOULDBLOCK: return .success(nil)
