@@ -68,7 +68,8 @@ final class AssertionEnforcer: Sendable {
     func evaluate(_ evidence: Evidence, request: HTTPRequest, route: CompiledRoute, enforced: Bool? = nil,
                   completion: @escaping @Sendable (Decision) -> Void) {
         let enforced = enforced ?? (route.config.mode == .enforce)
-        let names = family.configuration.evidence
+        // Read on refusals only (a copy of the configured names would cost five retains per request).
+        var names: HeadersConfiguration.Evidence { family.configuration.evidence }
         let shard = request.connection.loopIndex
         // A device key sends App-Attest-Signature where an App Attest key sends its assertion.
         let deviceSignature = evidence.assertion == nil && evidence.signature != nil

@@ -4,7 +4,10 @@ import GatewayHTTP
 /// The gateway's own header family, precomputed from `HeadersConfiguration` for byte-level work on
 /// every request: the ingress strip (every field whose name starts with the prefix, any case, every
 /// copy) and the evidence fields read before stripping (DESIGN.md section 5).
-struct HeaderFamily: Sendable {
+///
+/// A final class, immutable: the tables and the enforcer share one instance, and a request reads
+/// it through one reference instead of copying the configured names and byte arrays.
+final class HeaderFamily: Sendable {
     /// The configured names.
     let configuration: HeadersConfiguration
     private let prefixLower: [UInt8]
