@@ -48,6 +48,9 @@ final class AssertionEnforcer: Sendable {
     let nextChallenge: Bool
     /// Tells the receipt refresher about keys whose metric was never fetched.
     let refreshHooks: ReceiptRefreshHooks?
+    /// `ClientDataBinding.emptyBodySHA256`, held here: read on every request without a body (a
+    /// stored property instead of a global's once-guarded accessor per request).
+    private let emptyBodySHA256 = ClientDataBinding.emptyBodySHA256
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer,
          clock: GatewayClock, family: HeaderFamily, nextChallenge: Bool = true, refreshHooks: ReceiptRefreshHooks? = nil) {
@@ -133,7 +136,7 @@ final class AssertionEnforcer: Sendable {
             let value = request.head.headers.firstBytes(name) ?? []
             bound.append(ClientDataBinding.boundField(name: nameBytes, value: Array(value)))
         }
-        let bodyHash = request.body.isEmpty ? ClientDataBinding.emptyBodySHA256 : SHA256.hash(request.body)
+        let bodyHash = request.body.isEmpty ? emptyBodySHA256 : SHA256.hash(request.body)
         guard let clientData = try? ClientDataBinding.v1(challenge: challengeBytes, method: request.head.method.bytes,
                                                          target: request.head.target, bodySHA256: bodyHash,
                                                          boundFields: bound) else {
