@@ -5,7 +5,6 @@
 /// of padding, a length of 4n+1, and non-zero unused bits (so every byte string has exactly one
 /// accepted spelling per alphabet and padding choice). DESIGN.md section 1 "Binary encoding".
 public enum Base64 {
-    private static let invalid: UInt8 = 0xFF
     private static let table: [UInt8] = {
         var t = [UInt8](repeating: 0xFF, count: 256)
         for (i, c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8.enumerated() { t[Int(c)] = UInt8(i) }
@@ -13,8 +12,18 @@ public enum Base64 {
         t[Int(UInt8(ascii: "-"))] = 62; t[Int(UInt8(ascii: "_"))] = 63
         return t
     }()
+    /// Which alphabet a character belongs to only: 1 for `+` and `/`, 2 for `-` and `_`, else 0.
+    private static let kinds: [UInt8] = {
+        var k = [UInt8](repeating: 0, count: 256)
+        k[Int(UInt8(ascii: "+"))] = 1; k[Int(UInt8(ascii: "/"))] = 1
+        k[Int(UInt8(ascii: "-"))] = 2; k[Int(UInt8(ascii: "_"))] = 2
+        return k
+    }()
 
     /// Decodes `input`; nil when it is not valid base64 / base64url (see the type's rules).
+    ///
+    /// Four characters at a time into storage of the exact decoded size (no per-byte append): a
+    /// character outside both alphabets maps to 0xFF, so one OR of the four values shows it.
     public static func decode(_ input: UnsafeRawBufferPointer) -> [UInt8]? {
         var count = input.count
         var padding = 0
@@ -24,27 +33,53 @@ public enum Base64 {
         }
         guard count % 4 != 1 else { return nil }
         if padding > 0 && (count % 4 == 0 || 4 - count % 4 != padding) { return nil }
-        var standard = false, urlSafe = false
-        var out = [UInt8]()
-        out.reserveCapacity(count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for i in 0..<count {
-            let c = input[i]
-            let v = table[Int(c)]
-            guard v != invalid else { return nil }
-            if c == UInt8(ascii: "+") || c == UInt8(ascii: "/") { standard = true }
-            if c == UInt8(ascii: "-") || c == UInt8(ascii: "_") { urlSafe = true }
-            accumulator = accumulator << 6 | UInt32(v)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-                accumulator &= (1 << UInt32(bits)) - 1
+        let whole = count / 4 * 4
+        let rest = count - whole
+        let size = whole / 4 * 3 + (rest == 0 ? 0 : rest - 1)
+        return table.withUnsafeBufferPointer { table -> [UInt8]? in
+            kinds.withUnsafeBufferPointer { kinds -> [UInt8]? in
+                var seen: UInt8 = 0  // 1: a `+` or `/` was seen, 2: a `-` or `_`
+                var valid = true
+                let out = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+                    var o = 0, i = 0
+                    while i < whole {
+                        let c0 = input[i], c1 = input[i + 1], c2 = input[i + 2], c3 = input[i + 3]
+                        let a = table[Int(c0)], b = table[Int(c1)], c = table[Int(c2)], d = table[Int(c3)]
+                        guard (a | b | c | d) & 0xC0 == 0 else { valid = false; return }
+                        seen |= kinds[Int(c0)] | kinds[Int(c1)] | kinds[Int(c2)] | kinds[Int(c3)]
+                        let n = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                        buffer[o] = UInt8(truncatingIfNeeded: n >> 16)
+                        buffer[o + 1] = UInt8(truncatingIfNeeded: n >> 8)
+                        buffer[o + 2] = UInt8(truncatingIfNeeded: n)
+                        o += 3
+                        i += 4
+                    }
+                    if rest >= 2 {
+                        let c0 = input[i], c1 = input[i + 1]
+                        let a = table[Int(c0)], b = table[Int(c1)]
+                        var c: UInt8 = 0
+                        if rest == 3 {
+                            c = table[Int(input[i + 2])]
+                            seen |= kinds[Int(input[i + 2])]
+                        }
+                        guard (a | b | c) & 0xC0 == 0 else { valid = false; return }
+                        seen |= kinds[Int(c0)] | kinds[Int(c1)]
+                        let n = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6
+                        // The bits past the last whole byte must be zero (one spelling per value).
+                        guard n & (rest == 2 ? 0xFFFF : 0xFF) == 0 else { valid = false; return }
+                        buffer[o] = UInt8(truncatingIfNeeded: n >> 16)
+                        o += 1
+                        if rest == 3 {
+                            buffer[o] = UInt8(truncatingIfNeeded: n >> 8)
+                            o += 1
+                        }
+                    }
+                    initialized = o
+                }
+                guard valid, seen != 3 else { return nil }
+                return out
             }
         }
-        guard !(standard && urlSafe), accumulator == 0 else { return nil }
-        return out
     }
 
     /// Decodes `input` (ASCII bytes); nil when invalid.

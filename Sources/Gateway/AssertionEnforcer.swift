@@ -48,6 +48,9 @@ final class AssertionEnforcer: Sendable {
     let nextChallenge: Bool
     /// Tells the receipt refresher about keys whose metric was never fetched.
     let refreshHooks: ReceiptRefreshHooks?
+    /// `ClientDataBinding.emptyBodySHA256`, held here: read on every request without a body (a
+    /// stored property instead of a global's once-guarded accessor per request).
+    private let emptyBodySHA256 = ClientDataBinding.emptyBodySHA256
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer,
          clock: GatewayClock, family: HeaderFamily, nextChallenge: Bool = true, refreshHooks: ReceiptRefreshHooks? = nil) {
@@ -68,7 +71,8 @@ final class AssertionEnforcer: Sendable {
     func evaluate(_ evidence: Evidence, request: HTTPRequest, route: CompiledRoute, enforced: Bool? = nil,
                   completion: @escaping @Sendable (Decision) -> Void) {
         let enforced = enforced ?? (route.config.mode == .enforce)
-        let names = family.configuration.evidence
+        // Read on refusals only (a copy of the configured names would cost five retains per request).
+        var names: HeadersConfiguration.Evidence { family.configuration.evidence }
         let shard = request.connection.loopIndex
         // A device key sends App-Attest-Signature where an App Attest key sends its assertion.
         let deviceSignature = evidence.assertion == nil && evidence.signature != nil
@@ -132,7 +136,7 @@ final class AssertionEnforcer: Sendable {
             let value = request.head.headers.firstBytes(name) ?? []
             bound.append(ClientDataBinding.boundField(name: nameBytes, value: Array(value)))
         }
-        let bodyHash = request.body.isEmpty ? ClientDataBinding.emptyBodySHA256 : SHA256.hash(request.body)
+        let bodyHash = request.body.isEmpty ? emptyBodySHA256 : SHA256.hash(request.body)
         guard let clientData = try? ClientDataBinding.v1(challenge: challengeBytes, method: request.head.method.bytes,
                                                          target: request.head.target, bodySHA256: bodyHash,
                                                          boundFields: bound) else {

@@ -8,7 +8,10 @@ import GatewayStore
 /// at attestation (App ID, environment). These never change for a keyId (keyId = SHA-256 of the
 /// public key), so caching them is safe; status (revocation) and counters live in the store and are
 /// checked by every commit.
-struct CachedKey: Sendable {
+///
+/// A final class, immutable: the cache hands the same instance to every request of the key (one
+/// retain per copy instead of one per field).
+final class CachedKey: Sendable {
     /// Parsed P-256 key (thread-safe, reused for every verification).
     let publicKey: P256PublicKey
     /// The app the key was attested for, with its precomputed rpIdHash.
@@ -54,7 +57,7 @@ struct CachedKey: Sendable {
     }
 
     /// The cached form of a stored record (tier, platform flag, integrity and kind from the record).
-    init(record: KeyRecord, publicKey: P256PublicKey, app: AppPolicy) {
+    convenience init(record: KeyRecord, publicKey: P256PublicKey, app: AppPolicy) {
         self.init(keyId: record.keyId, publicKey: publicKey, app: app, environment: record.environment,
                   tier: record.trustTier, platformAttested: record.platformAttested, integrity: record.integrity,
                   isDeviceKey: record.backing != nil)

@@ -12,6 +12,18 @@ struct ChallengeIssuer: Sendable {
     let ttlMillis: Int64
     /// Time source.
     let clock: GatewayClock
+    /// Where the random bytes come from: OpenSSL's CSPRNG, drawn a block at a time (one
+    /// `RAND_bytes` call per 4 KiB instead of one per challenge).
+    let random: RandomBytePool
+
+    init(store: any AttestStore, byteCount: Int, ttlMillis: Int64, clock: GatewayClock,
+         random: RandomBytePool = RandomBytePool()) {
+        self.store = store
+        self.byteCount = byteCount
+        self.ttlMillis = ttlMillis
+        self.clock = clock
+        self.random = random
+    }
 
     /// A challenge that was issued: its bytes and expiry (unix seconds, as sent to clients).
     struct Issued: Sendable {
@@ -24,7 +36,7 @@ struct ChallengeIssuer: Sendable {
     /// Never equal to `avoiding` (minted again in the 2^-256 case). nil when the CSPRNG fails.
     func mint(now: Int64, avoiding presented: Challenge? = nil) -> NextChallenge? {
         while true {
-            guard let bytes = try? SecureRandom.bytes(count: byteCount), let challenge = try? Challenge(bytes) else { return nil }
+            guard let bytes = try? random.bytes(count: byteCount), let challenge = try? Challenge(bytes) else { return nil }
             if challenge != presented { return NextChallenge(challenge: challenge, expiresAt: now + ttlMillis) }
         }
     }
@@ -38,7 +50,7 @@ struct ChallengeIssuer: Sendable {
     /// - completion: the issued challenge, or `StoreUnavailable` (also when the CSPRNG fails).
     func issue(keyId: KeyID, purpose: ChallengePurpose,
                completion: @escaping @Sendable (Result<Issued, StoreUnavailable>) -> Void) {
-        guard let bytes = try? SecureRandom.bytes(count: byteCount), let challenge = try? Challenge(bytes) else {
+        guard let bytes = try? random.bytes(count: byteCount), let challenge = try? Challenge(bytes) else {
             completion(.failure(StoreUnavailable(.protocolError, detail: "random source failed")))
             return
         }

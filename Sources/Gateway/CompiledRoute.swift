@@ -5,7 +5,11 @@ import GatewayRules
 
 /// A route ready for requests: its configuration, the live upstream pool and the policy facts
 /// precomputed for the per-request path.
-struct CompiledRoute: Sendable {
+///
+/// A final class, immutable: a request takes it from the route table and its closures capture it
+/// with one retain, where a struct of this size (configuration, sets, dictionaries, arrays) cost a
+/// retain and a release per field on every copy.
+final class CompiledRoute: Sendable {
     /// The validated configuration (mode, limits, window, bindings...).
     let config: RouteConfiguration
     /// Where permitted requests go.

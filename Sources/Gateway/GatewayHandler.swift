@@ -217,7 +217,6 @@ final class GatewayHandler: HTTPHandler {
         }
         let enforced = answersRefusals, cohort = cohortName
         let stripped = received
-        let names = family.configuration.injected
         let loop = request.connection.loopIndex
         tables.enforcer.evaluate(evidence, request: request, route: route, enforced: enforced) { [self] decision in
             var log = RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
@@ -244,10 +243,10 @@ final class GatewayHandler: HTTPHandler {
             addForwardingHeaders(&permitted, request: request, tables: tables, identity: decided.identity)
             var report = decision.report
             report.cohort = cohort
-            report.apply(to: &permitted.headers, names: names)
+            report.apply(to: &permitted.headers, names: tables.family.configuration.injected)
             permitted.responseHeadFilter = NextChallengeHeaders.filter(decision.next)
             if let tokens = tables.verdictTokens,
-               tokens.attach(to: &permitted.headers, report: report, request: request, riskHeader: names.riskMetric) == .noKey,
+               tokens.attach(to: &permitted.headers, report: report, request: request, riskHeader: tables.family.configuration.injected.riskMetric) == .noKey,
                enforced, route.config.onStoreError != .failOpen {
                 // No signing key yet (generated keys not read from the store): as a store outage.
                 responder.respond(render(.storeUnavailable, tables, context.identity), context: context)

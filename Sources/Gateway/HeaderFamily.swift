@@ -4,7 +4,10 @@ import GatewayHTTP
 /// The gateway's own header family, precomputed from `HeadersConfiguration` for byte-level work on
 /// every request: the ingress strip (every field whose name starts with the prefix, any case, every
 /// copy) and the evidence fields read before stripping (DESIGN.md section 5).
-struct HeaderFamily: Sendable {
+///
+/// A final class, immutable: the tables and the enforcer share one instance, and a request reads
+/// it through one reference instead of copying the configured names and byte arrays.
+final class HeaderFamily: Sendable {
     /// The configured names.
     let configuration: HeadersConfiguration
     private let prefixLower: [UInt8]
@@ -24,25 +27,33 @@ struct HeaderFamily: Sendable {
         signatureLower = HeaderFamily.lower(configuration.evidence.signature)
     }
 
-    /// Removes every field of the family from `headers` and returns the evidence fields it held.
+    /// Removes every field of the family from `headers` and returns the evidence fields it held
+    /// (slices of the received bytes: no copy per field).
     func stripAndExtract(_ headers: inout HTTPHeaders) -> Evidence {
         var evidence = Evidence()
+        var keyId: ArraySlice<UInt8>?, challenge: ArraySlice<UInt8>?, assertion: ArraySlice<UInt8>?
+        var clientData: ArraySlice<UInt8>?, signature: ArraySlice<UInt8>?
         _ = headers.removeAll { field in
             let name = field.nameBytes
             guard HeaderFamily.hasPrefix(name, prefixLower) else { return false }
             if HeaderFamily.equals(name, keyIdLower) {
-                evidence.set(\.keyId, Array(field.valueBytes), name: configuration.evidence.keyID)
+                evidence.set(&keyId, field.valueBytes, name: configuration.evidence.keyID)
             } else if HeaderFamily.equals(name, challengeLower) {
-                evidence.set(\.challenge, Array(field.valueBytes), name: configuration.evidence.challenge)
+                evidence.set(&challenge, field.valueBytes, name: configuration.evidence.challenge)
             } else if HeaderFamily.equals(name, assertionLower) {
-                evidence.set(\.assertion, Array(field.valueBytes), name: configuration.evidence.assertion)
+                evidence.set(&assertion, field.valueBytes, name: configuration.evidence.assertion)
             } else if HeaderFamily.equals(name, clientDataLower) {
-                evidence.set(\.clientData, Array(field.valueBytes), name: configuration.evidence.clientData)
+                evidence.set(&clientData, field.valueBytes, name: configuration.evidence.clientData)
             } else if HeaderFamily.equals(name, signatureLower) {
-                evidence.set(\.signature, Array(field.valueBytes), name: configuration.evidence.signature)
+                evidence.set(&signature, field.valueBytes, name: configuration.evidence.signature)
             }
             return true
         }
+        evidence.keyId = keyId
+        evidence.challenge = challenge
+        evidence.assertion = assertion
+        evidence.clientData = clientData
+        evidence.signature = signature
         return evidence
     }
 

@@ -179,8 +179,9 @@ public struct HTTPHeaders: Sendable {
         try HTTPHeaders.withUTF8(name) { n in
             try HTTPHeaders.withUTF8(value) { v in
                 try HTTPHeaders.validate(name: n, value: v)
+                guard storage.count + n.count + v.count < Int(UInt32.max) else { throw FieldError.tooLarge }
                 removeAllNamed(n)
-                try add(nameBytes: n, valueBytes: v)
+                appendUnchecked(name: n, value: v)  // validated above (`add` would validate again)
             }
         }
     }

@@ -390,7 +390,9 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
             let now = RedisConnection.now()
             while self.socket === socket, let reply = try socket.parser.next() {
                 if resolver != nil, reply.errorCode == "READONLY" { demoted = true }
-                actions.append(contentsOf: machine.received(reply, now: now))
+                // Usually one reply per read: take the machine's array as it is (no second array).
+                let received = machine.received(reply, now: now)
+                if actions.isEmpty { actions = received } else { actions.append(contentsOf: received) }
                 if case .backoff = machine.state { break }
             }
         } catch {

@@ -6,28 +6,36 @@ public enum Base64URL {
     /// Encodes `input` as unpadded base64url ASCII bytes (4 output bytes per 3 input bytes, rounded up
     /// without `=` padding).
     public static func encode(_ input: [UInt8]) -> [UInt8] {
-        var out = [UInt8]()
-        out.reserveCapacity((input.count * 4 + 2) / 3)
-        var i = 0
-        while i + 3 <= input.count {
-            let n = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
-            out.append(alphabet[Int(n >> 18 & 63)])
-            out.append(alphabet[Int(n >> 12 & 63)])
-            out.append(alphabet[Int(n >> 6 & 63)])
-            out.append(alphabet[Int(n & 63)])
-            i += 3
+        let size = input.count / 3 * 4 + (input.count % 3 == 0 ? 0 : input.count % 3 + 1)
+        // The alphabet is read once per call (not through its global accessor per character) and
+        // the output written in place at its exact size.
+        return alphabet.withUnsafeBufferPointer { alphabet in
+            [UInt8](unsafeUninitializedCapacity: size) { out, initialized in
+                var i = 0, o = 0
+                while i + 3 <= input.count {
+                    let n = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8 | UInt32(input[i + 2])
+                    out[o] = alphabet[Int(n >> 18 & 63)]
+                    out[o + 1] = alphabet[Int(n >> 12 & 63)]
+                    out[o + 2] = alphabet[Int(n >> 6 & 63)]
+                    out[o + 3] = alphabet[Int(n & 63)]
+                    i += 3
+                    o += 4
+                }
+                let rest = input.count - i
+                if rest == 1 {
+                    let n = UInt32(input[i]) << 16
+                    out[o] = alphabet[Int(n >> 18 & 63)]
+                    out[o + 1] = alphabet[Int(n >> 12 & 63)]
+                    o += 2
+                } else if rest == 2 {
+                    let n = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8
+                    out[o] = alphabet[Int(n >> 18 & 63)]
+                    out[o + 1] = alphabet[Int(n >> 12 & 63)]
+                    out[o + 2] = alphabet[Int(n >> 6 & 63)]
+                    o += 3
+                }
+                initialized = o
+            }
         }
-        let rest = input.count - i
-        if rest == 1 {
-            let n = UInt32(input[i]) << 16
-            out.append(alphabet[Int(n >> 18 & 63)])
-            out.append(alphabet[Int(n >> 12 & 63)])
-        } else if rest == 2 {
-            let n = UInt32(input[i]) << 16 | UInt32(input[i + 1]) << 8
-            out.append(alphabet[Int(n >> 18 & 63)])
-            out.append(alphabet[Int(n >> 12 & 63)])
-            out.append(alphabet[Int(n >> 6 & 63)])
-        }
-        return out
     }
 }
