@@ -45,7 +45,7 @@ extension RedisScript {
         end
         redis.call('DEL', KEYS[2])
         return {'ok', k[5] or ''}
-        """, sha1: "7a4a51d8de133e2016df004a1adb515e63c3a0f5")
+        """, sha1: "c59aa2c21552cbf7e6553f88ab66d37d644c1086")
 
     /// `forgetKey`. KEYS[1] key record hash, KEYS[2] challenge hash. ARGV: now (ms), counter (empty:
     /// none). Returns `{code}` on refusal (as `renew`, without `key_expired`: an expired key may forget

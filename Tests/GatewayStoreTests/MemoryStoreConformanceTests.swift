@@ -18,6 +18,7 @@ final class MemoryStoreConformanceTests: XCTestCase {
     func test_counterStrictlyIncreasing() throws { try suite().counterStrictlyIncreasing() }
     func test_windowOutOfOrderOnceAndTooOldRefused() throws { try suite().windowOutOfOrderOnceAndTooOldRefused() }
     func test_windowMatchesReferenceModel() throws { try suite().windowMatchesReferenceModel() }
+    func test_storedWindowMatchesReplayWindow() throws { try suite().storedWindowMatchesReplayWindow() }
     func test_revokedKeyRefused() throws { try suite().revokedKeyRefused() }
     func test_deletedKeyUnknown() throws { try suite().deletedKeyUnknown() }
     func test_expiredRegistrationRefused() throws { try suite().expiredRegistrationRefused() }
@@ -34,7 +35,7 @@ final class MemoryStoreConformanceTests: XCTestCase {
 
     /// Fails when a check of `StoreConformance.checks` has no test method here.
     func testCoversEveryConformanceCheck() {
-        let covered: Set<String> = ["registerAndFetchRoundTrip", "fetchUnknownIsNil", "registerRefusalsChangeNothing", "reRegistrationRefusedWithoutTouchingCounter", "challengeConsumedExactlyOnce", "commitRefusalsChangeNothing", "commitReturnsStoredFields", "wrongChallengeDoesNotBurnPending", "challengeBoundToKeyAndPurpose", "challengeExpiryUsesInjectedNow", "counterStrictlyIncreasing", "windowOutOfOrderOnceAndTooOldRefused", "windowMatchesReferenceModel", "revokedKeyRefused", "deletedKeyUnknown", "expiredRegistrationRefused", "raceSameCommitAcceptedOnce", "raceSameCounterDistinctChallengesAcceptedOnce", "raceOutOfOrderWindowEachOnce", "binaryKeyIdsAndChallenges", "reissueReplacesPurposeAndExpiry", "pingSucceeds", "nextChallengeIssuedByCommit", "nextChallengeFollowsTheKey", "fleetSlotsPerWindow", "closedStoreAnswersUnavailable"]
+        let covered: Set<String> = ["registerAndFetchRoundTrip", "fetchUnknownIsNil", "registerRefusalsChangeNothing", "reRegistrationRefusedWithoutTouchingCounter", "challengeConsumedExactlyOnce", "commitRefusalsChangeNothing", "commitReturnsStoredFields", "wrongChallengeDoesNotBurnPending", "challengeBoundToKeyAndPurpose", "challengeExpiryUsesInjectedNow", "counterStrictlyIncreasing", "windowOutOfOrderOnceAndTooOldRefused", "windowMatchesReferenceModel", "storedWindowMatchesReplayWindow", "revokedKeyRefused", "deletedKeyUnknown", "expiredRegistrationRefused", "raceSameCommitAcceptedOnce", "raceSameCounterDistinctChallengesAcceptedOnce", "raceOutOfOrderWindowEachOnce", "binaryKeyIdsAndChallenges", "reissueReplacesPurposeAndExpiry", "pingSucceeds", "nextChallengeIssuedByCommit", "nextChallengeFollowsTheKey", "fleetSlotsPerWindow", "closedStoreAnswersUnavailable"]
         XCTAssertEqual(Set(StoreConformance.checks.map(\.name)), covered)
     }
 }

@@ -47,6 +47,7 @@ public struct StoreConformance: Sendable {
         ("counterStrictlyIncreasing", { try $0.counterStrictlyIncreasing() }),
         ("windowOutOfOrderOnceAndTooOldRefused", { try $0.windowOutOfOrderOnceAndTooOldRefused() }),
         ("windowMatchesReferenceModel", { try $0.windowMatchesReferenceModel() }),
+        ("storedWindowMatchesReplayWindow", { try $0.storedWindowMatchesReplayWindow() }),
         ("revokedKeyRefused", { try $0.revokedKeyRefused() }),
         ("deletedKeyUnknown", { try $0.deletedKeyUnknown() }),
         ("expiredRegistrationRefused", { try $0.expiredRegistrationRefused() }),
@@ -332,6 +333,31 @@ public struct StoreConformance: Sendable {
             if expected { seen.insert(counter); highest = max(highest, counter) }
         }
         try expect(try fetch(record.keyId)?.counter == highest, "stored highest counter matches the model")
+    }
+
+    /// The stored 16-byte window after each commit equals `ReplayWindow.admit`'s, bit for bit: a walk
+    /// that mostly advances by 1...8 (the Redis script's fast path), with in-window counters, slides
+    /// of 9...127, exactly 128 and beyond (its general path), from an empty and from a full window.
+    public func storedWindowMatchesReplayWindow() throws {
+        let record = try makeRecord()
+        try registerExpectingAccepted(record)
+        var rng = SplitMix64(seed: 0x0b17_5417)
+        var model = ReplayWindow()
+        var highest: UInt32 = 0
+        let advances: [Int64] = [1, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 63, 64, 127, 128, 129, 300]
+        for step in 0..<160 {
+            let back = rng.next() % 4 == 0
+            let delta = back ? -Int64(rng.next() % 130) : advances[Int(rng.next() % UInt64(advances.count))]
+            let counter = UInt32(clamping: max(Int64(highest) + delta, 0))
+            let admitted = model.admit(counter: counter, highest: highest, size: ReplayWindow.capacity)
+            try expectCommit(record.keyId, try issueAssert(record.keyId), counter: counter, window: ReplayWindow.capacity,
+                             now: baseNow, accepted: admitted != nil, refusedAs: .counterReplay,
+                             context: "step \(step) counter \(counter) H \(highest)")
+            if let admitted { model = admitted.window; highest = admitted.highest }
+            let stored = try fetch(record.keyId)
+            try expect(stored?.counter == highest && stored?.replayWindow == model,
+                       "step \(step) counter \(counter): stored \(stored?.replayWindow.bytes ?? []) H \(stored?.counter ?? 0), expected \(model.bytes) H \(highest)")
+        }
     }
 
     /// `commitAssertion(…issuing:)` accepted: the next challenge is pending under the key with
