@@ -39,6 +39,41 @@ public final class ChildProcess: @unchecked Sendable {  // mutable state guarded
         }
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        ChildProcess.running.add(process)
+    }
+
+    /// Every child started and not yet deinitialised, killed at exit if still running: a server held
+    /// by a `static let` (a class's shared Redis, a TLS cluster) is never deinitialised, and before
+    /// this its processes outlived the test run (cluster gossip costing CPU to every later run).
+    private static let running = RunningChildren()
+
+    /// The children `ChildProcess` started; the first `add` installs an `atexit` hook that sends
+    /// SIGKILL to each one still running (only children not reaped yet: `isRunning` is false once
+    /// Foundation has collected its exit status, so a reused PID is never signalled).
+    private final class RunningChildren: @unchecked Sendable {  // `processes` and `hooked` guarded by `lock`
+        private let lock = NSLock()
+        private var processes: [ObjectIdentifier: Process] = [:]
+        private var hooked = false
+
+        func add(_ process: Process) {
+            lock.lock(); defer { lock.unlock() }
+            processes[ObjectIdentifier(process)] = process
+            if !hooked {
+                hooked = true
+                atexit { ChildProcess.running.killAll() }
+            }
+        }
+
+        func remove(_ process: Process) {
+            lock.lock(); defer { lock.unlock() }
+            processes[ObjectIdentifier(process)] = nil
+        }
+
+        func killAll() {
+            lock.lock(); defer { lock.unlock() }
+            for process in processes.values where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            processes = [:]
+        }
     }
 
     /// The child's process ID.
@@ -80,7 +115,10 @@ public final class ChildProcess: @unchecked Sendable {  // mutable state guarded
         return process.terminationStatus
     }
 
-    deinit { stop(signal: SIGKILL, grace: 1) }
+    deinit {
+        stop(signal: SIGKILL, grace: 1)
+        ChildProcess.running.remove(process)
+    }
 
     /// Full path of `name` in PATH (or `name` itself when it contains a slash).
     public static func which(_ name: String) throws -> String {
