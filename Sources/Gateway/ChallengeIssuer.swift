@@ -14,16 +14,7 @@ struct ChallengeIssuer: Sendable {
     let clock: GatewayClock
     /// Where the random bytes come from: OpenSSL's CSPRNG, drawn a block at a time (one
     /// `RAND_bytes` call per 4 KiB instead of one per challenge).
-    let random: RandomBytePool
-
-    init(store: any AttestStore, byteCount: Int, ttlMillis: Int64, clock: GatewayClock,
-         random: RandomBytePool = RandomBytePool()) {
-        self.store = store
-        self.byteCount = byteCount
-        self.ttlMillis = ttlMillis
-        self.clock = clock
-        self.random = random
-    }
+    let random = RandomBytePool()
 
     /// A challenge that was issued: its bytes and expiry (unix seconds, as sent to clients).
     struct Issued: Sendable {

@@ -243,10 +243,11 @@ final class GatewayHandler: HTTPHandler {
             addForwardingHeaders(&permitted, request: request, tables: tables, identity: decided.identity)
             var report = decision.report
             report.cohort = cohort
-            report.apply(to: &permitted.headers, names: tables.family.configuration.injected)
+            let names = family.configuration.injected  // read here, on the permitted path only
+            report.apply(to: &permitted.headers, names: names)
             permitted.responseHeadFilter = NextChallengeHeaders.filter(decision.next)
             if let tokens = tables.verdictTokens,
-               tokens.attach(to: &permitted.headers, report: report, request: request, riskHeader: tables.family.configuration.injected.riskMetric) == .noKey,
+               tokens.attach(to: &permitted.headers, report: report, request: request, riskHeader: names.riskMetric) == .noKey,
                enforced, route.config.onStoreError != .failOpen {
                 // No signing key yet (generated keys not read from the store): as a store outage.
                 responder.respond(render(.storeUnavailable, tables, context.identity), context: context)

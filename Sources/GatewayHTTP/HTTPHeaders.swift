@@ -179,7 +179,7 @@ public struct HTTPHeaders: Sendable {
         try HTTPHeaders.withUTF8(name) { n in
             try HTTPHeaders.withUTF8(value) { v in
                 try HTTPHeaders.validate(name: n, value: v)
-                guard storage.count + n.count + v.count < Int(UInt32.max) else { throw FieldError.tooLarge }
+                try ensureRoom(name: n, value: v)
                 removeAllNamed(n)
                 appendUnchecked(name: n, value: v)  // validated above (`add` would validate again)
             }
@@ -293,8 +293,14 @@ public struct HTTPHeaders: Sendable {
 
     mutating func add(nameBytes: UnsafeRawBufferPointer, valueBytes: UnsafeRawBufferPointer) throws {
         try HTTPHeaders.validate(name: nameBytes, value: valueBytes)
-        guard storage.count + nameBytes.count + valueBytes.count < Int(UInt32.max) else { throw FieldError.tooLarge }
+        try ensureRoom(name: nameBytes, value: valueBytes)
         appendUnchecked(name: nameBytes, value: valueBytes)
+    }
+
+    /// Throws `FieldError.tooLarge` when a field of these sizes would put the storage past the 32-bit
+    /// offsets its slots hold.
+    private func ensureRoom(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
+        guard storage.count + name.count + value.count < Int(UInt32.max) else { throw FieldError.tooLarge }
     }
 
     /// Appends without validation: for parsers that validated the bytes already and enforce size limits.
