@@ -2,6 +2,9 @@ import AttestCrypto
 import Foundation
 import Synchronization
 import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `RandomBytePool`: CSPRNG bytes drawn a block at a time, each handed out once.
 final class RandomBytePoolTests: XCTestCase {
@@ -47,5 +50,42 @@ final class RandomBytePoolTests: XCTestCase {
         let all = results.withLock { $0 }
         XCTAssertEqual(all.count, 1600)
         XCTAssertEqual(Set(all).count, all.count)
+    }
+
+    /// After `fork(2)` the child must not serve the block it inherited: the parent hands out those
+    /// bytes next. Parent and child each take the next 32 bytes of the same pool (one byte was
+    /// drawn before the fork, so the block is full of unserved bytes); the child sends its value
+    /// through a pipe. Without the fork generation they are equal (the failing variant: the child
+    /// would copy the parent's next value). The child only draws, writes and `_exit`s; the parent
+    /// gives it 10 s and kills it otherwise (a failure, never a hang).
+    func testAForkedChildNeverServesTheParentsBytes() throws {
+        let pool = RandomBytePool(blockSize: 4096)
+        _ = try pool.bytes(count: 1)
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&fds), 0)
+        let child = fork()
+        if child == 0 {
+            var value = (try? pool.bytes(count: 32)) ?? []
+            let written = value.count == 32 ? write(fds[1], &value, 32) : -1
+            _exit(written == 32 ? 0 : 1)
+        }
+        XCTAssertGreaterThan(child, 0, "fork failed")
+        close(fds[1])
+        defer { close(fds[0]) }
+        let parentValue = try pool.bytes(count: 32)
+        var poller = pollfd(fd: fds[0], events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, 10_000) == 1 else {
+            kill(child, SIGKILL)
+            var status: Int32 = 0
+            waitpid(child, &status, 0)
+            return XCTFail("the child sent nothing within 10 s")
+        }
+        var childValue = [UInt8](repeating: 0, count: 32)
+        XCTAssertEqual(read(fds[0], &childValue, 32), 32)
+        var status: Int32 = 0
+        XCTAssertEqual(waitpid(child, &status, 0), child)
+        XCTAssertEqual(status, 0, "the child exits 0 after sending its 32 bytes")
+        XCTAssertNotEqual(childValue, parentValue, "the child served the parent's next bytes")
+        XCTAssertNotEqual(childValue, [UInt8](repeating: 0, count: 32))
     }
 }
