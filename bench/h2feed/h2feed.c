@@ -324,7 +324,7 @@ int main(int argc, char **argv) {
         for (int i = 0; i < conns; i++) {
             conn_t *c = &cs[i];
             if (c->dead) continue;
-            while (c->inflight < streams) submit(c);
+            while (!c->dead && c->inflight < streams) submit(c);
             flush(c);
             pfds[i].fd = c->dead ? -1 : c->fd;
             pfds[i].events = POLLIN | (c->outOffset < c->outLength ? POLLOUT : 0);
