@@ -181,8 +181,9 @@ final class GatewayHandler: HTTPHandler {
     /// forward made from what is left drops the fields the client named in `Connection`
     /// (`HTTPForward.init`); only then does the gateway set its own fields (forwarding, verdict), so
     /// a client's connection options can never remove a field the gateway sets.
-    private func forwardOnRoute(_ route: CompiledRoute, request: HTTPRequest, context decided: GatewayRequestContext,
+    private func forwardOnRoute(_ route: CompiledRoute, request: HTTPRequest, context head: GatewayRequestContext,
                                 responder: HTTPResponder<GatewayRequestContext>) {
+        let decided = head.decided
         let tables = decided.tables
         var received = request.head.headers
         let mode = route.config.mode
@@ -197,8 +198,8 @@ final class GatewayHandler: HTTPHandler {
             forward.connectTimeout = route.connectTimeout
             forward.responseTimeout = route.responseTimeout
             forward.responseHeadFilter = NextChallengeHeaders.dropUpstreamCopies
-            addForwardingHeaders(&forward, request: request, tables: tables, identity: decided.identity)
-            responder.forward(forward, context: decided.logging(RequestLogContext(route: route.config.name)))
+            addForwardingHeaders(&forward, request: request, tables: tables, decided: decided)
+            responder.forward(forward, context: head.logging(RequestLogContext(route: route.config.name)))
             return
         }
         let evidence = family.stripAndExtract(&received)
@@ -222,7 +223,7 @@ final class GatewayHandler: HTTPHandler {
             var log = RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
                                         reason: decision.report.reason, keyId: decision.report.keyId)
             log.tier = decision.report.tier
-            let context = decided.logging(log)
+            let context = head.logging(log)
             if !decision.report.signalDecisions.isEmpty {
                 metrics.signalDecisions(decision.report.signalDecisions, route: route.config.name, loop: loop)
             }
@@ -240,7 +241,7 @@ final class GatewayHandler: HTTPHandler {
             permitted.headers.reserveAdditional(fields: 16, bytes: 512)
             permitted.connectTimeout = route.connectTimeout
             permitted.responseTimeout = route.responseTimeout
-            addForwardingHeaders(&permitted, request: request, tables: tables, identity: decided.identity)
+            addForwardingHeaders(&permitted, request: request, tables: tables, decided: decided)
             var report = decision.report
             report.cohort = cohort
             let names = family.configuration.injected  // read here, on the permitted path only
@@ -293,12 +294,12 @@ final class GatewayHandler: HTTPHandler {
     /// The forwarding family (`ForwardingHeaders`: believed from trusted proxies only), the request
     /// id both ways and the `traceparent` check (`RequestIdentity`).
     private func addForwardingHeaders(_ forward: inout HTTPForward, request: HTTPRequest, tables: GatewayTables,
-                                      identity: RequestIdentity?) {
+                                      decided: GatewayRequestContext.Decided) {
         tables.forwarding.apply(to: &forward.headers, connection: request.connection)
-        if let identity {
-            identity.apply(to: &forward.headers)
-            forward.responseField = (RequestIdentity.requestIDField, identity.requestID)
-        }
+        // Read in place from the shared head decision (binding the whole identity would copy it).
+        guard let requestID = decided.identity?.requestID else { return }
+        decided.identity?.apply(to: &forward.headers)
+        forward.responseField = (RequestIdentity.requestIDField, requestID)
     }
 
     /// `{prefix}/jwks.json` answers GET and HEAD with the verdict tokens' public keys.

@@ -96,13 +96,22 @@ final class GatewayMetrics: Sendable {
         var count: UInt64 = 0
 
         mutating func add(_ next: Key, table: inout [Key: UInt64]) {
-            if key == next {
+            if HotCount.holds(key, next) {
                 count += 1
                 return
             }
             flush(into: &table)
             key = next
             count = 1
+        }
+
+        /// Whether `held` is `next`, compared in place (`held == next` promoted `next` to an optional:
+        /// a copy, one retain per string of the key, on every request).
+        private static func holds(_ held: Key?, _ next: Key) -> Bool {
+            switch held {
+            case .some(let current): return current == next
+            case .none: return false
+            }
         }
 
         mutating func flush(into table: inout [Key: UInt64]) {

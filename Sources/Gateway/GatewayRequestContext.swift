@@ -15,26 +15,44 @@ struct GatewayRequestContext: Sendable {
         case route(Int)
     }
 
-    /// Where the request goes (matched once, at the head; `handle` acts on it without matching again).
-    let destination: Destination
-    /// The route tables the head was matched against: the request is handled, forwarded and logged on
-    /// them even when a reload put newer ones in force meanwhile (and keeps their upstream pools open).
-    let tables: GatewayTables
+    /// What the head decision found, immutable and shared by every copy of the context: a copy of
+    /// the context retains this one object (and the log's fields) instead of each field below.
+    final class Decided: Sendable {
+        /// Where the request goes (matched once, at the head; `handle` acts on it without matching again).
+        let destination: Destination
+        /// The route tables the head was matched against: the request is handled, forwarded and logged
+        /// on them even when a reload put newer ones in force meanwhile (and keeps their upstream pools open).
+        let tables: GatewayTables
+        /// Request id, trace id and user agent, taken from the head.
+        let identity: RequestIdentity?
+
+        init(destination: Destination, tables: GatewayTables, identity: RequestIdentity?) {
+            self.destination = destination
+            self.tables = tables
+            self.identity = identity
+        }
+    }
+
+    /// The head decision's facts (destination, tables, identity).
+    let decided: Decided
     /// The access-log facts (route, verdict, reason), set with the gateway's answer (at the head for
     /// a refusal, else with the response or the forward); nil when the server answered by itself
     /// before the gateway did (413, 408, a client gone...), which the log shows as no route.
     var log: RequestLogContext?
-    /// Request id, trace id and user agent, taken from the head.
-    var identity: RequestIdentity?
+
+    /// Where the request goes (`Decided.destination`).
+    var destination: Destination { decided.destination }
+    /// The route tables the head was matched against (`Decided.tables`).
+    var tables: GatewayTables { decided.tables }
+    /// Request id, trace id and user agent (`Decided.identity`).
+    var identity: RequestIdentity? { decided.identity }
 
     init(destination: Destination, tables: GatewayTables, log: RequestLogContext? = nil, identity: RequestIdentity? = nil) {
-        self.destination = destination
-        self.tables = tables
+        decided = Decided(destination: destination, tables: tables, identity: identity)
         self.log = log
-        self.identity = identity
     }
 
-    /// This context with `log` set (destination, tables and identity kept).
+    /// This context with `log` set (the head decision's facts shared, not copied).
     func logging(_ log: RequestLogContext) -> GatewayRequestContext {
         var copy = self
         copy.log = log

@@ -397,26 +397,22 @@ struct HTTP1ConnectionMachine {
 
     /// The request a `handleRequest` hands over (once).
     mutating func takeRequest() -> HTTPRequest? {
-        defer { requestToHandle = nil }
-        return requestToHandle
+        requestToHandle.take()  // moved out, not copied
     }
 
     /// The access record a `report` hands over (once).
     mutating func takeAccessRecord() -> HTTPAccessRecord? {
-        defer { accessRecord = nil }
-        return accessRecord
+        accessRecord.take()  // moved out, not copied
     }
 
     /// The upstream request a `startForward` hands over (once).
     mutating func takeUpstreamRequest() -> UpstreamRequest? {
-        defer { upstreamRequest = nil }
-        return upstreamRequest
+        upstreamRequest.take()  // moved out, not copied
     }
 
     /// The failure and the forward's answerer an `answerUpstreamFailure` hands over (once).
     mutating func takeUpstreamFailure() -> (HTTPError, HTTPForward.UpstreamFailureAnswer)? {
-        defer { upstreamFailure = nil }
-        return upstreamFailure
+        upstreamFailure.take()  // moved out, not copied
     }
 
     /// Writes `output` with `write` (the socket's write: bytes taken, 0 when it would block) for a
@@ -583,7 +579,7 @@ struct HTTP1ConnectionMachine {
     }
 
     /// The handler's answer for request `sequence` (ignored unless `acceptsAnswer(for:)`).
-    mutating func answered(_ answer: HTTPAnswer, sequence: UInt64, now: UInt64) -> Actions {
+    mutating func answered(_ answer: consuming HTTPAnswer, sequence: UInt64, now: UInt64) -> Actions {
         var actions = Actions()
         guard acceptsAnswer(for: sequence) else { return actions }
         switch answer {
@@ -893,14 +889,14 @@ struct HTTP1ConnectionMachine {
 
     /// Reports the request and moves on: next request, or close.
     private mutating func finishRequest(error: HTTPError?, aborted: Bool, now: UInt64, _ actions: inout Actions) {
-        let c = current
+        var c = InProgress()
+        swap(&c, &current)  // the finished request's state moves out (a copy would retain each of its fields)
         accessRecord = HTTPAccessRecord(
             connection: connection, method: c.head?.method, target: c.head?.target,
             status: c.responseStarted || c.responseStatus != 0 ? c.responseStatus : 499, error: error ?? c.upstreamError,
             requestBodyBytes: c.head == nil ? 0 : max(c.requestBodyBytes, c.body.count),
             responseBodyBytes: c.responseBodyBytes, latencyNanoseconds: now &- c.start, upstream: c.upstreamName,
             aborted: aborted)
-        current = InProgress()
         requestsDone += 1
         actions.append(.report)
         if aborted { return }
@@ -943,8 +939,7 @@ struct HTTP1ConnectionMachine {
         let pool = forward.upstream.loopPools[loopIndex]
         var request: [UInt8] = []
         request.reserveCapacity(512 + forward.headers.storage.count + forward.body.count)
-        HTTP1Serializer.appendUpstreamRequest(forward, original: current.head?.headers, hostHeader: pool.settings.hostHeader,
-                                              into: &request)
+        HTTP1Serializer.appendUpstreamRequest(forward, hostHeader: pool.settings.hostHeader, into: &request)
         phase = .forwarding
         current.upstreamName = pool.settings.name
         current.responseHeadFilter = forward.responseHeadFilter

@@ -154,22 +154,28 @@ enum HTTP1Serializer {
     ///
     /// The fields the client named in `Connection` were removed when `forward` was made
     /// (`HTTPForward.init`), before the handler added its own; they are not looked up again here,
-    /// so a field the handler set is never dropped because the client named it. `original` (the
-    /// request's fields as received) is therefore not consulted; the parameter stays for the call
-    /// site in `HTTP1ServerConnection`.
-    static func appendUpstreamRequest(_ forward: HTTPForward, original: HTTPHeaders?, hostHeader: [UInt8],
-                                      into out: inout [UInt8]) {
-        let methodLength = forward.method.byteCount
-        let bound = methodLength + 1 + forward.target.count + 11 + forward.headers.storage.count
-            + 4 * forward.headers.slots.count + 8 + hostHeader.count + 18 + HTTP1HeadWriter.decimalBound + 2
+    /// so a field the handler set is never dropped because the client named it (the request's fields
+    /// as received are not consulted).
+    static func appendUpstreamRequest(_ forward: HTTPForward, hostHeader: [UInt8], into out: inout [UInt8]) {
+        appendUpstreamRequest(method: forward.method, target: forward.target, headers: forward.headers, body: forward.body,
+                              hostHeader: hostHeader, into: &out)
+    }
+
+    /// `appendUpstreamRequest` from the forward's parts (borrowed: the head writer's closure captures
+    /// these, where capturing the whole forward copied it, one retain per field).
+    private static func appendUpstreamRequest(method: HTTPMethod, target: [UInt8], headers: HTTPHeaders, body: [UInt8],
+                                              hostHeader: [UInt8], into out: inout [UInt8]) {
+        let methodLength = method.byteCount
+        let bound = methodLength + 1 + target.count + 11 + headers.storage.count
+            + 4 * headers.slots.count + 8 + hostHeader.count + 18 + HTTP1HeadWriter.decimalBound + 2
         HTTP1HeadWriter.append(into: &out, bound: bound) { w in
-            forward.method.put(into: &w)
+            method.put(into: &w)
             w.put(HTTP1Syntax.sp)
-            w.put(forward.target)
+            w.put(target)
             w.put(" HTTP/1.1\r\n")
             var hasHost = false
-            forward.headers.storage.withUnsafeBytes { s in
-                for slot in forward.headers.slots {
+            headers.storage.withUnsafeBytes { s in
+                for slot in headers.slots {
                     let name = HTTPHeaders.nameBuffer(s, slot)
                     if HopByHop.isHopByHop(name) { continue }
                     if name.count == 4 && HTTP1Syntax.equalsLowercaseLiteral(name, "host") {
@@ -184,14 +190,14 @@ enum HTTP1Serializer {
                 w.put(hostHeader)
                 w.put("\r\n")
             }
-            if !forward.body.isEmpty || forward.method.sendsZeroContentLength {
+            if !body.isEmpty || method.sendsZeroContentLength {
                 w.put("Content-Length: ")
-                w.putDecimal(forward.body.count)
+                w.putDecimal(body.count)
                 w.put("\r\n")
             }
             w.put("\r\n")
         }
-        out.append(contentsOf: forward.body)
+        out.append(contentsOf: body)
     }
 
     /// `<hex size>\r\n` before a chunk of `count` bytes.

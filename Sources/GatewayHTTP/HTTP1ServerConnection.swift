@@ -170,7 +170,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
 
     /// From `HTTPResponder`, any thread. On the loop's own queue the answer is applied at once (after
     /// `handle` returns when given inside it); from another thread it hops onto the loop.
-    func deliver(_ answer: HTTPAnswer, context: HTTPContextBox?, sequence: UInt64) {
+    func deliver(_ answer: consuming HTTPAnswer, context: HTTPContextBox?, sequence: UInt64) {
         // `inHandlerCall` is only read on the loop's own queue.
         if loop.inEventLoop {
             if inHandlerCall {
@@ -182,14 +182,14 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
             }
             return
         }
-        loop.execute { [self] in
+        loop.execute { [self, answer] in
             let now = loop.turnTime
             perform(answered(answer, context: context, sequence: sequence, now: now), now: now)
         }
     }
 
     /// Gives an answer to the machine; its context replaces the request's when the machine takes it.
-    private func answered(_ answer: HTTPAnswer, context: HTTPContextBox?, sequence: UInt64, now: UInt64)
+    private func answered(_ answer: consuming HTTPAnswer, context: HTTPContextBox?, sequence: UInt64, now: UInt64)
         -> HTTP1ConnectionMachine.Actions {
         if let context, machine.acceptsAnswer(for: sequence) { requestContext = context }
         return machine.answered(answer, sequence: sequence, now: now)
@@ -273,8 +273,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                     context.handler.handle(request, requestContext,
                                            HTTPAnswerChannel(sink: self, sequence: machine.sequence))
                     inHandlerCall = false
-                    if let (answer, context, sequence) = synchronousAnswer {
-                        synchronousAnswer = nil
+                    if let (answer, context, sequence) = synchronousAnswer.take() {
                         known = loop.turnTime  // after the handler's work
                         next = answered(answer, context: context, sequence: sequence, now: clock())
                     }
@@ -301,8 +300,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                     inHandlerCall = true
                     answer(error) { _ = channel.answer(.response($0), context: nil) }
                     inHandlerCall = false
-                    if let (answer, context, sequence) = synchronousAnswer {
-                        synchronousAnswer = nil
+                    if let (answer, context, sequence) = synchronousAnswer.take() {
                         known = loop.turnTime
                         next = answered(answer, context: context, sequence: sequence, now: clock())
                     }

@@ -304,7 +304,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     // MARK: answers
 
     /// From `HTTPResponder`, any thread: applied on the loop (after `handle` returns when given inside it).
-    func deliver(_ answer: HTTPAnswer, context: HTTPContextBox?, sequence: UInt64) {
+    func deliver(_ answer: consuming HTTPAnswer, context: HTTPContextBox?, sequence: UInt64) {
         if loop.inEventLoop {
             if inHandlerCall {
                 synchronousAnswers.append((answer, context, sequence))
@@ -314,7 +314,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             }
             return
         }
-        loop.execute { [self] in
+        loop.execute { [self, answer] in
             now = EventLoop.now()
             apply(answer, context: context, sequence: sequence)
             produceAndFlush()
@@ -383,8 +383,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         let pool = forward.upstream.loopPools[loop.index]
         var request: [UInt8] = []
         request.reserveCapacity(512 + forward.headers.storage.count + forward.body.count)
-        HTTP1Serializer.appendUpstreamRequest(forward, original: stream.head?.headers, hostHeader: pool.settings.hostHeader,
-                                              into: &request)
+        HTTP1Serializer.appendUpstreamRequest(forward, hostHeader: pool.settings.hostHeader, into: &request)
         stream.phase = .forwarding
         stream.upstreamName = pool.settings.name
         stream.responseHeadFilter = forward.responseHeadFilter

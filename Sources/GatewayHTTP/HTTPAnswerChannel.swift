@@ -19,7 +19,7 @@ final class HTTPAnswerChannel: Sendable {
     /// Delivers `answer` (with `context`, boxed, to replace the request's) if it is the first.
     /// - Returns: false when the slot had already been answered.
     @usableFromInline
-    func answer(_ answer: HTTPAnswer, context: HTTPContextBox?) -> Bool {
+    func answer(_ answer: consuming HTTPAnswer, context: HTTPContextBox?) -> Bool {
         guard answered.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return false }
         sink.deliver(answer, context: context, sequence: sequence)

@@ -74,12 +74,11 @@ public struct HTTPForward: Sendable {
     /// A forward from parts. `headers` are taken as what the previous hop sent: the fields named by
     /// their `Connection` options are removed now (RFC 9110 section 7.6.1), before the handler adds
     /// anything.
-    public init(upstream: UpstreamPool, method: HTTPMethod, target: [UInt8], headers: HTTPHeaders, body: [UInt8] = []) {
+    public init(upstream: UpstreamPool, method: HTTPMethod, target: [UInt8], headers: consuming HTTPHeaders, body: [UInt8] = []) {
         self.upstream = upstream
         self.method = method
         self.target = target
-        var headers = headers
-        HopByHop.removeConnectionOptions(&headers)
+        HopByHop.removeConnectionOptions(&headers)  // in place: the fields are taken, not copied
         self.headers = headers
         self.body = body
         responseHeadFilter = nil

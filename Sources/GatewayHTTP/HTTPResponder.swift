@@ -21,14 +21,14 @@ public struct HTTPResponder<Context: Sendable>: Sendable {
     /// Sends a complete response (see `HTTPResponse` for how it is framed); the context stays.
     /// - Returns: false when this responder had already answered.
     @inlinable @discardableResult
-    public func respond(_ response: HTTPResponse) -> Bool {
+    public func respond(_ response: consuming HTTPResponse) -> Bool {
         channel.answer(.response(response), context: nil)
     }
 
     /// `respond(_:)`, the request's context replaced by `context` (e.g. with the verdict for the
     /// handler's access log).
     @inlinable @discardableResult
-    public func respond(_ response: HTTPResponse, context: Context) -> Bool {
+    public func respond(_ response: consuming HTTPResponse, context: consuming Context) -> Bool {
         channel.answer(.response(response), context: HTTPTypedContextBox(context))
     }
 
@@ -36,13 +36,13 @@ public struct HTTPResponder<Context: Sendable>: Sendable {
     /// context stays.
     /// - Returns: false when this responder had already answered.
     @inlinable @discardableResult
-    public func forward(_ forward: HTTPForward) -> Bool {
+    public func forward(_ forward: consuming HTTPForward) -> Bool {
         channel.answer(.forward(forward), context: nil)
     }
 
     /// `forward(_:)`, the request's context replaced by `context`.
     @inlinable @discardableResult
-    public func forward(_ forward: HTTPForward, context: Context) -> Bool {
+    public func forward(_ forward: consuming HTTPForward, context: consuming Context) -> Bool {
         channel.answer(.forward(forward), context: HTTPTypedContextBox(context))
     }
 

@@ -5,5 +5,5 @@
 protocol HTTPResponseSink: AnyObject, Sendable {
     /// Delivers the answer for request `sequence` (called from any thread, once); `context` (the
     /// handler's context, boxed) replaces the request's context when not nil.
-    func deliver(_ answer: HTTPAnswer, context: HTTPContextBox?, sequence: UInt64)
+    func deliver(_ answer: consuming HTTPAnswer, context: HTTPContextBox?, sequence: UInt64)
 }

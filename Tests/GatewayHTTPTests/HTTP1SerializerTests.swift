@@ -69,7 +69,7 @@ final class HTTP1SerializerTests: XCTestCase {
                                   headers: headers(pairs), body: Array("xyz".utf8))
         forward.headers.appendTrusted(name: "X-Last", value: "1")
         var out: [UInt8] = []
-        HTTP1Serializer.appendUpstreamRequest(forward, original: nil, hostHeader: Array("up:80".utf8), into: &out)
+        HTTP1Serializer.appendUpstreamRequest(forward, hostHeader: Array("up:80".utf8), into: &out)
         let request = String(decoding: out, as: UTF8.self)
         XCTAssertTrue(request.hasPrefix("PROPFIND /t HTTP/1.1\r\nX-Big-0: vvv"))
         XCTAssertTrue(request.hasSuffix("X-Last: 1\r\nHost: up:80\r\nContent-Length: 3\r\n\r\nxyz"))
@@ -81,12 +81,12 @@ final class HTTP1SerializerTests: XCTestCase {
             ("Content-Length", "99"), ("Accept", "*/*"),
         ]))
         var out: [UInt8] = []
-        HTTP1Serializer.appendUpstreamRequest(forward, original: nil, hostHeader: Array("up".utf8), into: &out)
+        HTTP1Serializer.appendUpstreamRequest(forward, hostHeader: Array("up".utf8), into: &out)
         XCTAssertEqual(String(decoding: out, as: UTF8.self),
                        "POST /a?b=c HTTP/1.1\r\nHost: client\r\nAccept: */*\r\nContent-Length: 0\r\n\r\n")
         let get = HTTPForward(upstream: Self.pool, method: .get, target: Array("/".utf8), headers: HTTPHeaders())
         out = []
-        HTTP1Serializer.appendUpstreamRequest(get, original: nil, hostHeader: Array("up:8080".utf8), into: &out)
+        HTTP1Serializer.appendUpstreamRequest(get, hostHeader: Array("up:8080".utf8), into: &out)
         XCTAssertEqual(String(decoding: out, as: UTF8.self), "GET / HTTP/1.1\r\nHost: up:8080\r\n\r\n")
     }
 }
