@@ -265,10 +265,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         context.handler.handle(request, requestContext,
                                HTTPAnswerChannel(sink: self, sequence: UInt64(UInt32(bitPattern: streamID))))
         inHandlerCall = false
-        while !synchronousAnswers.isEmpty {
-            let (answer, context, sequence) = synchronousAnswers.removeFirst()
-            apply(answer, context: context, sequence: sequence)
-        }
+        applySynchronousAnswers()
     }
 
     func http2StreamReset(_ streamID: Int32, error: HTTP2ErrorCode) {
@@ -321,9 +318,24 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         }
     }
 
+    /// Applies the answers given inside a handler call, in the order given. They are moved out of
+    /// the list (`removeFirst` copied each answer, one retain per field of a forward), and the
+    /// list's storage is kept for the next call.
+    private func applySynchronousAnswers() {
+        while !synchronousAnswers.isEmpty {
+            var batch: [(HTTPAnswer, HTTPContextBox?, UInt64)] = []
+            swap(&batch, &synchronousAnswers)
+            batch.reverse()
+            while let (answer, context, sequence) = batch.popLast() {
+                apply(answer, context: context, sequence: sequence)
+            }
+            if synchronousAnswers.isEmpty { swap(&batch, &synchronousAnswers) }  // empty, with its capacity
+        }
+    }
+
     /// Applies an answer to its stream if that stream still waits for one; its context, if any,
     /// replaces the stream's.
-    private func apply(_ answer: HTTPAnswer, context answerContext: HTTPContextBox?, sequence: UInt64) {
+    private func apply(_ answer: consuming HTTPAnswer, context answerContext: HTTPContextBox?, sequence: UInt64) {
         guard state != .closed, let stream = streams[Int32(bitPattern: UInt32(truncatingIfNeeded: sequence))],
               stream.phase == .handling else { return }
         if let answerContext { stream.context = answerContext }
@@ -478,10 +490,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             inHandlerCall = true
             answer(error) { _ = channel.answer(.response($0), context: nil) }
             inHandlerCall = false
-            while !synchronousAnswers.isEmpty {
-                let (answer, context, sequence) = synchronousAnswers.removeFirst()
-                apply(answer, context: context, sequence: sequence)
-            }
+            applySynchronousAnswers()
         } else {
             sendResponse(stream, context.handler.errorResponse(error, stream.head, stream.context), error: error)
         }
