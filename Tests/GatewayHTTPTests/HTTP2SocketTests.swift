@@ -115,18 +115,21 @@ final class HTTP2SocketTests: XCTestCase {
     /// A body of unknown length (curl streaming stdin sends no `content-length` over HTTP/2) is counted
     /// as its DATA arrives: over the limit it is `413` on the stream, at the limit it passes.
     func testBodyWithoutContentLengthOverLimitIs413OnTheStream() throws {
-        func post(_ count: Int) throws -> String {
+        func post(_ count: Int) throws -> (output: String, diagnosis: String) {
             // `-T -` streams stdin (curl does not know its length), unlike `--data-binary @-`, which
-            // reads it all first and sends a content-length.
-            try ChildProcess.run("curl", ["-s", "--max-time", "20", "--http2-prior-knowledge", "-D", "-", "-H", "Expect:",
-                                          "-X", "POST", "-T", "-", harness.url("/limited/x")],
-                                 stdin: Data(repeating: 0x78, count: count)).output
+            // reads it all first and sends a content-length. `-sS` and the exit status go into the
+            // failure message: this test once saw curl print nothing (not reproduced since).
+            let (status, output) = try ChildProcess.run(
+                "curl", ["-sS", "--max-time", "20", "--http2-prior-knowledge", "-D", "-", "-H", "Expect:",
+                         "-X", "POST", "-T", "-", harness.url("/limited/x")],
+                stdin: Data(repeating: 0x78, count: count))
+            return (output, "curl exit \(status): \(output)")
         }
         let large = try post(17)
-        XCTAssertTrue(large.hasPrefix("HTTP/2 413"), large)
-        XCTAssertTrue(large.contains("x-error: body_too_large"), large)
+        XCTAssertTrue(large.output.hasPrefix("HTTP/2 413"), large.diagnosis)
+        XCTAssertTrue(large.output.contains("x-error: body_too_large"), large.diagnosis)
         let fits = try post(16)
-        XCTAssertTrue(fits.hasPrefix("HTTP/2 200"), fits)
+        XCTAssertTrue(fits.output.hasPrefix("HTTP/2 200"), fits.diagnosis)
     }
 
     func testTargetNotInNormalFormAnswersTheSameErrorAsHTTP1() throws {
