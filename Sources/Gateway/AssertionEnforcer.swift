@@ -107,8 +107,9 @@ final class AssertionEnforcer: Sendable {
             completion(invalid(.keyIdInvalid))
             return
         }
-        // Refusals from here on named a keyId: a known key gets the next challenge.
-        let refuse: @Sendable (Refusal) -> Void = { [self] refusal in
+        // Refusals from here on named a keyId: a known key gets the next challenge. Local functions,
+        // not closure values: nothing is allocated or retained for them on a request that passes.
+        func refuse(_ refusal: Refusal) {
             withChallenge(invalid(refusal, keyId: keyId), keyId: keyId, known: false, shard: shard, intoRefusal: false,
                           completion: completion)
         }
@@ -154,7 +155,7 @@ final class AssertionEnforcer: Sendable {
             }
         }
 
-        let proceed: @Sendable (CachedKey) -> Void = { [self] key in
+        @Sendable func proceed(_ key: CachedKey) {
             verifyAndCommit(key: key, keyId: keyId, challenge: challenge, assertion: assertion, clientData: clientData,
                             bodySHA256: bodyHash, route: route, deviceSignature: deviceSignature, shard: shard,
                             enforced: enforced, completion: completion)
@@ -192,7 +193,7 @@ final class AssertionEnforcer: Sendable {
                                  shard: Int, enforced: Bool,
                                  completion: @escaping @Sendable (Decision) -> Void) {
         // Refusals before the commit: the key is known (cache or store), so they carry the next challenge.
-        let refuse: (Refusal) -> Void = { [self] refusal in
+        func refuse(_ refusal: Refusal) {
             withChallenge(invalid(refusal, keyId: keyId), keyId: keyId, known: true, shard: shard, intoRefusal: false,
                           completion: completion)
         }

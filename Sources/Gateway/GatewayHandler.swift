@@ -216,50 +216,61 @@ final class GatewayHandler: HTTPHandler {
             }
             cohortName = answersRefusals ? "enforced" : "monitored"
         }
-        let enforced = answersRefusals, cohort = cohortName
-        let stripped = received
-        let loop = request.connection.loopIndex
-        tables.enforcer.evaluate(evidence, request: request, route: route, enforced: enforced) { [self] decision in
-            var log = RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
-                                        reason: decision.report.reason, keyId: decision.report.keyId)
-            log.tier = decision.report.tier
-            let context = head.logging(log)
-            if !decision.report.signalDecisions.isEmpty {
-                metrics.signalDecisions(decision.report.signalDecisions, route: route.config.name, loop: loop)
-            }
-            if let cohort { metrics.cohort(route: route.config.name, cohort: cohort, verdict: decision.report.verdict.rawValue, loop: loop) }
-            if enforced, let refusal = decision.refusal {
-                var response = render(refusal, tables, context.identity)
-                if let next = decision.next { NextChallengeHeaders.set(next, on: &response.headers) }
-                responder.respond(response, context: context)
-                return
-            }
-            // The forward is made here, once the decision is in: its fields are copied from the
-            // request's once, with room for the forwarding family and the verdict fields.
-            var permitted = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
-                                        headers: stripped, body: request.body)
-            permitted.headers.reserveAdditional(fields: 16, bytes: 512)
-            permitted.connectTimeout = route.connectTimeout
-            permitted.responseTimeout = route.responseTimeout
-            addForwardingHeaders(&permitted, request: request, tables: tables, decided: decided)
-            var report = decision.report
-            report.cohort = cohort
-            let names = family.configuration.injected  // read here, on the permitted path only
-            report.apply(to: &permitted.headers, names: names)
-            permitted.responseHeadFilter = NextChallengeHeaders.filter(decision.next)
-            if let tokens = tables.verdictTokens,
-               tokens.attach(to: &permitted.headers, report: report, request: request, riskHeader: names.riskMetric) == .noKey,
-               enforced, route.config.onStoreError != .failOpen {
-                // No signing key yet (generated keys not read from the store): as a store outage.
-                responder.respond(render(.storeUnavailable, tables, context.identity), context: context)
-                return
-            }
-            if decision.report.verdict == .valid, let keyId = decision.report.keyId {
-                permitted.upstreamFailureAnswer = upstreamFailureAnswer(keyId: keyId, next: decision.next, tables: tables,
-                                                                        identity: context.identity)
-            }
-            responder.forward(permitted, context: context)
+        let pending = EnforcedRequest(request: request, context: head, stripped: received, route: route,
+                                      responder: responder, enforced: answersRefusals, cohort: cohortName)
+        tables.enforcer.evaluate(evidence, request: request, route: route, enforced: answersRefusals) { [self] decision in
+            answer(pending, decision)
         }
+    }
+
+    /// Answers an enforced or monitored request once the enforcer decided it: the refusal (when
+    /// enforced), or the forward with the verdict fields.
+    private func answer(_ pending: EnforcedRequest, _ decision: AssertionEnforcer.Decision) {
+        let route = pending.route, request = pending.request, responder = pending.responder
+        let decided = pending.context.decided
+        let tables = decided.tables
+        let loop = request.connection.loopIndex
+        var log = RequestLogContext(route: route.config.name, verdict: decision.report.verdict,
+                                    reason: decision.report.reason, keyId: decision.report.keyId)
+        log.tier = decision.report.tier
+        let context = pending.context.logging(log)
+        if !decision.report.signalDecisions.isEmpty {
+            metrics.signalDecisions(decision.report.signalDecisions, route: route.config.name, loop: loop)
+        }
+        if let cohort = pending.cohort {
+            metrics.cohort(route: route.config.name, cohort: cohort, verdict: decision.report.verdict.rawValue, loop: loop)
+        }
+        if pending.enforced, let refusal = decision.refusal {
+            var response = render(refusal, tables, context.identity)
+            if let next = decision.next { NextChallengeHeaders.set(next, on: &response.headers) }
+            responder.respond(response, context: context)
+            return
+        }
+        // The forward is made here, once the decision is in: its fields are copied from the
+        // request's once, with room for the forwarding family and the verdict fields.
+        var permitted = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
+                                    headers: pending.stripped, body: request.body)
+        permitted.headers.reserveAdditional(fields: 16, bytes: 512)
+        permitted.connectTimeout = route.connectTimeout
+        permitted.responseTimeout = route.responseTimeout
+        addForwardingHeaders(&permitted, request: request, tables: tables, decided: decided)
+        var report = decision.report
+        report.cohort = pending.cohort
+        let names = tables.family.configuration.injected  // read here, on the permitted path only
+        report.apply(to: &permitted.headers, names: names)
+        permitted.responseHeadFilter = NextChallengeHeaders.filter(decision.next)
+        if let tokens = tables.verdictTokens,
+           tokens.attach(to: &permitted.headers, report: report, request: request, riskHeader: names.riskMetric) == .noKey,
+           pending.enforced, route.config.onStoreError != .failOpen {
+            // No signing key yet (generated keys not read from the store): as a store outage.
+            responder.respond(render(.storeUnavailable, tables, context.identity), context: context)
+            return
+        }
+        if decision.report.verdict == .valid, let keyId = decision.report.keyId {
+            permitted.upstreamFailureAnswer = upstreamFailureAnswer(keyId: keyId, next: decision.next, tables: tables,
+                                                                    identity: context.identity)
+        }
+        responder.forward(permitted, context: context)
     }
 
     /// How a 502 / 504 is answered once the request's challenge was consumed (verdict `valid`): the
