@@ -7,7 +7,8 @@ import GatewayHTTP
 /// The enforcer hands its completion on through several closures (refusal, key fetch, commit), and
 /// the optimizer rebuilds a specialized closure's captures wherever it escapes: with the request,
 /// the context and the rest captured one by one, that copied the request (one retain per field) about
-/// ten times per enforced request (`bench/percall`); with one object, each rebuild retains it once.
+/// ten times per enforced request (seen under a `swift_retain` uprobe; `bench/percall` counts them);
+/// with one object, each rebuild retains it once.
 final class EnforcedRequest: Sendable {
     /// The request as received (the body for the forward, the connection for the forwarding fields).
     let request: HTTPRequest
