@@ -937,9 +937,7 @@ struct HTTP1ConnectionMachine {
             return
         }
         let pool = forward.upstream.loopPools[loopIndex]
-        var request: [UInt8] = []
-        request.reserveCapacity(512 + forward.headers.storage.count + forward.body.count)
-        HTTP1Serializer.appendUpstreamRequest(forward, hostHeader: pool.settings.hostHeader, into: &request)
+        let request = HTTP1Serializer.upstreamRequest(forward, hostHeader: pool.settings.hostHeader)
         phase = .forwarding
         current.upstreamName = pool.settings.name
         current.responseHeadFilter = forward.responseHeadFilter

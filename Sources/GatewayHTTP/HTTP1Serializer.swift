@@ -149,6 +149,15 @@ enum HTTP1Serializer {
         w.put("\r\n")
     }
 
+    /// The upstream request for `forward` in a buffer of its own, reserved once for the head and the
+    /// body (`appendUpstreamRequest`): what both connections send upstream.
+    static func upstreamRequest(_ forward: HTTPForward, hostHeader: [UInt8]) -> [UInt8] {
+        var request: [UInt8] = []
+        request.reserveCapacity(512 + forward.headers.storage.count + forward.body.count)
+        appendUpstreamRequest(forward, hostHeader: hostHeader, into: &request)
+        return request
+    }
+
     /// The upstream request for `forward`: request line, fields minus `HopByHop.fieldNames`, `Host`
     /// when absent, one `Content-Length`, then the body.
     ///

@@ -393,9 +393,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             return
         }
         let pool = forward.upstream.loopPools[loop.index]
-        var request: [UInt8] = []
-        request.reserveCapacity(512 + forward.headers.storage.count + forward.body.count)
-        HTTP1Serializer.appendUpstreamRequest(forward, hostHeader: pool.settings.hostHeader, into: &request)
+        let request = HTTP1Serializer.upstreamRequest(forward, hostHeader: pool.settings.hostHeader)
         stream.phase = .forwarding
         stream.upstreamName = pool.settings.name
         stream.responseHeadFilter = forward.responseHeadFilter
