@@ -70,7 +70,7 @@ let package = Package(
         .testTarget(name: "AppAttestTests", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayRules", "GatewayTestSupport"]),
         // COpenSSL only for the ticket key callback test (EVP contexts as OpenSSL passes them).
         .testTarget(name: "GatewayIOTests", dependencies: ["GatewayIO", "GatewayRules", "GatewayTestSupport", "COpenSSL"]),
-        .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayIO", "GatewayRedis", "GatewayRules", "GatewayTestSupport"]),
+        .testTarget(name: "GatewayStoreTests", dependencies: ["GatewayStore", "GatewayIO", "GatewayRedis", "GatewayRules", "GatewayTestSupport", "CHiredis"]),
         .testTarget(name: "GatewayHTTPTests", dependencies: ["GatewayIO", "GatewayHTTP", "GatewayRules", "GatewayTestSupport", "CNghttp2"],
                     exclude: ["Fixtures"]),
         .testTarget(name: "GatewayConfigTests", dependencies: ["GatewayConfig", "GatewayRules", "GatewayTestSupport"]),

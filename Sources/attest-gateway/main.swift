@@ -196,4 +196,9 @@ runtime.storeWarnings { warnings in
     for warning in warnings { event("store_warning", level: .warning, [("detail", warning)]) }
 }
 
+// `bench/instructions` runs the gateway under valgrind, which dies when `dispatchMain()` lets
+// libdispatch end the main thread and park it in a thread-specific-data destructor (valgrind 3.19).
+// With ATTEST_GATEWAY_MAIN_RUNLOOP set, Foundation's run loop serves the main queue instead: the same
+// signal handlers on the same queue. Production leaves it unset.
+if getenv("ATTEST_GATEWAY_MAIN_RUNLOOP") != nil { RunLoop.main.run() }
 dispatchMain()

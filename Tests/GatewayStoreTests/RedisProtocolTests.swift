@@ -1,9 +1,10 @@
+import CHiredis
 @testable import GatewayRedis
 import GatewayTestSupport
 import XCTest
 
-/// RESP framing through hiredis (`redisFormatCommandArgv`, `redisReader`) and the decimal helpers,
-/// without sockets.
+/// RESP framing (our request encoder, checked against hiredis' `redisFormatCommandArgv`; hiredis'
+/// `redisReader` for replies) and the decimal helpers, without sockets.
 final class RedisProtocolTests: XCTestCase {
     func testCommandEncodingIsBinarySafe() {
         var command = RedisCommand()
@@ -18,6 +19,42 @@ final class RedisProtocolTests: XCTestCase {
         empty.append([UInt8]())
         XCTAssertEqual(empty.encoded(), Array("*1\r\n$0\r\n\r\n".utf8))
         XCTAssertNil(RedisCommand().encoded())
+    }
+
+    /// Golden from another implementation: hiredis' `redisFormatCommandArgv` frames the same arguments
+    /// to the same bytes, for random binary commands (empty arguments, CR LF and NUL bytes, 0 to 40
+    /// arguments, arguments up to 3 KiB: lengths of 1 to 4 digits).
+    func testCommandEncodingMatchesHiredis() throws {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<400 {
+            var command = RedisCommand(capacity: 0)
+            var arguments: [[UInt8]] = []
+            for _ in 0..<Int.random(in: 1...40, using: &generator) {
+                let sizes: [Int] = [0, 1, 9, 10, 99, 100, 3000]
+                let length = sizes.randomElement(using: &generator)! + Int.random(in: 0...1, using: &generator)
+                let alphabet: [UInt8] = [0x00, 0x0d, 0x0a, 0x24, 0x2a, 0xff, 0x41]
+                let argument: [UInt8] = (0..<length).map { _ in alphabet.randomElement(using: &generator)! }
+                arguments.append(argument)
+                command.append(argument)
+            }
+            let flat: [UInt8] = arguments.flatMap { $0 } + [0]
+            var starts: [Int] = []
+            var offset = 0
+            for argument in arguments { starts.append(offset); offset += argument.count }
+            var lengths: [Int] = arguments.map(\.count)
+            let hiredis: [UInt8] = flat.withUnsafeBufferPointer { base in
+                var argv: [UnsafePointer<CChar>?] = starts.map {
+                    UnsafeRawPointer(base.baseAddress! + $0).assumingMemoryBound(to: CChar.self)
+                }
+                var target: UnsafeMutablePointer<CChar>?
+                let length = redisFormatCommandArgv(&target, Int32(arguments.count), &argv, &lengths)
+                defer { redisFreeCommand(target) }
+                guard length > 0, let target else { return [] }
+                return Array(UnsafeRawBufferPointer(start: target, count: Int(length)))
+            }
+            XCTAssertFalse(hiredis.isEmpty)
+            XCTAssertEqual(command.encoded(), hiredis, "arguments: \(arguments.map(\.count))")
+        }
     }
 
     func testAppendArgumentsKeepsBoundaries() {
