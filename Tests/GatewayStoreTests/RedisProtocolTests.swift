@@ -89,7 +89,7 @@ final class RedisProtocolTests: XCTestCase {
     }
 
     func testDecimalHelpers() {
-        for value: Int64 in [0, 1, -1, 9, 10, 4_294_967_295, .max, .min + 1] {
+        for value: Int64 in [0, 1, -1, 9, 10, 11, 42, 99, 100, 101, -99, -100, 4_294_967_295, .max, .min + 1] {
             var out = [UInt8]()
             RedisCommand.appendDecimal(value, to: &out)
             XCTAssertEqual(String(decoding: out, as: UTF8.self), String(value))
