@@ -20,8 +20,20 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
     /// The connection's bytes (plain, or TLS for `https://` upstreams) and its readiness interest.
     private let stream: ByteStream
     private var channel: SocketChannel { stream.channel }
+    /// Release builds drop the run-time exclusivity check of both (`@exclusivity(unchecked)`; debug
+    /// builds keep it): touched only on `loop.queue` by this connection's own methods, whose accesses
+    /// never nest (the parser is a value that returns steps; the connection acts on them after the
+    /// call). README "Seventh pass".
+    #if DEBUG
     private var state: State
+    #else
+    @exclusivity(unchecked) private var state: State
+    #endif
+    #if DEBUG
     private var parser: HTTP1ResponseParser
+    #else
+    @exclusivity(unchecked) private var parser: HTTP1ResponseParser
+    #endif
     /// The request being sent (shares the exchange's storage: no copy) and how much of it is written.
     private var request: [UInt8] = []
     private var exchange: UpstreamExchange?

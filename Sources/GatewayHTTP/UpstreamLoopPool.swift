@@ -25,7 +25,14 @@ final class UpstreamLoopPool: @unchecked Sendable {  // mutable state confined t
     let shared: UpstreamShared
     var counters: UpstreamCounters { shared.counters }
     var endpoints: [UpstreamEndpointState] { shared.endpoints }
+    /// Idle connections per endpoint. Release builds drop its run-time exclusivity check
+    /// (`@exclusivity(unchecked)`; debug builds keep it): touched only on `loop.queue`, each access a
+    /// leaf (append, pop, filter; no call out while it lasts). README "Seventh pass".
+    #if DEBUG
     private var idle: [[UpstreamConnection]]
+    #else
+    @exclusivity(unchecked) private var idle: [[UpstreamConnection]]
+    #endif
     private var cursor = 0
     private var isShutDown = false
 

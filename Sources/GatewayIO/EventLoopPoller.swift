@@ -47,8 +47,20 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
     private let wakeFD: Int32
     private let queue: DispatchQueue
     private let stopped = Atomic<Bool>(false)
+    // Release builds drop the run-time exclusivity check of `channels`, `generations` and
+    // `endOfTurn` (`@exclusivity(unchecked)`; debug builds keep it): confined to the queue, and every
+    // access is a leaf (a slot's channel is read out before its handler runs; the end-of-turn list is
+    // copied out before its work runs). README "Seventh pass".
+    #if DEBUG
     private var channels: [SocketChannel?] = []
+    #else
+    @exclusivity(unchecked) private var channels: [SocketChannel?] = []
+    #endif
+    #if DEBUG
     private var generations: [UInt32] = []
+    #else
+    @exclusivity(unchecked) private var generations: [UInt32] = []
+    #endif
     private var freeSlots: [Int] = []
     private let events: UnsafeMutablePointer<epoll_event>
     private static let wakeToken = UInt64.max
@@ -161,7 +173,11 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
     // MARK: delivery
 
     /// Work to run once the current batch of ready sockets is handled (`EventLoop.atEndOfTurn`).
+    #if DEBUG
     package var endOfTurn: [() -> Void] = []
+    #else
+    @exclusivity(unchecked) package var endOfTurn: [() -> Void] = []
+    #endif
     /// Whether a batch is being handled (then end-of-turn work is drained by it).
     private(set) var polling = false
     /// Monotonic time (nanoseconds) read when the current round of ready sockets began
