@@ -55,10 +55,22 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     /// readiness interest.
     private let stream: ByteStream
     private var channel: SocketChannel { stream.channel }
+    // Release builds drop the run-time exclusivity check of `session`, `streams` and
+    // `synchronousAnswers` (`@exclusivity(unchecked)`; debug builds keep it): confined to the queue,
+    // and each access is a leaf (the session and a stream are read out before they are called; the
+    // answer list is appended to or swapped out). README "Seventh pass".
+    #if DEBUG
     private var session: HTTP2Session?
+    #else
+    @exclusivity(unchecked) private var session: HTTP2Session?
+    #endif
     private var out = OutputBuffer()
     private var state = State.open
+    #if DEBUG
     private var streams: [Int32: Stream] = [:]
+    #else
+    @exclusivity(unchecked) private var streams: [Int32: Stream] = [:]
+    #endif
     private var initialBytes: [UInt8]
     /// Response body bytes buffered across streams (sum of `pending`).
     private var bufferedBytes = 0
@@ -79,7 +91,11 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     private var reportedStart = false
     private var readingPaused = false
     private var inHandlerCall = false
+    #if DEBUG
     private var synchronousAnswers: [(HTTPAnswer, HTTPContextBox?, UInt64)] = []
+    #else
+    @exclusivity(unchecked) private var synchronousAnswers: [(HTTPAnswer, HTTPContextBox?, UInt64)] = []
+    #endif
     /// A flush is queued for the end of the loop's turn (`flushAtEndOfTurn()`).
     private var flushScheduled = false
     /// The end-of-turn flush, made once (weak: the connection may be gone by then).
