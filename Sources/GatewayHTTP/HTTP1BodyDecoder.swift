@@ -170,10 +170,7 @@ struct HTTP1BodyDecoder: Sendable {
         // Extensions: BWS ";" ...
         while i < content.count && (content[i] == HTTP1Syntax.sp || content[i] == HTTP1Syntax.htab) { i += 1 }
         guard i < content.count, content[i] == 0x3B else { return .failure(.badChunk) }
-        while i < content.count {
-            if !HTTP1Syntax.isFieldValueByte(content[i]) { return .failure(.badChunk) }
-            i += 1
-        }
+        guard HTTP1Syntax.isFieldValue(UnsafeRawBufferPointer(rebasing: content[i...])) else { return .failure(.badChunk) }
         return .success(value)
     }
 }

@@ -62,17 +62,11 @@ struct HTTP1LineReader: Sendable {
     static func appendField(_ content: UnsafeRawBufferPointer, to fields: inout HTTPHeaders) -> HTTPError? {
         guard let first = content.first else { return .badHeader }
         if first == HTTP1Syntax.sp || first == HTTP1Syntax.htab { return .obsoleteLineFolding }
-        var colon = 0
-        while colon < content.count && HTTP1Syntax.isTchar(content[colon]) { colon += 1 }
+        let colon = HTTP1Syntax.tokenLength(content)
         guard colon > 0, colon < content.count, content[colon] == HTTP1Syntax.colon else { return .badHeader }
         let valueRange = HTTP1Syntax.trimOWS(content, (colon + 1)..<content.count)
-        var i = valueRange.lowerBound
-        while i < valueRange.upperBound {
-            if !HTTP1Syntax.isFieldValueByte(content[i]) { return .badHeader }
-            i += 1
-        }
-        fields.appendUnchecked(name: UnsafeRawBufferPointer(rebasing: content[0..<colon]),
-                               value: UnsafeRawBufferPointer(rebasing: content[valueRange]))
+        guard HTTP1Syntax.isFieldValue(UnsafeRawBufferPointer(rebasing: content[valueRange])) else { return .badHeader }
+        fields.appendUnchecked(line: content, nameLength: colon, value: valueRange)
         return nil
     }
 }

@@ -205,8 +205,7 @@ public struct HTTP1RequestParser: Sendable {
 
     /// `method SP request-target SP HTTP-version` (RFC 9112 section 3).
     private mutating func parseRequestLine(_ line: UnsafeRawBufferPointer) -> HTTPError? {
-        var sp1 = 0
-        while sp1 < line.count && HTTP1Syntax.isTchar(line[sp1]) { sp1 += 1 }
+        let sp1 = HTTP1Syntax.tokenLength(line)
         guard sp1 > 0, sp1 < line.count, line[sp1] == HTTP1Syntax.sp else { return .badRequestLine }
         var sp2 = sp1 + 1
         while sp2 < line.count && line[sp2] != HTTP1Syntax.sp { sp2 += 1 }

@@ -216,8 +216,8 @@ public struct HTTP1ResponseParser: Sendable {
         guard code >= 100 else { return .badRequestLine }
         if line.count > 12 {
             guard line[12] == HTTP1Syntax.sp else { return .badRequestLine }
-            for k in 13..<line.count where !HTTP1Syntax.isFieldValueByte(line[k]) { return .badRequestLine }
             let phrase = UnsafeRawBufferPointer(rebasing: line[13...])
+            guard HTTP1Syntax.isFieldValue(phrase) else { return .badRequestLine }
             // The same phrase as the last response (the usual "OK") keeps its array: no allocation.
             let same = reason.count == phrase.count && reason.withUnsafeBytes { memcmp($0.baseAddress!, phrase.baseAddress!, phrase.count) == 0 }
             if !same { reason = Array(phrase) }

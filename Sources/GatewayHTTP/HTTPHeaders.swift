@@ -287,8 +287,8 @@ public struct HTTPHeaders: Sendable {
 
     static func validate(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) throws {
         guard !name.isEmpty else { throw FieldError.invalidName }
-        for b in name where !HTTP1Syntax.isTchar(b) { throw FieldError.invalidName }
-        for b in value where !HTTP1Syntax.isFieldValueByte(b) { throw FieldError.invalidValue }
+        guard HTTP1Syntax.tokenLength(name) == name.count else { throw FieldError.invalidName }
+        guard HTTP1Syntax.isFieldValue(value) else { throw FieldError.invalidValue }
     }
 
     mutating func add(nameBytes: UnsafeRawBufferPointer, valueBytes: UnsafeRawBufferPointer) throws {
@@ -317,6 +317,23 @@ public struct HTTPHeaders: Sendable {
     @discardableResult
     mutating func removeAllNamed(_ n: UnsafeRawBufferPointer) -> Int {
         removeSlots { s, slot in HTTP1Syntax.equalsCaseInsensitive(HTTPHeaders.nameBuffer(s, slot), n) }
+    }
+
+    /// Appends the field of a parsed field line in one copy: `line` up to the value's end, so the
+    /// name, the colon, the whitespace and the value (the slot points at the name and the value;
+    /// the bytes between them are never read). For the HTTP/1.1 parsers, which validated the line
+    /// and enforce the size limits.
+    /// - Parameters:
+    ///   - line: the field line without its CRLF (RFC 9112 section 5: `field-name ":" OWS field-value OWS`).
+    ///   - nameLength: bytes of the name at the start of `line`.
+    ///   - value: the value's range in `line`, whitespace trimmed.
+    @inline(__always)
+    mutating func appendUnchecked(line: UnsafeRawBufferPointer, nameLength: Int, value: Range<Int>) {
+        let ns = UInt32(truncatingIfNeeded: storage.count)
+        storage.append(contentsOf: UnsafeRawBufferPointer(rebasing: line[0..<value.upperBound]))
+        slots.append(Slot(nameStart: ns, nameLength: UInt32(truncatingIfNeeded: nameLength),
+                          valueStart: ns &+ UInt32(truncatingIfNeeded: value.lowerBound),
+                          valueLength: UInt32(truncatingIfNeeded: value.count)))
     }
 
     /// Removes slots matching `predicate` (called with the storage bytes and the slot).

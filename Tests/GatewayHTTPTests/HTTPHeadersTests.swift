@@ -118,4 +118,81 @@ final class HTTPHeadersTests: XCTestCase {
             XCTAssertEqual(String(decoding: out, as: UTF8.self), String(v, radix: 16))
         }
     }
+
+    /// The word-at-a-time field-value test against the byte rule: every byte value at every position
+    /// of values of 0 to 24 bytes (so in a word, across words and in the byte-wise tail), on an
+    /// otherwise valid value, and random values (valid, obs-text and control bytes mixed).
+    func testFieldValueWordTestAgreesWithTheByteRule() {
+        func byByte(_ bytes: [UInt8]) -> Bool { bytes.allSatisfy(HTTP1Syntax.isFieldValueByte) }
+        var checked = 0
+        for length in 0...24 {
+            for position in 0..<max(length, 1) where length > 0 {
+                for b in 0...255 {
+                    var value = [UInt8](repeating: 0x61, count: length)
+                    value[position] = UInt8(b)
+                    let word = value.withUnsafeBytes { HTTP1Syntax.isFieldValue($0) }
+                    XCTAssertEqual(word, byByte(value), "byte \(b) at \(position) of \(length)")
+                    checked += 1
+                }
+            }
+        }
+        XCTAssertTrue([UInt8]().withUnsafeBytes { HTTP1Syntax.isFieldValue($0) })
+        // A DEL or a control byte after an HTAB in the same word, and in the next word.
+        for bad: UInt8 in [0x00, 0x0A, 0x0D, 0x1F, 0x7F] {
+            for gap in 1...12 {
+                var value = [UInt8](repeating: 0x61, count: 20)
+                value[1] = 0x09
+                value[1 + gap] = bad
+                XCTAssertFalse(value.withUnsafeBytes { HTTP1Syntax.isFieldValue($0) }, "\(bad) \(gap) after HTAB")
+            }
+        }
+        var rng = SystemRandomNumberGenerator()
+        let alphabet: [UInt8] = [0x00, 0x09, 0x0A, 0x1F, 0x20, 0x41, 0x7E, 0x7F, 0x80, 0xFF]
+        for _ in 0..<20_000 {
+            let value = (0..<Int.random(in: 0...40, using: &rng)).map { _ in
+                Bool.random(using: &rng) ? alphabet.randomElement(using: &rng)! : UInt8.random(in: 0x20...0x7E, using: &rng)
+            }
+            XCTAssertEqual(value.withUnsafeBytes { HTTP1Syntax.isFieldValue($0) }, byByte(value), "\(value)")
+        }
+        XCTAssertGreaterThan(checked, 70_000)
+    }
+
+    /// Fields parsed from lines keep their names and trimmed values (the line is stored in one copy
+    /// with its colon and whitespace between the two), through removal and compaction.
+    func testParsedFieldLinesKeepNamesAndValues() throws {
+        var fields = HTTPHeaders()
+        let lines = ["Host: example.com", "X-Empty:", "X-Spaces: \t padded value \t", "Accept:*/*", "X-Tab:\tv"]
+        for line in lines {
+            var l = line
+            XCTAssertNil(l.withUTF8 { HTTP1LineReader.appendField(UnsafeRawBufferPointer($0), to: &fields) }, line)
+        }
+        XCTAssertEqual(fields.count, 5)
+        XCTAssertEqual(fields.map(\.name), ["Host", "X-Empty", "X-Spaces", "Accept", "X-Tab"])
+        XCTAssertEqual(fields.first("host"), "example.com")
+        XCTAssertEqual(fields.first("x-empty"), "")
+        XCTAssertEqual(fields.first("X-Spaces"), "padded value")
+        XCTAssertEqual(fields.first("accept"), "*/*")
+        XCTAssertEqual(fields.first("x-tab"), "v")
+        try fields.replaceOrAdd(name: "Accept", value: "text/plain")
+        XCTAssertEqual(fields.first("accept"), "text/plain")
+        XCTAssertEqual(fields.first("X-Spaces"), "padded value")
+        for bad in ["X-A: a\u{7F}bcdefghijkl", "X-A: abcdefghijklmn\u{01}", "X A: b", "X-A : b", " X-A: b"] {
+            var l = bad
+            XCTAssertNotNil(l.withUTF8 { HTTP1LineReader.appendField(UnsafeRawBufferPointer($0), to: &fields) }, bad)
+        }
+        XCTAssertEqual(fields.count, 5, "a refused line adds nothing")
+    }
+
+    /// `tchar` (RFC 9110 section 5.6.2) for all 256 byte values, against the grammar's own list.
+    func testTcharIsTheRFCSet() {
+        let listed = Set(Array("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8))
+        XCTAssertEqual(listed.count, 77)
+        for b in 0...255 {
+            XCTAssertEqual(HTTP1Syntax.isTchar(UInt8(b)), listed.contains(UInt8(b)), "byte \(b)")
+        }
+        let name = Array("X-Request-Id: 1".utf8)
+        XCTAssertEqual(name.withUnsafeBytes { HTTP1Syntax.tokenLength($0) }, 12)
+        XCTAssertEqual([UInt8]().withUnsafeBytes { HTTP1Syntax.tokenLength($0) }, 0)
+        XCTAssertEqual(Array("abc\u{80}d".utf8).withUnsafeBytes { HTTP1Syntax.tokenLength($0) }, 3)
+    }
 }
