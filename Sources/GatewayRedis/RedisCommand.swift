@@ -100,16 +100,18 @@ struct RedisCommand {
         guard var byte = iterator.next() else { return nil }
         let negative = byte == 0x2d
         if negative { guard let next = iterator.next() else { return nil }; byte = next }
-        var value: Int64 = 0
+        // The magnitude is gathered unsigned so that Int64.min, whose magnitude Int64 cannot hold, parses.
+        var magnitude: UInt64 = 0
         var more: UInt8? = byte
         while let digit = more {
             guard digit >= 0x30 && digit <= 0x39 else { return nil }
-            let (times, o1) = value.multipliedReportingOverflow(by: 10)
-            let (sum, o2) = times.addingReportingOverflow(Int64(digit - 0x30))
+            let (times, o1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, o2) = times.addingReportingOverflow(UInt64(digit - 0x30))
             if o1 || o2 { return nil }
-            value = sum
+            magnitude = sum
             more = iterator.next()
         }
-        return negative ? -value : value
+        if negative { return magnitude <= Int64.min.magnitude ? Int64(truncatingIfNeeded: 0 &- magnitude) : nil }
+        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
     }
 }
