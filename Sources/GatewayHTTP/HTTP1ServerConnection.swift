@@ -358,7 +358,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                     stream.close()
                     loop.unregister(self)
                     if reportedStart { context.handler.connectionEnded(info) }
-                    context.connectionClosed()
+                    context.connectionClosed(loop: loop.index)
                 }
             }
             actions = next

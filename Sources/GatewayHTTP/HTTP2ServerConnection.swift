@@ -724,7 +724,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         stream.close()
         loop.unregister(self)
         if reportedStart { context.handler.connectionEnded(info) }
-        context.connectionClosed()
+        context.connectionClosed(loop: loop.index)
     }
 
     // MARK: timers

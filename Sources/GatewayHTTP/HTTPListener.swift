@@ -1,4 +1,4 @@
-// A listening socket that accepts in batches and hands connections to event loops round-robin.
+// A listening socket whose new connections every event loop accepts (HTTPLoopAcceptor).
 
 import GatewayIO
 import Dispatch
@@ -9,7 +9,7 @@ import Musl
 #endif
 
 /// One bound listening socket of a server.
-final class HTTPListener: @unchecked Sendable {  // mutable state confined to the server's accept queue
+final class HTTPListener: @unchecked Sendable {  // mutable state confined to the server's accept queue; `open` (any loop) reads only what `start` set before the loops began
     let fd: Int32
     let requested: SocketEndpoint
     let bound: SocketAddress
@@ -19,11 +19,14 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
     /// Connections start with a PROXY protocol header.
     let proxyProtocol: Bool
     private let localDescription: String
-    private var source: DispatchSourceRead?
-    /// Accepts everything queued now (set by `start`, typed for the server's handler).
+    /// One per loop of the group (set by `start`, on the accept queue).
+    private var acceptors: [HTTPLoopAcceptor] = []
+    /// The server's context and loops (set by `start` before any loop accepts; read by `open`).
+    private var context: HTTPServerContext?
+    private var group: EventLoopGroup?
+    /// Accepts everything queued now on the accept queue (set by `start`).
     private var acceptAll: (() -> Void)?
     private var nextLoop = 0
-    private var suspended = false
     private var closed = false
     /// Device and inode of the Unix socket file this listener created (removed on close only if the
     /// path still names that file).
@@ -75,15 +78,22 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
         HTTPBoundListener(requested: requested, address: localDescription, port: bound.port)
     }
 
-    /// Starts accepting on `queue`; the connections call `context.handler`.
+    /// Starts accepting on every loop of `group` (`HTTPLoopAcceptor`: each loop watches the socket
+    /// and accepts on its own thread); the connections call `context.handler`. On the accept queue
+    /// `queue`, which handover's `acceptRemaining` runs on too.
     func start(queue: DispatchQueue, context: HTTPServerContext, group: EventLoopGroup) {
-        acceptAll = { [unowned self] in self.acceptBatch(context: context, group: group, queue: queue, limit: Int.max) }
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        let fd = self.fd
-        source.setEventHandler { [unowned self] in self.acceptBatch(context: context, group: group, queue: queue) }
-        source.setCancelHandler { _ = Glibc.close(fd) }
-        self.source = source
-        source.activate()
+        guard !closed, acceptors.isEmpty else { return }
+        self.context = context
+        self.group = group
+        acceptAll = { [unowned self] in self.acceptOnQueue(context: context, group: group) }
+        for loop in group.loops {
+            let acceptor = HTTPLoopAcceptor(loop: loop, listener: self, context: context, group: group)
+            acceptors.append(acceptor)
+            // Each loop watches its own descriptor of the socket: its registration and its close are its own.
+            let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+            guard copy >= 0 else { continue }  // out of descriptors: the other loops accept
+            loop.execute { acceptor.start(fd: copy) }
+        }
     }
 
     /// Handover, step 1 (accept queue): new connections of this TCP address go to the process that
@@ -101,79 +111,53 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
         acceptAll?()
     }
 
-    private func acceptBatch(context: HTTPServerContext, group: EventLoopGroup, queue: DispatchQueue,
-                              limit: Int? = nil) {
-        let isUnix = unixPath != nil
-        for _ in 0..<(limit ?? max(1, context.configuration.acceptBatch)) {
-            guard context.hasCapacity else {
-                // At maxConnections: leave new connections in the backlog until some close.
-                pauseAccepting(queue: queue, context: context)
-                return
-            }
+    /// Accepts on the accept queue until none is queued (or `maxConnections` is reached), handing
+    /// each connection to a loop (the least loaded, see `HTTPServerContext.reserveConnection`).
+    private func acceptOnQueue(context: HTTPServerContext, group: EventLoopGroup) {
+        let loops = group.loops.count
+        while true {
+            guard let target = context.reserveConnection(preferred: nextLoop, loops: loops) else { return }
+            nextLoop = (nextLoop + 1) % loops
             switch Socket.accept(fd) {
-            case .success(nil):
-                return
             case .success(let (connectionFD, peer)?):
-                if !isUnix { Socket.setNoDelay(connectionFD) }
-                let loop = group.loops[nextLoop % group.loops.count]
-                nextLoop = (nextLoop + 1) % group.loops.count
-                context.connectionOpened()
-                let id = context.makeConnectionID()
-                let remote = isUnix ? "unix:" : peer.description
-                let local = localDescription
-                if proxyProtocol {
-                    let tls = self.tls
-                    loop.execute {
-                        ProxyProtocolConnection(fd: connectionFD, tls: tls, loop: loop, context: context, id: id,
-                                                remoteAddress: remote, localAddress: local).start()
-                    }
-                } else if let tls {
-                    loop.execute {
-                        TLSHandshakeConnection(fd: connectionFD, tls: tls, loop: loop, context: context, id: id,
-                                               remoteAddress: remote, localAddress: local).start()
-                    }
-                } else {
-                    let info = HTTPConnectionInfo(id: id, remoteAddress: remote, localAddress: local, loopIndex: loop.index)
-                    loop.execute {
-                        HTTP1ServerConnection(stream: ByteStream(fd: connectionFD, loop: loop), loop: loop, context: context,
-                                              info: info).start()
-                    }
-                }
-            case .failure(let f):
-                // Out of descriptors or memory: stop accepting briefly instead of spinning.
-                if f.errno == EMFILE || f.errno == ENFILE || f.errno == ENOBUFS || f.errno == ENOMEM, let source,
-                   !suspended {
-                    suspended = true
-                    source.suspend()
-                    queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [weak self] in
-                        guard let self, self.suspended, let s = self.source else { return }
-                        self.suspended = false
-                        s.resume()
-                    }
-                }
+                open(connectionFD, peer: peer, on: group.loops[target], onItsQueue: false)
+            case .success(nil), .failure:
+                context.cancelReservation(loop: target)
                 return
             }
         }
     }
 
-    /// Suspends the accept source and re-checks capacity every 50 ms (accept queue only).
-    private func pauseAccepting(queue: DispatchQueue, context: HTTPServerContext) {
-        guard let source, !suspended else { return }
-        suspended = true
-        source.suspend()
-        resumeWhenCapacity(queue: queue, context: context)
-    }
-
-    private func resumeWhenCapacity(queue: DispatchQueue, context: HTTPServerContext) {
-        queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [weak self] in
-            guard let self, self.suspended, let s = self.source else { return }
-            if context.hasCapacity {
-                self.suspended = false
-                s.resume()
-            } else {
-                self.resumeWhenCapacity(queue: queue, context: context)
+    /// Starts the connection `connectionFD` (just accepted from `peer`, its place taken with
+    /// `HTTPServerContext.reserveConnection`) on `loop`: right here when `onItsQueue` (the caller runs on
+    /// that loop's queue), else through `loop.execute`. Any thread; reads only what `start` set.
+    func open(_ connectionFD: Int32, peer: SocketAddress, on loop: EventLoop, onItsQueue: Bool) {
+        guard let context else { _ = Glibc.close(connectionFD); return }
+        let isUnix = unixPath != nil
+        if !isUnix { Socket.setNoDelay(connectionFD) }
+        let id = context.makeConnectionID()
+        let remote = isUnix ? "unix:" : peer.description
+        let local = localDescription
+        let start: @Sendable () -> Void
+        if proxyProtocol {
+            let tls = self.tls
+            start = {
+                ProxyProtocolConnection(fd: connectionFD, tls: tls, loop: loop, context: context, id: id,
+                                        remoteAddress: remote, localAddress: local).start()
+            }
+        } else if let tls {
+            start = {
+                TLSHandshakeConnection(fd: connectionFD, tls: tls, loop: loop, context: context, id: id,
+                                       remoteAddress: remote, localAddress: local).start()
+            }
+        } else {
+            let info = HTTPConnectionInfo(id: id, remoteAddress: remote, localAddress: local, loopIndex: loop.index)
+            start = {
+                HTTP1ServerConnection(stream: ByteStream(fd: connectionFD, loop: loop), loop: loop, context: context,
+                                      info: info).start()
             }
         }
+        if onItsQueue { start() } else { loop.execute(start) }
     }
 
     /// Stops accepting, closes the socket, removes a Unix socket file.
@@ -181,13 +165,10 @@ final class HTTPListener: @unchecked Sendable {  // mutable state confined to th
         guard !closed else { return }
         closed = true
         acceptAll = nil
-        if let source {
-            self.source = nil
-            source.cancel()
-            if suspended { suspended = false; source.resume() }
-        } else {
-            _ = Glibc.close(fd)
-        }
+        // Each loop closes its own descriptor on its queue (ahead of any drain work queued after this);
+        // the socket stops listening once the last one is closed.
+        for acceptor in acceptors { acceptor.loop.execute { acceptor.close() } }
+        _ = Glibc.close(fd)
         if let unixPath, let unixFile {
             // Only the file this listener created: another process may have bound the path since.
             var st = stat()

@@ -26,6 +26,8 @@ final class HTTPServerContext: @unchecked Sendable {  // immutable, or atomics a
 
     private struct Accounting {
         var live = 0
+        /// Live connections per event loop (index = `EventLoop.index`).
+        var perLoop: [Int] = []
         var completions: [@Sendable () -> Void] = []
         var shutdownStarted = false
     }
@@ -41,8 +43,34 @@ final class HTTPServerContext: @unchecked Sendable {  // immutable, or atomics a
 
     func makeConnectionID() -> UInt64 { nextConnectionID.wrappingAdd(1, ordering: .relaxed).oldValue }
 
-    func connectionOpened() {
-        accounting.withLock { $0.live += 1 }
+    /// Takes a place for a connection about to be accepted (`maxConnections` counted exactly, however
+    /// many loops accept at once) and chooses its event loop: `preferred` (the loop that accepts it,
+    /// no hand-over between threads) unless that loop has more than `slack` connections above the
+    /// least loaded loop, which then gets it (a burst of new connections, e.g. a load generator's
+    /// keep-alive pool, is spread over the loops as round-robin would).
+    /// - Parameters:
+    ///   - preferred: index of the accepting loop (any index when it is not a loop: `loops` of them).
+    ///   - loops: loops in the group.
+    /// - Returns: the chosen loop's index, or nil at `maxConnections` (nothing taken).
+    func reserveConnection(preferred: Int, loops: Int) -> Int? {
+        let limit = configuration.maxConnections
+        return accounting.withLock { a in
+            if limit > 0 && a.live >= limit { return nil }
+            if a.perLoop.count < loops { a.perLoop += [Int](repeating: 0, count: loops - a.perLoop.count) }
+            var chosen = min(max(0, preferred), loops - 1)
+            var least = 0
+            for i in 1..<loops where a.perLoop[i] < a.perLoop[least] { least = i }
+            let slack = max(2, a.perLoop[least] / 8)
+            if a.perLoop[chosen] > a.perLoop[least] + slack { chosen = least }
+            a.live += 1
+            a.perLoop[chosen] += 1
+            return chosen
+        }
+    }
+
+    /// Gives back a place `reserveConnection` took when no connection was accepted after all.
+    func cancelReservation(loop: Int) {
+        connectionClosed(loop: loop)
     }
 
     /// Whether another connection may be accepted now (`maxConnections` not reached).
@@ -51,9 +79,11 @@ final class HTTPServerContext: @unchecked Sendable {  // immutable, or atomics a
         return limit <= 0 || accounting.withLock { $0.live } < limit
     }
 
-    func connectionClosed() {
+    /// A connection of loop `loop` (its `EventLoop.index`) is gone.
+    func connectionClosed(loop: Int) {
         let completions: [@Sendable () -> Void] = accounting.withLock { a in
             a.live -= 1
+            if loop >= 0 && loop < a.perLoop.count { a.perLoop[loop] -= 1 }
             guard a.shutdownStarted && a.live == 0 else { return [] }
             defer { a.completions = [] }
             return a.completions

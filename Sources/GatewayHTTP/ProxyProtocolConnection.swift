@@ -121,7 +121,7 @@ final class ProxyProtocolConnection: DownstreamConnection {  // confined to `loo
         finished = true
         stream.close()
         loop.unregister(self)
-        context.connectionClosed()
+        context.connectionClosed(loop: loop.index)
     }
 
     func tick(now: UInt64) {

@@ -108,7 +108,7 @@ final class TLSHandshakeConnection: DownstreamConnection {  // confined to `loop
             failure: reason, loopIndex: loop.index))
         stream.close()
         loop.unregister(self)
-        context.connectionClosed()
+        context.connectionClosed(loop: loop.index)
     }
 
     func tick(now: UInt64) {

@@ -28,6 +28,9 @@ public final class SocketChannel {
     private(set) var isClosed = false
     private var onReadable: (() -> Void)?
     private var onWritable: (() -> Void)?
+    /// The epoll bits registered for reading: `EPOLLIN`, with `EPOLLEXCLUSIVE` for a listening socket
+    /// that several loops watch.
+    private let readInterest: UInt32
 
     private static let readEvents = EPOLLIN.rawValue
     private static let writeEvents = EPOLLOUT.rawValue
@@ -35,9 +38,17 @@ public final class SocketChannel {
 
     /// Takes ownership of the non-blocking socket `fd` in `loop`'s poller; nothing is delivered
     /// before `startReading()` / `armWrite()`. Call on the loop's queue; the callbacks run on it.
-    public init(fd: Int32, loop: EventLoop, onReadable: @escaping () -> Void, onWritable: @escaping () -> Void) {
+    ///
+    /// `exclusiveReading`: readability is registered with `EPOLLEXCLUSIVE` (epoll(7)), for a listening
+    /// socket that every loop of a group watches (each through its own descriptor, a `dup`): a new
+    /// connection wakes one waiting loop, not all of them. Interest then only goes on and off
+    /// (`startReading`, `pauseReading`, `resumeReading`, `stopReading`), never with writability, as
+    /// the kernel refuses to modify an exclusive registration.
+    public init(fd: Int32, loop: EventLoop, exclusiveReading: Bool = false,
+                onReadable: @escaping () -> Void, onWritable: @escaping () -> Void) {
         self.fd = fd
         poller = loop.poller
+        readInterest = SocketChannel.readEvents | (exclusiveReading ? EPOLLEXCLUSIVE.rawValue : 0)
         self.onReadable = onReadable
         self.onWritable = onWritable
         slot = 0
@@ -46,7 +57,7 @@ public final class SocketChannel {
 
     private func updateInterest() {
         guard !isClosed else { return }
-        let interest = (reading && !readPaused ? SocketChannel.readEvents : 0) | (writeArmed ? SocketChannel.writeEvents : 0)
+        let interest = (reading && !readPaused ? readInterest : 0) | (writeArmed ? SocketChannel.writeEvents : 0)
         registered = poller.update(fd: fd, slot: slot, from: registered, to: interest)
     }
 
