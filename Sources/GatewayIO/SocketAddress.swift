@@ -120,6 +120,14 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
         return address
     }
 
+    private static func appendDecimal(_ value: Int, to text: inout [UInt8]) {
+        if value >= 10_000 { text.append(UInt8(value / 10_000 % 10) + 0x30) }
+        if value >= 1_000 { text.append(UInt8(value / 1_000 % 10) + 0x30) }
+        if value >= 100 { text.append(UInt8(value / 100 % 10) + 0x30) }
+        if value >= 10 { text.append(UInt8(value / 10 % 10) + 0x30) }
+        text.append(UInt8(value % 10) + 0x30)
+    }
+
     private static func string(_ cString: [CChar]) -> String {
         String(decoding: cString.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
@@ -148,9 +156,18 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         switch family {
         case AF_INET:
-            var a = withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in.self) }
-            inet_ntop(AF_INET, &a.sin_addr, &buffer, socklen_t(buffer.count))
-            return "\(SocketAddress.string(buffer)):\(UInt16(bigEndian: a.sin_port))"
+            // Written here rather than with inet_ntop, which formats with sprintf: this runs for every
+            // accepted connection (its remote address).
+            let a = withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in.self) }
+            let v = UInt32(bigEndian: a.sin_addr.s_addr)
+            var text = [UInt8]()
+            text.reserveCapacity(21)
+            for shift: UInt32 in [24, 16, 8, 0] {
+                SocketAddress.appendDecimal(Int(v >> shift & 0xFF), to: &text)
+                text.append(shift == 0 ? 0x3A : 0x2E)  // ":" after the last octet, "." between
+            }
+            SocketAddress.appendDecimal(Int(UInt16(bigEndian: a.sin_port)), to: &text)
+            return String(decoding: text, as: UTF8.self)
         case AF_INET6:
             var a = withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in6.self) }
             inet_ntop(AF_INET6, &a.sin6_addr, &buffer, socklen_t(buffer.count))

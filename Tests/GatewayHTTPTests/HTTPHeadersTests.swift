@@ -195,4 +195,15 @@ final class HTTPHeadersTests: XCTestCase {
         XCTAssertEqual([UInt8]().withUnsafeBytes { HTTP1Syntax.tokenLength($0) }, 0)
         XCTAssertEqual(Array("abc\u{80}d".utf8).withUnsafeBytes { HTTP1Syntax.tokenLength($0) }, 3)
     }
+
+    /// The host part of a connection's remote address (`X-Forwarded-For`, rate limits).
+    func testRemoteHostOfAddresses() {
+        let cases = [("1.2.3.4:5678", "1.2.3.4"), ("[::1]:80", "::1"), ("[2001:db8::7]:443", "2001:db8::7"),
+                     ("unix:", "unix"), ("unix:/run/gw.sock", "unix"), ("host", "host"), ("::1", "::1"),
+                     ("[bad", "[bad"), ("", "")]
+        for (address, host) in cases {
+            XCTAssertEqual(HTTPConnectionInfo.host(of: address), host, address)
+            XCTAssertEqual(HTTPConnectionInfo(id: 1, remoteAddress: address, localAddress: "l").remoteHost, host, address)
+        }
+    }
 }
