@@ -14,8 +14,10 @@ import Synchronization
 ///     ...
 ///     server.shutdown(gracePeriod: 10) { print("drained") }
 ///
-/// Connections are accepted in batches on one accept queue and assigned to the group's loops
-/// round-robin; each connection lives on its loop (no thread per connection, no blocking I/O).
+/// Every loop of the group accepts new connections on its own thread (`HTTPLoopAcceptor`: the
+/// listening socket in each loop's epoll set with `EPOLLEXCLUSIVE`), and a connection lives on the
+/// loop that accepted it unless that loop is well above the least loaded one (no thread per
+/// connection, no blocking I/O, no hop between threads per connection).
 /// Behaviour per request: RFC 9112 / RFC 9110 as documented on `HTTP1RequestParser`,
 /// `HTTPHandler`, `HTTPForward` and `UpstreamPool`.
 ///

@@ -9,7 +9,7 @@ public struct HTTPServerConfiguration: Sendable {
     public var listeners: [HTTPListenerConfiguration]
     /// listen(2) backlog (default 4096; the kernel caps it at `net.core.somaxconn`).
     public var backlog: Int
-    /// Most connections accepted per readiness event (default 64).
+    /// Most connections one loop accepts per readiness event of a listener (default 64).
     public var acceptBatch: Int
     /// Parser limits for request heads, chunk lines and trailers.
     public var limits: HTTP1ParserLimits

@@ -10,7 +10,7 @@ import Musl
 
 /// A small fixed set of event loops (serial Dispatch queues), by default one per CPU core.
 ///
-/// Servers assign accepted connections to loops round-robin; upstream pools keep idle connections
+/// Servers' loops accept connections themselves and keep them (spread by load); upstream pools keep idle connections
 /// per loop, so a proxied exchange never leaves the loop of its downstream connection. A server and
 /// the upstream pools it forwards to must share one group.
 public final class EventLoopGroup: Sendable {
