@@ -26,7 +26,9 @@ import Musl
 /// Confined to the loop's queue (created, started, closed there).
 final class HTTPLoopAcceptor: @unchecked Sendable {  // state confined to `loop.queue`
     let loop: EventLoop
-    private unowned let listener: HTTPListener
+    /// Held until `close()` (the listener holds its acceptors: the cycle ends there), so a connection
+    /// accepted while the listener is being closed still finds it.
+    private var listener: HTTPListener?
     private let context: HTTPServerContext
     private let group: EventLoopGroup
     private var channel: SocketChannel?
@@ -55,11 +57,12 @@ final class HTTPLoopAcceptor: @unchecked Sendable {  // state confined to `loop.
         paused = false
         channel?.close()
         channel = nil
+        listener = nil
     }
 
     /// Accepts up to `acceptBatch` connections queued now.
     private func acceptBatch() {
-        guard let channel else { return }
+        guard let channel, let listener else { return }
         let loops = group.loops.count
         for _ in 0..<max(1, context.configuration.acceptBatch) {
             guard let target = context.reserveConnection(preferred: loop.index, loops: loops) else {

@@ -105,7 +105,7 @@ public final class HTTPServer: Sendable {
             if settle > 0 {
                 context.markDraining()
                 for l in open { l.steerToSuccessor() }
-                acceptQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(settle * 1e9))) { [self] in
+                acceptQueue.asyncAfter(deadline: .now() + .nanoseconds(Int(settle * 1e9))) {
                     for l in open { l.acceptRemaining() }
                     for l in open { l.close() }
                     context.beginDraining(completion)
