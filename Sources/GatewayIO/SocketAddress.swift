@@ -153,7 +153,6 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
 
     /// `1.2.3.4:80`, `[::1]:80` or `unix:<path>`.
     package var description: String {
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
         switch family {
         case AF_INET:
             // Written here rather than with inet_ntop, which formats with sprintf: this runs for every
@@ -169,6 +168,7 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
             SocketAddress.appendDecimal(Int(UInt16(bigEndian: a.sin_port)), to: &text)
             return String(decoding: text, as: UTF8.self)
         case AF_INET6:
+            var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
             var a = withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in6.self) }
             inet_ntop(AF_INET6, &a.sin6_addr, &buffer, socklen_t(buffer.count))
             return "[\(SocketAddress.string(buffer))]:\(UInt16(bigEndian: a.sin6_port))"
