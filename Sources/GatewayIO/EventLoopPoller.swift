@@ -47,6 +47,8 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
     private let wakeFD: Int32
     private let queue: DispatchQueue
     private let stopped = Atomic<Bool>(false)
+    /// Set by the waiting thread once it has closed the epoll set and its eventfd (after `cancel()`).
+    private let descriptorsClosed = Atomic<Bool>(false)
     // Release builds drop the run-time exclusivity check of `channels`, `generations` and
     // `endOfTurn` (`@exclusivity(unchecked)`; debug builds keep it): confined to the queue, and every
     // access is a leaf (a slot's channel is read out before its handler runs; the end-of-turn list is
@@ -122,7 +124,14 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
         }
         _ = Glibc.close(wakeFD)
         _ = Glibc.close(epollFD)
+        descriptorsClosed.store(true, ordering: .releasing)
     }
+
+    /// The epoll set's descriptor (valid until `hasClosedDescriptors`), for tests and diagnostics.
+    package var descriptor: Int32 { epollFD }
+
+    /// Whether the waiting thread has ended and closed the epoll set and its eventfd (any thread).
+    package var hasClosedDescriptors: Bool { descriptorsClosed.load(ordering: .acquiring) }
 
     // MARK: registration (from SocketChannel)
 

@@ -192,22 +192,22 @@ final class EventLoopPollerTests: XCTestCase {
     }
 
     func testShutdownEndsTheWaitingThreadAndClosesItsDescriptors() throws {
-        // The process's epoll descriptors by number. Judged by the numbers this group added, not by a
-        // count: a loop group of an earlier test may still be closing its sets while this one runs.
-        func epollDescriptors() -> Set<String> {
-            let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-            return Set(entries.filter {
-                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\($0)")) == "anon_inode:[eventpoll]"
-            })
-        }
-        let before = epollDescriptors()
+        // Judged by this group's own pollers, not by the process's descriptor numbers: a loop group of
+        // an earlier test may still be closing its sets while this one runs, and a number it frees can
+        // be reused by this group at once.
         let extra = EventLoopGroup(loopCount: 2, timerResolution: 0.02)
-        let added = epollDescriptors().subtracting(before)
-        XCTAssertEqual(added.count, 2, "one epoll set per loop")
+        let pollers = extra.loops.map(\.poller)
+        let descriptors = pollers.map(\.descriptor)
+        XCTAssertEqual(Set(descriptors).count, 2, "one epoll set per loop")
+        for fd in descriptors {
+            XCTAssertEqual(try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)"),
+                           "anon_inode:[eventpoll]", "descriptor \(fd) is an epoll set")
+        }
+        XCTAssertFalse(pollers.contains(where: \.hasClosedDescriptors))
         extra.shutdown()
         let deadline = Date().addingTimeInterval(5)
-        while !epollDescriptors().isDisjoint(with: added) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        XCTAssertEqual(epollDescriptors().intersection(added), [],
-                       "shutdown ends each loop's waiting thread, which closes its epoll set")
+        while !pollers.allSatisfy(\.hasClosedDescriptors) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertTrue(pollers.allSatisfy(\.hasClosedDescriptors),
+                      "shutdown ends each loop's waiting thread, which closes its epoll set")
     }
 }
