@@ -23,7 +23,8 @@ import Musl
 /// places are taken before `accept`) and when out of descriptors, the loop stops watching the socket
 /// and looks again after 50 ms (100 ms) on its own queue; new connections wait in the backlog.
 ///
-/// Confined to the loop's queue (created, started, closed there).
+/// Made on the server's accept queue (`HTTPListener.start`), then confined to its loop's queue: started,
+/// run and closed there (`start` is queued before `close`, so it always runs first).
 final class HTTPLoopAcceptor: @unchecked Sendable {  // state confined to `loop.queue`
     let loop: EventLoop
     /// Held until `close()` (the listener holds its acceptors: the cycle ends there), so a connection
@@ -45,7 +46,7 @@ final class HTTPLoopAcceptor: @unchecked Sendable {  // state confined to `loop.
     /// Watches `fd` (a descriptor of the listening socket, owned from now on: closed by `close()`).
     /// On the loop's queue.
     func start(fd: Int32) {
-        guard channel == nil else { _ = Glibc.close(fd); return }
+        guard channel == nil, listener != nil else { _ = Glibc.close(fd); return }  // started, or closed already
         let channel = SocketChannel(fd: fd, loop: loop, exclusiveReading: true,
                                     onReadable: { [unowned self] in self.acceptBatch() }, onWritable: {})
         self.channel = channel
