@@ -22,16 +22,19 @@ import Glibc
 ///
 /// Never writes on an event loop: each loop appends its lines to its own buffer (`PerLoop`, a lock
 /// no other loop takes on the request path) and one writer queue writes them out with `write(2)`
-/// every 200 ms, or sooner when a buffer passes 32 KiB (the loop only signals the writer). When the
+/// within 200 ms of the first line since the last write (a one-shot timer, so an idle log never
+/// wakes), or sooner when a buffer passes 32 KiB (the loop only signals the writer). When the
 /// output is slower than the traffic (a blocked pipe), a loop's buffer stops growing at 4 MiB and
 /// further lines are dropped and counted (`droppedLines`) rather than stalling requests.
-final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `flushRequested`/`dropped` atomic; `timer` is set once in init and only cancelled in deinit (DispatchSource is thread-safe)
+final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `flushRequested`/`flushArmed`/`dropped` atomic; `timer` is set once in init and only scheduled or cancelled after (DispatchSource is thread-safe)
     private let shards: PerLoop<[UInt8]>
     private let fd: Int32
     private let clock: GatewayClock
     private let writer = DispatchQueue(label: "attest-gateway.access-log")
     private let timer: DispatchSourceTimer
     private let flushRequested = Atomic<Bool>(false)
+    /// Whether the one-shot flush timer is scheduled (set by the line that finds it idle).
+    private let flushArmed = Atomic<Bool>(false)
     private let dropped = Atomic<UInt64>(0)
     private static let flushThreshold = 32 * 1024
     private static let shardLimit = 4 << 20
@@ -42,8 +45,14 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
         self.clock = clock
         shards = PerLoop(count: loops) { [] }
         timer = DispatchSource.makeTimerSource(queue: writer)
-        timer.schedule(deadline: .now() + 0.2, repeating: 0.2, leeway: .milliseconds(50))
-        timer.setEventHandler { [weak self] in self?.writeBuffered() }
+        // One-shot, armed by the first line after a flush: a gateway with nothing to log never
+        // wakes for it (a repeating timer woke a Dispatch thread five times a second).
+        timer.schedule(deadline: .distantFuture, leeway: .milliseconds(50))
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            flushArmed.store(false, ordering: .releasing)  // a line after this arms the next flush
+            writeBuffered()
+        }
         timer.resume()
     }
 
@@ -97,6 +106,9 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
         guard let full else {
             dropped.add(1, ordering: .relaxed)
             return
+        }
+        if !flushArmed.load(ordering: .relaxed) && !flushArmed.exchange(true, ordering: .acquiringAndReleasing) {
+            timer.schedule(deadline: .now() + 0.2, leeway: .milliseconds(50))
         }
         if full && !flushRequested.exchange(true, ordering: .acquiringAndReleasing) {
             writer.async { [self] in

@@ -53,7 +53,7 @@ public final class EventLoopGroup: Sendable {
         // Called from one of the loops when the last connection's close completes a shutdown:
         // that loop stops its timer directly (a sync onto its own queue would trap).
         for loop in loops {
-            if loop.inEventLoop { loop.stopTimer() } else { loop.queue.sync { loop.stopTimer() } }
+            if loop.inEventLoop { loop.stop() } else { loop.queue.sync { loop.stop() } }
         }
     }
 }

@@ -35,10 +35,17 @@ import Musl
 /// spin. Registrations carry a slot and a generation: an event fetched for a socket that was closed
 /// (and whose descriptor number was reused) earlier in the same batch is dropped.
 ///
-/// Confined to the loop's queue (every method and the handlers), except `stopped` (atomic) and the
-/// thread's blocking wait, which touches only the epoll descriptor and `events` before entering the
-/// queue.
-package final class EventLoopPoller: @unchecked Sendable {  // state confined to `queue`; `stopped` atomic; `events` written by the waiting thread only before it enters `queue`
+/// The same thread keeps the loop's clock: while the loop has residents (`ticking`), it waits at most
+/// until the next tick is due (`tickInterval`), and runs the tick (`onTick`, on the queue) after the
+/// ready sockets of a wake-up once it is due - under load without a wake-up of its own. With no
+/// residents it waits without a timeout, so an idle loop costs no CPU at all (a repeating Dispatch
+/// timer woke libdispatch's manager thread and a worker ten times a second per loop: 2 ms of CPU
+/// per second with no traffic). `setTicking(true)` wakes a thread that waits without a timeout.
+///
+/// Confined to the loop's queue (every method and the handlers), except `stopped`, `ticking` and
+/// `waitingIndefinitely` (atomics) and the thread's blocking wait, which touches only the epoll
+/// descriptor, `events` and its own tick deadline before entering the queue.
+package final class EventLoopPoller: @unchecked Sendable {  // state confined to `queue`; `stopped`, `ticking`, `waitingIndefinitely` atomic; `events` written by the waiting thread only before it enters `queue`
     /// Ready sockets taken per `epoll_wait`.
     package static let batchSize = 256
 
@@ -47,6 +54,15 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
     private let wakeFD: Int32
     private let queue: DispatchQueue
     private let stopped = Atomic<Bool>(false)
+    /// Whether the loop has residents to tick (`setTicking`).
+    private let ticking = Atomic<Bool>(false)
+    /// Set by the waiting thread while it is (about to be) in an `epoll_wait` without a timeout.
+    private let waitingIndefinitely = Atomic<Bool>(false)
+    /// Nanoseconds between ticks.
+    private let tickInterval: UInt64
+    /// The tick (`EventLoop`'s visit of its residents), with the monotonic time; run on the queue.
+    /// Set once, before the first `setTicking(true)`.
+    package var onTick: ((UInt64) -> Void)?
     /// Set by the waiting thread once it has closed the epoll set and its eventfd (after `cancel()`).
     private let descriptorsClosed = Atomic<Bool>(false)
     // Release builds drop the run-time exclusivity check of `channels`, `generations` and
@@ -67,9 +83,11 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
     private let events: UnsafeMutablePointer<epoll_event>
     private static let wakeToken = UInt64.max
 
-    /// A poller delivering on `queue`; starts its waiting thread.
+    /// A poller delivering on `queue`, ticking every `tickInterval` nanoseconds (at least 1 ms) while
+    /// `setTicking(true)`; starts its waiting thread.
     /// - Throws: `Socket.Failure` when the epoll set, its eventfd or the thread cannot be created.
-    package init(queue: DispatchQueue) throws {
+    package init(queue: DispatchQueue, tickInterval: UInt64 = 100_000_000) throws {
+        self.tickInterval = max(tickInterval, 1_000_000)
         let fd = epoll_create1(Int32(EPOLL_CLOEXEC))
         guard fd >= 0 else { throw Socket.Failure(call: "epoll_create1", errno: errno) }
         let wake = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))
@@ -110,17 +128,59 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
     /// Ends the waiting thread, which then closes the epoll set. Any queue or thread.
     package func cancel() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        wake()
+    }
+
+    /// Starts (`true`) or stops the ticks; wakes the waiting thread when it waits without a timeout.
+    /// Any thread (the loop calls it when its first resident arrives and its last one leaves).
+    package func setTicking(_ on: Bool) {
+        ticking.store(on, ordering: .sequentiallyConsistent)
+        // Paired with the waiting thread's store-then-load in `waitLoop`: one of the two sees the other.
+        if on && waitingIndefinitely.load(ordering: .sequentiallyConsistent) { wake() }
+    }
+
+    private func wake() {
         var one: UInt64 = 1
         _ = write(wakeFD, &one, 8)
     }
 
-    /// The waiting thread: blocks until sockets are ready, then handles them on the loop's queue.
+    /// The waiting thread: blocks until sockets are ready or the next tick is due, then handles the
+    /// sockets and the tick on the loop's queue.
     private func waitLoop() {
+        var nextTick: UInt64 = 0  // 0: not ticking when last looked
         while !stopped.load(ordering: .acquiring) {
-            let count = epoll_wait(epollFD, events, Int32(EventLoopPoller.batchSize), -1)
-            guard count > 0 else { continue }  // EINTR
+            var timeout: Int32 = -1
+            waitingIndefinitely.store(true, ordering: .sequentiallyConsistent)
+            if ticking.load(ordering: .sequentiallyConsistent) {
+                waitingIndefinitely.store(false, ordering: .relaxed)
+                let now = EventLoop.now()
+                if nextTick == 0 { nextTick = now &+ tickInterval }
+                timeout = nextTick <= now ? 0 : Int32(clamping: (nextTick - now + 999_999) / 1_000_000)
+            } else {
+                nextTick = 0
+            }
+            let count = epoll_wait(epollFD, events, Int32(EventLoopPoller.batchSize), timeout)
+            waitingIndefinitely.store(false, ordering: .relaxed)
             if stopped.load(ordering: .acquiring) { break }
-            queue.sync { self.handle(first: Int(count)) }
+            var tickDue = false
+            if nextTick != 0 {
+                let now = EventLoop.now()
+                if now >= nextTick {
+                    tickDue = true
+                    // The next tick one interval on; after a long stall, one interval from now.
+                    nextTick = nextTick &+ tickInterval > now ? nextTick &+ tickInterval : now &+ tickInterval
+                }
+            }
+            guard count > 0 || tickDue else { continue }  // EINTR, or woken early
+            queue.sync {
+                // This thread runs the loop's queue until the block returns (`isHandlingOnThisThread`).
+                pthread_setspecific(EventLoopPoller.handlingKey, Unmanaged.passUnretained(self).toOpaque())
+                defer { pthread_setspecific(EventLoopPoller.handlingKey, nil) }
+                if count > 0 { self.handle(first: Int(count)) }
+                // The tick's time is read after the sockets were handled: never older than a time
+                // their handlers recorded (residents compute `now - last progress` unsigned).
+                if tickDue, !self.stopped.load(ordering: .acquiring) { self.onTick?(EventLoop.now()) }
+            }
         }
         _ = Glibc.close(wakeFD)
         _ = Glibc.close(epollFD)
@@ -132,6 +192,27 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
 
     /// Whether the waiting thread has ended and closed the epoll set and its eventfd (any thread).
     package var hasClosedDescriptors: Bool { descriptorsClosed.load(ordering: .acquiring) }
+
+    /// Thread-specific slot naming the poller whose waiting thread is running the loop's queue
+    /// (set for the length of its `queue.sync`), so that `isHandlingOnThisThread` costs one
+    /// `pthread_getspecific` where `DispatchQueue.getSpecific` costs about 190 instructions.
+    private static let handlingKey: pthread_key_t = {
+        var key = pthread_key_t()
+        let rc = pthread_key_create(&key, nil)
+        precondition(rc == 0, "pthread_key_create: \(rc)")
+        return key
+    }()
+
+    /// Whether the calling thread is this poller's waiting thread while it runs the loop's queue
+    /// (handling ready sockets or the tick). `true` proves the caller is on the loop's queue;
+    /// `false` proves nothing (Dispatch may run the queue on another thread): ask the queue then.
+    @inline(__always) package var isHandlingOnThisThread: Bool {
+        pthread_getspecific(EventLoopPoller.handlingKey) == Unmanaged.passUnretained(self).toOpaque()
+    }
+
+    /// Whether the waiting thread is in (or entering) a wait without a timeout: the loop is not
+    /// ticking and nothing is ready. Any thread; for tests and diagnostics.
+    package var isWaitingIndefinitely: Bool { waitingIndefinitely.load(ordering: .sequentiallyConsistent) }
 
     // MARK: registration (from SocketChannel)
 
@@ -210,7 +291,11 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
             roundStart = EventLoop.now()
             for i in 0..<count {
                 let token = events[i].data.u64
-                if token == EventLoopPoller.wakeToken { continue }
+                if token == EventLoopPoller.wakeToken {
+                    var drained: UInt64 = 0
+                    _ = read(wakeFD, &drained, 8)  // `setTicking` woke the thread; `cancel` ends it anyway
+                    continue
+                }
                 let slot = Int(truncatingIfNeeded: token & 0xFFFF_FFFF)
                 guard slot < channels.count, generations[slot] == UInt32(truncatingIfNeeded: token >> 32),
                       let channel = channels[slot] else { continue }

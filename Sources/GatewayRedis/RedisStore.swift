@@ -229,7 +229,7 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         for connection in connections { connection.close() }
         for router in routers { router.close() }
         // The store's own loops stop after the connections' close work queued on them.
-        for loop in ownGroup?.loops ?? [] { loop.execute { loop.stopTimer() } }
+        for loop in ownGroup?.loops ?? [] { loop.execute { loop.stop() } }
     }
 
     deinit { close() }

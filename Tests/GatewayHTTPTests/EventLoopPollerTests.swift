@@ -169,6 +169,8 @@ final class EventLoopPollerTests: XCTestCase {
                 var buffer = [UInt8](repeating: 0, count: 16)
                 _ = read(a, &buffer, 16)
                 log.append(self.loop.inEventLoop ? "handler on loop" : "handler off loop")
+                // Known without asking Dispatch: this is the poller's thread running the loop's queue.
+                if !self.loop.poller.isHandlingOnThisThread { log.append("handler not on the poller's thread") }
                 self.loop.atEndOfTurn {
                     log.append("end of turn")
                     order.readable += 1
@@ -188,6 +190,21 @@ final class EventLoopPollerTests: XCTestCase {
         let loop = self.loop
         loop.execute { loop.atEndOfTurn { outside.signal() } }
         XCTAssertEqual(outside.wait(timeout: .now() + 5), .success)
+        // Work hopped onto the queue runs on a Dispatch thread: still on the loop, by Dispatch's word.
+        let hopped = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var hop: (onLoop: Bool, pollerThread: Bool) = (false, true)
+        loop.execute {
+            hop = (loop.inEventLoop, loop.poller.isHandlingOnThisThread)
+            hopped.signal()
+        }
+        XCTAssertEqual(hopped.wait(timeout: .now() + 5), .success)
+        XCTAssertTrue(hop.onLoop, "a hop runs on the loop")
+        XCTAssertFalse(hop.pollerThread, "a hop is not the poller's turn")
+        XCTAssertFalse(loop.inEventLoop, "the test's thread is not on the loop")
+        let other = EventLoopGroup(loopCount: 1, timerResolution: 0.02)
+        defer { other.shutdown() }
+        XCTAssertFalse(other.loops[0].queue.sync { loop.inEventLoop }, "another loop's queue is not this loop")
+        XCTAssertTrue(other.loops[0].queue.sync { other.loops[0].inEventLoop })
         onLoop { channel?.close() }
     }
 
@@ -209,5 +226,51 @@ final class EventLoopPollerTests: XCTestCase {
         while !pollers.allSatisfy(\.hasClosedDescriptors) && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         XCTAssertTrue(pollers.allSatisfy(\.hasClosedDescriptors),
                       "shutdown ends each loop's waiting thread, which closes its epoll set")
+    }
+
+    /// Counts ticks; on the loop's queue.
+    private final class TickRecorder: EventLoopResident, @unchecked Sendable {  // confined to the loop's queue
+        let loop: EventLoop
+        let ticked = DispatchSemaphore(value: 0)
+        var times: [UInt64] = []
+        var offLoop = 0
+        init(loop: EventLoop) { self.loop = loop }
+        func tick(now: UInt64) {
+            if !loop.inEventLoop { offLoop += 1 }
+            times.append(now)
+            ticked.signal()
+        }
+    }
+
+    func testTicksRunOnTheLoopOnlyWhileItHasResidents() throws {
+        let ticking = EventLoopGroup(loopCount: 1, timerResolution: 0.01)
+        defer { ticking.shutdown() }
+        let loop = ticking.loops[0]
+        func eventually(_ condition: () -> Bool) -> Bool {
+            let deadline = Date().addingTimeInterval(5)
+            while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+            return condition()
+        }
+        XCTAssertTrue(eventually { loop.poller.isWaitingIndefinitely },
+                      "a loop without residents waits without a timeout (it never wakes to tick)")
+        // The first resident wakes the thread out of its wait without a timeout; ticks follow.
+        let recorder = TickRecorder(loop: loop)
+        loop.queue.sync { loop.register(recorder) }
+        for n in 1...3 {
+            XCTAssertEqual(recorder.ticked.wait(timeout: .now() + 5), .success, "tick \(n) with a resident")
+        }
+        let (times, offLoop) = loop.queue.sync { (recorder.times, recorder.offLoop) }
+        guard times.count >= 3 else { return XCTFail("no ticks with a resident: \(times)") }
+        XCTAssertEqual(offLoop, 0, "ticks run on the loop's queue")
+        XCTAssertEqual(times, times.sorted(), "tick times never go back")
+        XCTAssertLessThan(times[0], times[2])
+        XCTAssertLessThanOrEqual(times[2], EventLoop.now())
+        // The last resident gone, the thread goes back to waiting without a timeout.
+        loop.queue.sync { loop.unregister(recorder) }
+        XCTAssertTrue(eventually { loop.poller.isWaitingIndefinitely }, "no residents, no ticks")
+        // And a new resident starts them again.
+        loop.queue.sync { loop.register(recorder) }
+        XCTAssertEqual(recorder.ticked.wait(timeout: .now() + 5), .success, "ticks resume with a new resident")
+        loop.queue.sync { loop.unregister(recorder) }
     }
 }

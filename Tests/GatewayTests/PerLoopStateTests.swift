@@ -80,6 +80,32 @@ final class PerLoopStateTests: XCTestCase {
         XCTAssertTrue(lines.allSatisfy { $0.contains("\"path\":\"/p\"") }, "the query is never logged")
     }
 
+    /// Without a flush call, the log's own timer writes a line out (armed by the first line after a
+    /// write, one-shot, so an idle log never wakes), and again for a line after an idle period.
+    func testAccessLogWritesOnItsOwnTimerAndRearmsAfterEachWrite() throws {
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&fds), 0)
+        defer { close(fds[0]); close(fds[1]) }
+        _ = fcntl(fds[0], F_SETFL, fcntl(fds[0], F_GETFL) | O_NONBLOCK)
+        let log = AccessLog(fd: fds[1], clock: GatewayClock(now: { 1_700_000_000_000 }), loops: 1)
+        func readUntil(_ needle: String) -> Bool {
+            var text = [UInt8]()
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            let deadline = Date().addingTimeInterval(5)
+            while Date() < deadline {
+                let n = read(fds[0], &buffer, buffer.count)
+                if n > 0 { text += buffer[0..<n] } else { Thread.sleep(forTimeInterval: 0.01) }
+                if String(decoding: text, as: UTF8.self).contains(needle) { return true }
+            }
+            return false
+        }
+        for round in ["first", "second", "third"] {
+            let (r, c) = record(loop: 0, route: "route-\(round)")
+            log.write(r, context: c)
+            XCTAssertTrue(readUntil("\"route\":\"route-\(round)\""), "the \(round) line is written without a flush")
+        }
+    }
+
     /// The output is a pipe nobody reads: the writer queue blocks in write(2), the logging thread (an
     /// event loop in production) does not; past the per-loop bound, lines are dropped and counted.
     func testAccessLogNeverBlocksTheLoggingThreadWhenItsOutputIsStuck() throws {
