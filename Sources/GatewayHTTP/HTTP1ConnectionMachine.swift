@@ -603,7 +603,7 @@ struct HTTP1ConnectionMachine {
 
     /// The upstream response head arrived: queued with our framing (not written: the body bytes of
     /// the same upstream read join it).
-    mutating func upstreamHead(_ upstreamHead: HTTPResponseHead) -> Actions {
+    mutating func upstreamHead(_ upstreamHead: consuming HTTPResponseHead) -> Actions {
         guard phase == .forwarding else { return Actions() }
         var h = upstreamHead
         current.responseHeadFilter?(&h)
@@ -626,8 +626,9 @@ struct HTTP1ConnectionMachine {
         current.responseStarted = true
         current.responseStatus = h.status
         let keep = keepAlive
+        let head = h  // a constant for the closure (a captured variable is copied to be passed)
         output.withBytes {
-            HTTP1Serializer.appendProxiedHead(h, body: mode, keepAlive: keep, clientIsHTTP10: http10, replacing: field, into: &$0)
+            HTTP1Serializer.appendProxiedHead(head, body: mode, keepAlive: keep, clientIsHTTP10: http10, replacing: field, into: &$0)
         }
         return Actions()
     }

@@ -1,5 +1,7 @@
 // Writing a message head with memcpy into scratch space, then one append to the output.
 
+import GatewayIO
+
 /// Writes the pieces of one HTTP/1.1 head (status or request line, fields, framing) through a raw
 /// pointer into scratch space of a bound computed up front, then appends the bytes written to the
 /// output with one copy (`HTTP1HeadWriter.append(into:bound:_:)`).
@@ -57,21 +59,11 @@ struct HTTP1HeadWriter {
         put("\r\n")
     }
 
-    /// A non-negative decimal (at most 20 digits).
+    /// A decimal (`DecimalText`: at most `decimalBound` bytes).
     mutating func putDecimal(_ value: Int) {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        var n = value.magnitude
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { d in
-            repeat {
-                d[23 - count] = UInt8(truncatingIfNeeded: n % 10) &+ 0x30
-                n /= 10
-                count += 1
-            } while n > 0 && count < 20
-            put(UnsafeRawBufferPointer(rebasing: d[(24 - count)...]))
-        }
+        DecimalText.withDigits(of: Int64(value)) { put($0) }
     }
 
     /// Room for a decimal written with `putDecimal`.
-    static let decimalBound = 20
+    static let decimalBound = DecimalText.maxBytes
 }

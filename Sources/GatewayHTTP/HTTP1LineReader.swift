@@ -55,6 +55,24 @@ struct HTTP1LineReader: Sendable {
         return content
     }
 
+    /// The content of a field line without its final CR, for `appendField`, which refuses any other
+    /// CR by itself (a CR is neither a `tchar` of the name nor allowed in a value, and `trimOWS`
+    /// strips only SP and HTAB): the scan of `content(of:)` for a bare CR is not paid per field line.
+    /// Report its refusals through `fieldLineError`.
+    /// - Returns: nil when the line does not end in CR (bare LF).
+    @inline(__always)
+    static func fieldLineContent(of line: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
+        guard let last = line.last, last == HTTP1Syntax.cr else { return nil }
+        return UnsafeRawBufferPointer(rebasing: line[0..<(line.count - 1)])
+    }
+
+    /// The error for a field line `appendField` refused with `error`: `.bareLineEnding` when the
+    /// line holds a bare CR (as `content(of:)` would have said first), else `error`.
+    static func fieldLineError(_ error: HTTPError, content: UnsafeRawBufferPointer) -> HTTPError {
+        guard let base = content.baseAddress, !content.isEmpty else { return error }
+        return memchr(base, Int32(HTTP1Syntax.cr), content.count) != nil ? .bareLineEnding : error
+    }
+
     /// Parses a field line (RFC 9112 section 5) and appends it to `fields`.
     /// - Returns: nil on success, or `.obsoleteLineFolding` (leading whitespace) / `.badHeader`
     ///   (name not a token, whitespace before the colon, no colon, control bytes in the value).

@@ -190,8 +190,11 @@ public struct HTTP1RequestParser: Sendable {
     }
 
     private mutating func processLine(_ line: UnsafeRawBufferPointer) -> LineOutcome {
-        guard let content = HTTP1LineReader.content(of: line) else { return .failed(.bareLineEnding) }
-        if !sawRequestLine {
+        let field = sawRequestLine  // the start line is scanned for a bare CR here; a field line by appendField
+        guard let content = field ? HTTP1LineReader.fieldLineContent(of: line) : HTTP1LineReader.content(of: line) else {
+            return .failed(.bareLineEnding)
+        }
+        if !field {
             if content.isEmpty { return .more }  // RFC 9112 section 2.2: ignore empty lines before the request line
             if let e = parseRequestLine(content) { return .failed(e) }
             sawRequestLine = true
@@ -199,7 +202,9 @@ public struct HTTP1RequestParser: Sendable {
         }
         if content.isEmpty { return finishHead() }
         if headers.count >= limits.maxHeaderCount { return .failed(.tooManyHeaders) }
-        if let e = HTTP1LineReader.appendField(content, to: &headers) { return .failed(e) }
+        if let e = HTTP1LineReader.appendField(content, to: &headers) {
+            return .failed(HTTP1LineReader.fieldLineError(e, content: content))
+        }
         return .more
     }
 

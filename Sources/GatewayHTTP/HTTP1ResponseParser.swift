@@ -190,15 +190,20 @@ public struct HTTP1ResponseParser: Sendable {
     }
 
     private mutating func processLine(_ line: UnsafeRawBufferPointer) -> LineOutcome {
-        guard let content = HTTP1LineReader.content(of: line) else { return .failed(.bareLineEnding) }
-        if !sawStatusLine {
+        let field = sawStatusLine  // the start line is scanned for a bare CR here; a field line by appendField
+        guard let content = field ? HTTP1LineReader.fieldLineContent(of: line) : HTTP1LineReader.content(of: line) else {
+            return .failed(.bareLineEnding)
+        }
+        if !field {
             if let e = parseStatusLine(content) { return .failed(e) }
             sawStatusLine = true
             return .more
         }
         if content.isEmpty { return finishHead() }
         if headers.count >= limits.maxHeaderCount { return .failed(.tooManyHeaders) }
-        if let e = HTTP1LineReader.appendField(content, to: &headers) { return .failed(e) }
+        if let e = HTTP1LineReader.appendField(content, to: &headers) {
+            return .failed(HTTP1LineReader.fieldLineError(e, content: content))
+        }
         return .more
     }
 

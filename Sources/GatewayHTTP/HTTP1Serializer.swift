@@ -56,7 +56,7 @@ enum HTTP1Serializer {
         let bodyAllowed = status != 204 && status != 304
         if bodyAllowed {
             put("Content-Length: ", &out)
-            HTTP1Syntax.appendDecimal(response.body.count, to: &out)
+            DecimalText.append(response.body.count, to: &out)
             put("\r\n", &out)
         }
         appendConnection(keepAlive: keepAlive && !handlerAskedClose, clientIsHTTP10: clientIsHTTP10, into: &out)
@@ -84,51 +84,67 @@ enum HTTP1Serializer {
                                   into out: inout [UInt8]) {
         var tokens: [[UInt8]] = []
         HopByHop.connectionTokens(head.headers, into: &tokens)
+        guard let field else {
+            // The usual case: no field replaced, no closures (a value captured by nested closures
+            // is copied, three retains for a head).
+            writeProxiedHead(head, tokens: tokens, body: body, keepAlive: keepAlive, clientIsHTTP10: clientIsHTTP10,
+                             replacedName: UnsafeRawBufferPointer(start: nil, count: 0),
+                             replacedValue: UnsafeRawBufferPointer(start: nil, count: 0), into: &out)
+            return
+        }
+        HTTPHeaders.withUTF8(field.name) { replacedName in
+            HTTPHeaders.withUTF8(field.value) { replacedValue in
+                writeProxiedHead(head, tokens: tokens, body: body, keepAlive: keepAlive, clientIsHTTP10: clientIsHTTP10,
+                                 replacedName: replacedName, replacedValue: replacedValue, into: &out)
+            }
+        }
+    }
+
+    /// `appendProxiedHead` with the replaced field's bytes (empty name: none).
+    private static func writeProxiedHead(_ head: HTTPResponseHead, tokens: [[UInt8]], body: DownstreamBody, keepAlive: Bool,
+                                         clientIsHTTP10: Bool, replacedName: UnsafeRawBufferPointer,
+                                         replacedValue: UnsafeRawBufferPointer, into out: inout [UInt8]) {
         let passLength = body == .none(passLength: true)
-        HTTPHeaders.withUTF8(field?.name ?? "") { replacedName in
-            HTTPHeaders.withUTF8(field?.value ?? "") { replacedValue in
-                let replace = !replacedName.isEmpty
-                    && (try? HTTPHeaders.validate(name: replacedName, value: replacedValue)) != nil
-                // Status line (reason at most its bytes or a standard phrase), every field with 4
-                // bytes of punctuation, the replaced field, Content-Length or Transfer-Encoding, and
-                // the connection field.
-                let bound = 64 + head.reason.count + head.headers.storage.count + 4 * head.headers.slots.count
-                    + replacedName.count + replacedValue.count + 4 + 40 + HTTP1HeadWriter.decimalBound + 32
-                HTTP1HeadWriter.append(into: &out, bound: bound) { w in
-                    putStatusLine(head.status, reason: head.reason, &w)
-                    head.headers.storage.withUnsafeBytes { s in
-                        for slot in head.headers.slots {
-                            let name = HTTPHeaders.nameBuffer(s, slot)
-                            if HopByHop.isHopByHop(name) {
-                                if !(passLength && name.count == 14 && HTTP1Syntax.equalsLowercaseLiteral(name, "content-length")) {
-                                    continue
-                                }
-                            } else if !tokens.isEmpty && HopByHop.isNamed(name, in: tokens) {
-                                continue
-                            }
-                            if replace && HTTP1Syntax.equalsCaseInsensitive(name, replacedName) { continue }
-                            w.putField(name, HTTPHeaders.valueBuffer(s, slot))
+        let replace = !replacedName.isEmpty
+            && (try? HTTPHeaders.validate(name: replacedName, value: replacedValue)) != nil
+        // Status line (reason at most its bytes or a standard phrase), every field with 4
+        // bytes of punctuation, the replaced field, Content-Length or Transfer-Encoding, and
+        // the connection field.
+        let bound = 64 + head.reason.count + head.headers.storage.count + 4 * head.headers.slots.count
+            + replacedName.count + replacedValue.count + 4 + 40 + HTTP1HeadWriter.decimalBound + 32
+        HTTP1HeadWriter.append(into: &out, bound: bound) { w in
+            putStatusLine(head.status, reason: head.reason, &w)
+            head.headers.storage.withUnsafeBytes { s in
+                for slot in head.headers.slots {
+                    let name = HTTPHeaders.nameBuffer(s, slot)
+                    if HopByHop.isHopByHop(name) {
+                        if !(passLength && name.count == 14 && HTTP1Syntax.equalsLowercaseLiteral(name, "content-length")) {
+                            continue
                         }
+                    } else if !tokens.isEmpty && HopByHop.isNamed(name, in: tokens) {
+                        continue
                     }
-                    if replace { w.putField(replacedName, replacedValue) }
-                    switch body {
-                    case .length(let n):
-                        w.put("Content-Length: ")
-                        w.putDecimal(n)
-                        w.put("\r\n")
-                    case .chunked:
-                        w.put("Transfer-Encoding: chunked\r\n")
-                    case .none, .untilClose:
-                        break
-                    }
-                    if !keepAlive {
-                        w.put("Connection: close\r\n")
-                    } else if clientIsHTTP10 {
-                        w.put("Connection: keep-alive\r\n")
-                    }
-                    w.put("\r\n")
+                    if replace && HTTP1Syntax.equalsCaseInsensitive(name, replacedName) { continue }
+                    w.putField(name, HTTPHeaders.valueBuffer(s, slot))
                 }
             }
+            if replace { w.putField(replacedName, replacedValue) }
+            switch body {
+            case .length(let n):
+                w.put("Content-Length: ")
+                w.putDecimal(n)
+                w.put("\r\n")
+            case .chunked:
+                w.put("Transfer-Encoding: chunked\r\n")
+            case .none, .untilClose:
+                break
+            }
+            if !keepAlive {
+                w.put("Connection: close\r\n")
+            } else if clientIsHTTP10 {
+                w.put("Connection: keep-alive\r\n")
+            }
+            w.put("\r\n")
         }
     }
 

@@ -220,7 +220,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
     }
 
     /// From the exchange: the upstream response head.
-    func upstreamHead(_ head: HTTPResponseHead) {
+    func upstreamHead(_ head: consuming HTTPResponseHead) {
         perform(machine.upstreamHead(head), now: nil)
     }
 

@@ -156,24 +156,6 @@ enum HTTP1Syntax {
         }
     }
 
-    /// Appends the decimal digits of `value` (>= 0) to `out`.
-    @inline(__always) static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
-        if value < 10 { out.append(UInt8(truncatingIfNeeded: value) &+ 0x30); return }
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var n = value.magnitude
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { d in
-            while n > 0 && count < 20 {
-                d[19 - count] = UInt8(truncatingIfNeeded: n % 10) &+ 0x30
-                n /= 10
-                count += 1
-            }
-            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: d[(20 - count)...]))
-        }
-    }
-
     /// Appends the lower-case hex digits of `value` (> 0) to `out` (chunk sizes, RFC 9112 section 7.1).
     @inline(__always) static func appendHex(_ value: Int, to out: inout [UInt8]) {
         let hex: StaticString = "0123456789abcdef"

@@ -421,7 +421,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         exchange.start()
     }
 
-    func upstreamHead(_ stream: Stream, _ upstreamHead: HTTPResponseHead) {
+    func upstreamHead(_ stream: Stream, _ upstreamHead: consuming HTTPResponseHead) {
         guard stream.phase == .forwarding, let session else { return }
         var head = upstreamHead
         stream.responseHeadFilter?(&head)

@@ -293,7 +293,7 @@ package final class HTTP2Session {
         if let contentLength {
             let nameStart = HTTP2Session.appendLiteral("content-length", to: &scratch)
             let valueStart = UInt32(scratch.count)
-            HTTP1Syntax.appendDecimal(max(0, contentLength), to: &scratch)
+            DecimalText.append(max(0, contentLength), to: &scratch)
             spans.append((nameStart, 14, valueStart, UInt32(scratch.count) - valueStart))
         }
         if let date, !hasDate {

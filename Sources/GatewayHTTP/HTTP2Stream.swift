@@ -74,7 +74,7 @@ final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's
         lastProgress = now
     }
 
-    func upstreamHead(_ head: HTTPResponseHead) { connection.upstreamHead(self, head) }
+    func upstreamHead(_ head: consuming HTTPResponseHead) { connection.upstreamHead(self, head) }
     func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool { connection.upstreamBody(self, bytes) }
     func upstreamReadDone() { connection.upstreamReadDone(self) }
     func upstreamEnd() { connection.upstreamEnd(self) }

@@ -5,7 +5,7 @@ import GatewayIO
 /// Receives the upstream response of an exchange (implemented by downstream connections).
 protocol UpstreamResponseSink: AnyObject {
     /// The final response head arrived.
-    func upstreamHead(_ head: HTTPResponseHead)
+    func upstreamHead(_ head: consuming HTTPResponseHead)
     /// Decoded response body bytes (valid only during the call). Return false to pause the upstream
     /// until `UpstreamExchange.resume()`.
     func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool
@@ -107,7 +107,7 @@ final class UpstreamExchange {  // confined to the loop of `pool`
     // MARK: from the connection
 
     /// The response head, read at `now` (monotonic nanoseconds).
-    func receivedHead(_ head: HTTPResponseHead, now: UInt64) {
+    func receivedHead(_ head: consuming HTTPResponseHead, now: UInt64) {
         guard !isFinished else { return }
         if isObserved {
             status = head.status

@@ -31,7 +31,7 @@ final class UpstreamHealthChecker: EventLoopResident, @unchecked Sendable {  // 
             self.deadline = deadline
         }
 
-        func upstreamHead(_ head: HTTPResponseHead) {
+        func upstreamHead(_ head: consuming HTTPResponseHead) {
             status = head.status
             finish((200...299).contains(head.status))
         }

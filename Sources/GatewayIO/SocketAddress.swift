@@ -120,14 +120,6 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
         return address
     }
 
-    private static func appendDecimal(_ value: Int, to text: inout [UInt8]) {
-        if value >= 10_000 { text.append(UInt8(value / 10_000 % 10) + 0x30) }
-        if value >= 1_000 { text.append(UInt8(value / 1_000 % 10) + 0x30) }
-        if value >= 100 { text.append(UInt8(value / 100 % 10) + 0x30) }
-        if value >= 10 { text.append(UInt8(value / 10 % 10) + 0x30) }
-        text.append(UInt8(value % 10) + 0x30)
-    }
-
     private static func string(_ cString: [CChar]) -> String {
         String(decoding: cString.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
@@ -162,10 +154,10 @@ package struct SocketAddress: Sendable, CustomStringConvertible {
             var text = [UInt8]()
             text.reserveCapacity(21)
             for shift: UInt32 in [24, 16, 8, 0] {
-                SocketAddress.appendDecimal(Int(v >> shift & 0xFF), to: &text)
+                DecimalText.append(Int(v >> shift & 0xFF), to: &text)
                 text.append(shift == 0 ? 0x3A : 0x2E)  // ":" after the last octet, "." between
             }
-            SocketAddress.appendDecimal(Int(UInt16(bigEndian: a.sin_port)), to: &text)
+            DecimalText.append(Int(UInt16(bigEndian: a.sin_port)), to: &text)
             return String(decoding: text, as: UTF8.self)
         case AF_INET6:
             var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)

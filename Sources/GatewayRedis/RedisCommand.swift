@@ -1,3 +1,5 @@
+import GatewayIO
+
 /// Builds one Redis command from binary-safe arguments and encodes it as RESP (an array of bulk
 /// strings). Arguments are appended as bytes into one contiguous buffer (no per-argument allocation, no
 /// Foundation strings), then framed in one pass (`encoded()`).
@@ -27,7 +29,7 @@ struct RedisCommand {
 
     /// Appends a signed integer as ASCII decimal.
     mutating func append(decimal value: Int64) {
-        RedisCommand.appendDecimal(value, to: &buffer)
+        DecimalText.append(value, to: &buffer)
         ends.append(buffer.count)
     }
 
@@ -54,13 +56,13 @@ struct RedisCommand {
         // `*`, `$` and two CRLFs around a length of at most 19 digits: 25 bytes per argument at most.
         out.reserveCapacity(buffer.count + 25 * (ends.count + 1))
         out.append(0x2a)  // *
-        RedisCommand.appendDecimal(Int64(ends.count), to: &out)
+        DecimalText.append(Int64(ends.count), to: &out)
         out.append(0x0d); out.append(0x0a)
         buffer.withUnsafeBufferPointer { base in
             var start = 0
             for end in ends {
                 out.append(0x24)  // $
-                RedisCommand.appendDecimal(Int64(end - start), to: &out)
+                DecimalText.append(Int64(end - start), to: &out)
                 out.append(0x0d); out.append(0x0a)
                 out.append(contentsOf: UnsafeBufferPointer(rebasing: base[start..<end]))
                 out.append(0x0d); out.append(0x0a)
@@ -68,30 +70,6 @@ struct RedisCommand {
             }
         }
         return out
-    }
-
-    /// Appends `value` in ASCII decimal to `out` without going through String.
-    static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
-        // Most RESP lengths and counts have one or two digits: no digit buffer for them.
-        if value >= 0 && value < 100 {
-            if value >= 10 { out.append(UInt8(value / 10) + 0x30) }
-            out.append(UInt8(value % 10) + 0x30)
-            return
-        }
-        if value < 0 { out.append(0x2d) }
-        var magnitude = value.magnitude
-        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var count = 0
-        withUnsafeMutableBytes(of: &digits) { raw in
-            repeat {
-                raw[count] = UInt8(magnitude % 10) + 0x30
-                magnitude /= 10
-                count += 1
-            } while magnitude > 0
-            for i in stride(from: count - 1, through: 0, by: -1) { out.append(raw[i]) }
-        }
     }
 
     /// Parses ASCII decimal bytes (optional leading `-`) strictly; nil on anything else or overflow.

@@ -9,6 +9,22 @@ final class HTTP1RequestParserTests: XCTestCase {
         XCTAssertEqual(error.status, outcome.error?.status, file: file, line: line)
     }
 
+    /// A bare CR anywhere in a field line is `bare_line_ending`, as it is in the request line, although
+    /// field lines are no longer scanned for it before they are parsed (the name and value checks
+    /// refuse it, and the refusal is then named for it).
+    func testBareCRAnywhereInAFieldLineIsABareLineEnding() {
+        let field = Array("X-Name: some value".utf8)
+        for position in 0...field.count {
+            var line = field
+            line.insert(0x0D, at: position)
+            let text = "GET / HTTP/1.1\r\nHost: h\r\n" + String(decoding: line, as: UTF8.self) + "\r\n\r\n"
+            expectError(text, .bareLineEnding)
+        }
+        expectError("GET / HTTP/1.1\r\nHost: h\r\n\r\r\n\r\n", .bareLineEnding)  // a line of one CR
+        expectError("GET /\r HTTP/1.1\r\nHost: h\r\n\r\n", .bareLineEnding)  // the request line still scanned
+        expectError("GET / HTTP/1.1\r\nHost: h\r\nX-Name\u{1}: v\r\n\r\n", .badHeader)  // no CR: its own error
+    }
+
     func testSimpleGet() {
         let o = ParserHarness.parseAllWays("GET /a/b?x=1&y=%2F HTTP/1.1\r\nHost: example.com\r\nX-Case: Value  \r\n\r\n")
         XCTAssertNil(o.error)

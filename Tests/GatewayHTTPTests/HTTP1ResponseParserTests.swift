@@ -65,6 +65,25 @@ final class HTTP1ResponseParserTests: XCTestCase {
         return whole
     }
 
+    /// A bare CR anywhere in a field line is refused, its detail `bare_line_ending` (as for requests).
+    func testBareCRAnywhereInAFieldLineIsRefusedAsABareLineEnding() {
+        let field = Array("X-Name: some value".utf8)
+        for position in 0...field.count {
+            var line = field
+            line.insert(0x0D, at: position)
+            let text = "HTTP/1.1 200 OK\r\n" + String(decoding: line, as: UTF8.self) + "\r\nContent-Length: 0\r\n\r\n"
+            XCTAssertEqual(allWays(text).error, .upstreamBadResponse, "CR at \(position)")
+            var parser = HTTP1ResponseParser()
+            parser.expectResponse(to: .get)
+            _ = Array(text.utf8).withUnsafeBytes { parser.parse($0) }
+            XCTAssertEqual(parser.failureDetail, .bareLineEnding, "CR at \(position)")
+        }
+        var parser = HTTP1ResponseParser()
+        parser.expectResponse(to: .get)
+        _ = Array("HTTP/1.1 200 OK\r\nX-Name\u{1}: v\r\n\r\n".utf8).withUnsafeBytes { parser.parse($0) }
+        XCTAssertEqual(parser.failureDetail, .badHeader, "no CR: its own error")
+    }
+
     func testContentLengthResponse() {
         let p = allWays("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A: b\r\n\r\nhello")
         XCTAssertEqual(p.status, 200)
