@@ -13,12 +13,8 @@ final class HTTP1RequestParserTests: XCTestCase {
     /// field lines are no longer scanned for it before they are parsed (the name and value checks
     /// refuse it, and the refusal is then named for it).
     func testBareCRAnywhereInAFieldLineIsABareLineEnding() {
-        let field = Array("X-Name: some value".utf8)
-        for position in 0...field.count {
-            var line = field
-            line.insert(0x0D, at: position)
-            let text = "GET / HTTP/1.1\r\nHost: h\r\n" + String(decoding: line, as: UTF8.self) + "\r\n\r\n"
-            expectError(text, .bareLineEnding)
+        for (_, line) in ParserHarness.fieldLinesWithABareCR {
+            expectError("GET / HTTP/1.1\r\nHost: h\r\n" + line + "\r\n\r\n", .bareLineEnding)
         }
         expectError("GET / HTTP/1.1\r\nHost: h\r\n\r\r\n\r\n", .bareLineEnding)  // a line of one CR
         expectError("GET /\r HTTP/1.1\r\nHost: h\r\n\r\n", .bareLineEnding)  // the request line still scanned

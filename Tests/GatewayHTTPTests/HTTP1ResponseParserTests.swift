@@ -67,11 +67,8 @@ final class HTTP1ResponseParserTests: XCTestCase {
 
     /// A bare CR anywhere in a field line is refused, its detail `bare_line_ending` (as for requests).
     func testBareCRAnywhereInAFieldLineIsRefusedAsABareLineEnding() {
-        let field = Array("X-Name: some value".utf8)
-        for position in 0...field.count {
-            var line = field
-            line.insert(0x0D, at: position)
-            let text = "HTTP/1.1 200 OK\r\n" + String(decoding: line, as: UTF8.self) + "\r\nContent-Length: 0\r\n\r\n"
+        for (position, line) in ParserHarness.fieldLinesWithABareCR {
+            let text = "HTTP/1.1 200 OK\r\n" + line + "\r\nContent-Length: 0\r\n\r\n"
             XCTAssertEqual(allWays(text).error, .upstreamBadResponse, "CR at \(position)")
             var parser = HTTP1ResponseParser()
             parser.expectResponse(to: .get)

@@ -74,4 +74,15 @@ enum ParserHarness {
         XCTAssertEqual(whole, bySeven, "7-byte feed differs", file: file, line: line)
         return whole
     }
+
+    /// The field line `X-Name: some value` with a bare CR at each position (name, colon, value, end):
+    /// (the position, the line without its line ending).
+    static var fieldLinesWithABareCR: [(position: Int, line: String)] {
+        let field = Array("X-Name: some value".utf8)
+        return (0...field.count).map { position in
+            var line = field
+            line.insert(0x0D, at: position)
+            return (position, String(decoding: line, as: UTF8.self))
+        }
+    }
 }
