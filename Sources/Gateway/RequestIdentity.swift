@@ -31,7 +31,7 @@ struct RequestIdentity: Sendable {
     static let requestIDField = "X-Request-Id"
 
     /// The identity of a request whose head was just decided (counted as begun by `ids`).
-    init(head: HTTPRequestHead, connection: HTTPConnectionInfo, trusted: TrustedProxies, ids: RequestIDGenerator) {
+    init(head: borrowing HTTPRequestHead, connection: HTTPConnectionInfo, trusted: TrustedProxies, ids: RequestIDGenerator) {
         let headers = head.headers
         let material = ids.begin(loop: connection.loopIndex)
         if !trusted.isEmpty, trusted.contains(host: connection.remoteHost), headers.count(of: RequestIdentity.requestIDField) == 1,

@@ -37,13 +37,13 @@ public struct HTTPResponder<Context: Sendable>: Sendable {
     /// - Returns: false when this responder had already answered.
     @inlinable @discardableResult
     public func forward(_ forward: consuming HTTPForward) -> Bool {
-        channel.answer(.forward(forward), context: nil)
+        channel.answer(.forward(consume forward), context: nil)
     }
 
     /// `forward(_:)`, the request's context replaced by `context`.
     @inlinable @discardableResult
     public func forward(_ forward: consuming HTTPForward, context: consuming Context) -> Bool {
-        channel.answer(.forward(forward), context: HTTPTypedContextBox(context))
+        channel.answer(.forward(consume forward), context: HTTPTypedContextBox(context))
     }
 
     /// Answers with the server's own error rendering for `error` (e.g. `.upstreamUnavailable`); the
