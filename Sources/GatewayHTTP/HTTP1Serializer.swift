@@ -85,8 +85,8 @@ enum HTTP1Serializer {
         var tokens: [[UInt8]] = []
         HopByHop.connectionTokens(head.headers, into: &tokens)
         guard let field else {
-            // The usual case: no field replaced, no closures (a value captured by nested closures
-            // is copied, three retains for a head).
+            // The usual case: no field replaced, so no `withUTF8` closures around the writing (the
+            // head captured in their context was copied: three retains and releases).
             writeProxiedHead(head, tokens: tokens, body: body, keepAlive: keepAlive, clientIsHTTP10: clientIsHTTP10,
                              replacedName: UnsafeRawBufferPointer(start: nil, count: 0),
                              replacedValue: UnsafeRawBufferPointer(start: nil, count: 0), into: &out)
