@@ -265,9 +265,13 @@ final class EventLoopPollerTests: XCTestCase {
         XCTAssertEqual(times, times.sorted(), "tick times never go back")
         XCTAssertLessThan(times[0], times[2])
         XCTAssertLessThanOrEqual(times[2], EventLoop.now())
-        // The last resident gone, the thread goes back to waiting without a timeout.
+        // The last resident gone, the thread goes back to waiting without a timeout, and is still
+        // there five tick intervals later (a ticking thread shows the flag only for the instant
+        // between setting it and seeing `ticking`, then waits with it cleared).
         loop.queue.sync { loop.unregister(recorder) }
         XCTAssertTrue(eventually { loop.poller.isWaitingIndefinitely }, "no residents, no ticks")
+        Thread.sleep(forTimeInterval: 0.05)
+        XCTAssertTrue(loop.poller.isWaitingIndefinitely, "still waiting without a timeout")
         // And a new resident starts them again.
         loop.queue.sync { loop.register(recorder) }
         XCTAssertEqual(recorder.ticked.wait(timeout: .now() + 5), .success, "ticks resume with a new resident")
