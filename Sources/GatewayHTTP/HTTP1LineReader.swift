@@ -47,18 +47,14 @@ struct HTTP1LineReader: Sendable {
     /// - Returns: nil when the line does not end in CR (bare LF) or holds a CR elsewhere (bare CR).
     @inline(__always)
     static func content(of line: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
-        guard let last = line.last, last == HTTP1Syntax.cr else { return nil }
-        let content = UnsafeRawBufferPointer(rebasing: line[0..<(line.count - 1)])
-        if let base = content.baseAddress, !content.isEmpty, memchr(base, Int32(HTTP1Syntax.cr), content.count) != nil {
-            return nil
-        }
+        guard let content = fieldLineContent(of: line), !holdsCR(content) else { return nil }
         return content
     }
 
     /// The content of a field line without its final CR, for `appendField`, which refuses any other
     /// CR by itself (a CR is neither a `tchar` of the name nor allowed in a value, and `trimOWS`
-    /// strips only SP and HTAB): the scan of `content(of:)` for a bare CR is not paid per field line.
-    /// Report its refusals through `fieldLineError`.
+    /// strips only SP and HTAB) and then names the refusal `.bareLineEnding`: the scan of
+    /// `content(of:)` for a bare CR is not paid per field line.
     /// - Returns: nil when the line does not end in CR (bare LF).
     @inline(__always)
     static func fieldLineContent(of line: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer? {
@@ -66,18 +62,24 @@ struct HTTP1LineReader: Sendable {
         return UnsafeRawBufferPointer(rebasing: line[0..<(line.count - 1)])
     }
 
-    /// The error for a field line `appendField` refused with `error`: `.bareLineEnding` when the
-    /// line holds a bare CR (as `content(of:)` would have said first), else `error`.
-    static func fieldLineError(_ error: HTTPError, content: UnsafeRawBufferPointer) -> HTTPError {
-        guard let base = content.baseAddress, !content.isEmpty else { return error }
-        return memchr(base, Int32(HTTP1Syntax.cr), content.count) != nil ? .bareLineEnding : error
+    /// Whether `bytes` hold a CR.
+    private static func holdsCR(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return false }
+        return memchr(base, Int32(HTTP1Syntax.cr), bytes.count) != nil
     }
 
     /// Parses a field line (RFC 9112 section 5) and appends it to `fields`.
-    /// - Returns: nil on success, or `.obsoleteLineFolding` (leading whitespace) / `.badHeader`
-    ///   (name not a token, whitespace before the colon, no colon, control bytes in the value).
+    /// - Returns: nil on success, or `.bareLineEnding` (a CR in the line, as `content(of:)` says),
+    ///   `.obsoleteLineFolding` (leading whitespace) / `.badHeader` (name not a token, whitespace
+    ///   before the colon, no colon, control bytes in the value).
     @inline(__always)
     static func appendField(_ content: UnsafeRawBufferPointer, to fields: inout HTTPHeaders) -> HTTPError? {
+        guard let error = appendCheckedField(content, to: &fields) else { return nil }
+        return holdsCR(content) ? .bareLineEnding : error
+    }
+
+    @inline(__always)
+    private static func appendCheckedField(_ content: UnsafeRawBufferPointer, to fields: inout HTTPHeaders) -> HTTPError? {
         guard let first = content.first else { return .badHeader }
         if first == HTTP1Syntax.sp || first == HTTP1Syntax.htab { return .obsoleteLineFolding }
         let colon = HTTP1Syntax.tokenLength(content)

@@ -202,9 +202,7 @@ public struct HTTP1RequestParser: Sendable {
         }
         if content.isEmpty { return finishHead() }
         if headers.count >= limits.maxHeaderCount { return .failed(.tooManyHeaders) }
-        if let e = HTTP1LineReader.appendField(content, to: &headers) {
-            return .failed(HTTP1LineReader.fieldLineError(e, content: content))
-        }
+        if let e = HTTP1LineReader.appendField(content, to: &headers) { return .failed(e) }
         return .more
     }
 

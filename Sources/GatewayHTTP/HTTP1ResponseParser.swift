@@ -201,9 +201,7 @@ public struct HTTP1ResponseParser: Sendable {
         }
         if content.isEmpty { return finishHead() }
         if headers.count >= limits.maxHeaderCount { return .failed(.tooManyHeaders) }
-        if let e = HTTP1LineReader.appendField(content, to: &headers) {
-            return .failed(HTTP1LineReader.fieldLineError(e, content: content))
-        }
+        if let e = HTTP1LineReader.appendField(content, to: &headers) { return .failed(e) }
         return .more
     }
 
