@@ -162,24 +162,21 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
             let count = epoll_wait(epollFD, events, Int32(EventLoopPoller.batchSize), timeout)
             waitingIndefinitely.store(false, ordering: .relaxed)
             if stopped.load(ordering: .acquiring) { break }
-            var tickDue = false
-            if nextTick != 0 {
-                let now = EventLoop.now()
-                if now >= nextTick {
-                    tickDue = true
-                    // The next tick one interval on; after a long stall, one interval from now.
-                    nextTick = nextTick &+ tickInterval > now ? nextTick &+ tickInterval : now &+ tickInterval
-                }
-            }
-            guard count > 0 || tickDue else { continue }  // EINTR, or woken early
+            guard count > 0 || nextTick != 0 else { continue }  // EINTR while not ticking
             queue.sync {
                 // This thread runs the loop's queue until the block returns (`isHandlingOnThisThread`).
                 pthread_setspecific(EventLoopPoller.handlingKey, Unmanaged.passUnretained(self).toOpaque())
                 defer { pthread_setspecific(EventLoopPoller.handlingKey, nil) }
                 if count > 0 { self.handle(first: Int(count)) }
-                // The tick's time is read after the sockets were handled: never older than a time
-                // their handlers recorded (residents compute `now - last progress` unsigned).
-                if tickDue, !self.stopped.load(ordering: .acquiring) { self.onTick?(EventLoop.now()) }
+                guard nextTick != 0 else { return }
+                // One clock read decides whether the tick is due and is its time: read after the
+                // sockets were handled, never older than a time their handlers recorded (residents
+                // compute `now - last progress` unsigned).
+                let now = EventLoop.now()
+                guard now >= nextTick else { return }
+                // The next tick one interval on; after a long stall, one interval from now.
+                nextTick = nextTick &+ tickInterval > now ? nextTick &+ tickInterval : now &+ tickInterval
+                if !self.stopped.load(ordering: .acquiring) { self.onTick?(now) }
             }
         }
         _ = Glibc.close(wakeFD)
