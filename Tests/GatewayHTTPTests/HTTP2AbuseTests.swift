@@ -18,7 +18,8 @@ final class HTTP2AbuseTests: XCTestCase {
     }
 
     private func run(_ scenario: String, _ argument: String? = nil) throws -> [String: Any] {
-        try HTTP2Client.run(port: harness.port, scenario, argument)
+        if let argument { return try HTTP2Client.run(port: harness.port, scenario, argument) }
+        return try HTTP2Client.run(port: harness.port, scenario)
     }
 
     /// The server still answers a well-behaved HTTP/2 client.

@@ -6,18 +6,18 @@ import XCTest
 enum HTTP2Client {
     static var script: String { TestUpstream.fixtures.appendingPathComponent("h2client.py").path }
 
-    /// Runs `scenario` to completion and parses the JSON object it prints last.
-    static func run(port: UInt16, _ scenario: String, _ argument: String? = nil) throws -> [String: Any] {
+    /// Runs `scenario` with its `arguments` to completion and parses the JSON object it prints last.
+    static func run(port: UInt16, _ scenario: String, _ arguments: String...) throws -> [String: Any] {
         try requirePython()
-        let r = try ChildProcess.run("python3", [script, "--port", String(port), scenario] + (argument.map { [$0] } ?? []))
+        let r = try ChildProcess.run("python3", [script, "--port", String(port), scenario] + arguments)
         XCTAssertEqual(r.status, 0, r.output)
         return try parse(r.output)
     }
 
     /// Starts `scenario` as a child process (for scenarios that print READY and wait for the test).
-    static func start(port: UInt16, _ scenario: String, _ argument: String? = nil) throws -> ChildProcess {
+    static func start(port: UInt16, _ scenario: String, _ arguments: String...) throws -> ChildProcess {
         try requirePython()
-        return try ChildProcess("python3", [script, "--port", String(port), scenario] + (argument.map { [$0] } ?? []))
+        return try ChildProcess("python3", [script, "--port", String(port), scenario] + arguments)
     }
 
     static func parse(_ output: String) throws -> [String: Any] {

@@ -27,6 +27,8 @@ Scenarios:
   slow-reader SIZE        a SIZE-byte response read slowly with a 16 KiB window, then a second request
   cancel PATH             a request reset after 300 ms, then a request on the same connection
   drain PATH              a request; prints READY; records every frame until the server closes
+  early-response PATH N   a POST without content-length, N body bytes without END_STREAM: the frames the
+                          server answers with on that stream, then a GET on the same connection
 """
 import argparse
 import hashlib
@@ -540,12 +542,33 @@ def drain(path):
     result(events=events, closed=c.closed, body1=body)
 
 
+def early_response(path, size):
+    """The server answers before the request ended (e.g. 413): RFC 9113 section 8.1 lets it reset the
+    stream with NO_ERROR after a complete response. Records that stream's frames in order."""
+    c = RawConnection()
+    c.read_until(lambda f: f["type"] == "SETTINGS" and "ACK" not in f["flags"])
+    c.send_frames([SettingsFrame(0, flags=["ACK"])])
+    c.request(1, path, method="POST", end_stream=False)
+    c.send_frames([DataFrame(1, data=b"x" * size)])
+    c.read_until(lambda f: f["stream"] == 1 and (f["type"] == "RST_STREAM" or
+                                                  (f["type"] == "DATA" and "END_STREAM" in f["flags"])))
+    # A reset that follows the END_STREAM comes in the same write or just after it.
+    c.read_until(lambda f: f["stream"] == 1 and f["type"] == "RST_STREAM", timeout=1.0)
+    events = [{k: f[k] for k in ("type", "flags", "length", "status", "error") if k in f}
+              for f in c.frames if f["stream"] == 1]
+    c.request(3, path)
+    after = c.stream_outcome(3)
+    headers = next((f["headers"] for f in c.frames if f["stream"] == 1 and f["type"] == "HEADERS"), [])
+    result(events=events, headers=headers, after=list(after), goaway=c.goaway() is not None)
+
+
 def main():
     global PORT
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("scenario")
     parser.add_argument("arg", nargs="?")
+    parser.add_argument("arg2", nargs="?")
     args = parser.parse_args()
     PORT = args.port
     s = args.scenario
@@ -594,6 +617,8 @@ def main():
         cancel(args.arg)
     elif s == "drain":
         drain(args.arg)
+    elif s == "early-response":
+        early_response(args.arg, int(args.arg2 or "1"))
     else:
         parser.error("unknown scenario " + s)
 
