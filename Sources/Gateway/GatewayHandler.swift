@@ -190,16 +190,18 @@ final class GatewayHandler: HTTPHandler {
         let family = tables.family
         guard mode != .off else {
             family.strip(&received)
-            var forward = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
-                                      headers: consume received, body: request.body)
             // One copy of the fields (shared with the parsed request) with room for what the
             // gateway adds, instead of a copy and regrowths as it adds them.
-            forward.headers.reserveAdditional(fields: 4, bytes: 96)
-            forward.connectTimeout = route.connectTimeout
-            forward.responseTimeout = route.responseTimeout
-            forward.responseHeadFilter = NextChallengeHeaders.dropUpstreamCopies
-            addForwardingHeaders(&forward, request: request, tables: tables, decided: decided)
-            responder.forward(forward, context: head.logging(RequestLogContext(route: route.config.name)))
+            received.reserveAdditional(fields: 4, bytes: 96)
+            HopByHop.removeConnectionOptions(&received)  // before the gateway adds its own fields
+            let responseField = addForwardingHeaders(&received, request: request, tables: tables, decided: decided)
+            // Made complete in the call: a temporary, moved into the answer, not copied.
+            responder.forward(HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
+                                          optionsRemoved: consume received, body: request.body,
+                                          responseHeadFilter: NextChallengeHeaders.dropUpstreamCopies,
+                                          responseField: responseField, connectTimeout: route.connectTimeout,
+                                          responseTimeout: route.responseTimeout),
+                              context: head.logging(RequestLogContext(route: route.config.name)))
             return
         }
         let evidence = family.stripAndExtract(&received)
@@ -248,28 +250,31 @@ final class GatewayHandler: HTTPHandler {
         }
         // The forward is made here, once the decision is in: its fields are copied from the
         // request's once, with room for the forwarding family and the verdict fields.
-        var permitted = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
-                                    headers: pending.stripped, body: request.body)
-        permitted.headers.reserveAdditional(fields: 16, bytes: 512)
-        permitted.connectTimeout = route.connectTimeout
-        permitted.responseTimeout = route.responseTimeout
-        addForwardingHeaders(&permitted, request: request, tables: tables, decided: decided)
+        var headers = pending.stripped
+        headers.reserveAdditional(fields: 16, bytes: 512)
+        HopByHop.removeConnectionOptions(&headers)  // before the gateway adds its own fields
+        let responseField = addForwardingHeaders(&headers, request: request, tables: tables, decided: decided)
         var report = decision.report
         report.cohort = pending.cohort
         let names = tables.family.configuration.injected  // read here, on the permitted path only
-        report.apply(to: &permitted.headers, names: names)
-        permitted.responseHeadFilter = NextChallengeHeaders.filter(decision.next)
+        report.apply(to: &headers, names: names)
         if let tokens = tables.verdictTokens,
-           tokens.attach(to: &permitted.headers, report: report, request: request, riskHeader: names.riskMetric) == .noKey,
+           tokens.attach(to: &headers, report: report, request: request, riskHeader: names.riskMetric) == .noKey,
            pending.enforced, route.config.onStoreError != .failOpen {
             // No signing key yet (generated keys not read from the store): as a store outage.
             responder.respond(render(.storeUnavailable, tables, context.identity), context: context)
             return
         }
+        var failureAnswer: HTTPForward.UpstreamFailureAnswer?
         if decision.report.verdict == .valid, let keyId = decision.report.keyId {
-            permitted.upstreamFailureAnswer = upstreamFailureAnswer(keyId: keyId, next: decision.next, tables: tables,
-                                                                    identity: context.identity)
+            failureAnswer = upstreamFailureAnswer(keyId: keyId, next: decision.next, tables: tables, identity: context.identity)
         }
+        // Complete at once and a `let`: moved into the answer, not copied.
+        let permitted = HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
+                                    optionsRemoved: consume headers, body: request.body,
+                                    responseHeadFilter: NextChallengeHeaders.filter(decision.next),
+                                    responseField: responseField, upstreamFailureAnswer: failureAnswer,
+                                    connectTimeout: route.connectTimeout, responseTimeout: route.responseTimeout)
         responder.forward(permitted, context: context)
     }
 
@@ -304,13 +309,15 @@ final class GatewayHandler: HTTPHandler {
 
     /// The forwarding family (`ForwardingHeaders`: believed from trusted proxies only), the request
     /// id both ways and the `traceparent` check (`RequestIdentity`).
-    private func addForwardingHeaders(_ forward: inout HTTPForward, request: HTTPRequest, tables: GatewayTables,
-                                      decided: GatewayRequestContext.Decided) {
-        tables.forwarding.apply(to: &forward.headers, connection: request.connection)
+    /// Adds the forwarding family and the request id to `headers`; returns the request id's field
+    /// for the response (`HTTPForward.responseField`), nil without an identity.
+    private func addForwardingHeaders(_ headers: inout HTTPHeaders, request: HTTPRequest, tables: GatewayTables,
+                                      decided: GatewayRequestContext.Decided) -> (name: String, value: String)? {
+        tables.forwarding.apply(to: &headers, connection: request.connection)
         // Read in place from the shared head decision (binding the whole identity would copy it).
-        guard let requestID = decided.identity?.requestID else { return }
-        decided.identity?.apply(to: &forward.headers)
-        forward.responseField = (RequestIdentity.requestIDField, requestID)
+        guard let requestID = decided.identity?.requestID else { return nil }
+        decided.identity?.apply(to: &headers)
+        return (RequestIdentity.requestIDField, requestID)
     }
 
     /// `{prefix}/jwks.json` answers GET and HEAD with the verdict tokens' public keys.

@@ -52,10 +52,14 @@ struct GatewayRequestContext: Sendable {
         self.log = log
     }
 
-    /// This context with `log` set (the head decision's facts shared, not copied).
-    func logging(_ log: RequestLogContext) -> GatewayRequestContext {
-        var copy = self
-        copy.log = log
-        return copy
+    private init(decided: Decided, log: RequestLogContext) {
+        self.decided = decided
+        self.log = log
+    }
+
+    /// This context with `log` set (the head decision's facts shared, not copied; the previous log
+    /// is not copied either).
+    func logging(_ log: consuming RequestLogContext) -> GatewayRequestContext {
+        GatewayRequestContext(decided: decided, log: log)
     }
 }

@@ -87,4 +87,26 @@ public struct HTTPForward: Sendable {
         connectTimeout = nil
         responseTimeout = nil
     }
+
+    /// A forward complete at once, for a handler that finished its edits of the fields before making
+    /// it: `headers` must already be without the fields their `Connection` options named
+    /// (`HopByHop.removeConnectionOptions(_:)`, then the handler's additions). Made as a `let` and
+    /// passed to `HTTPResponder.forward`, it is moved into the answer, where a `var` edited after its
+    /// initialization is copied (Swift 6.3 does not move a local that an `inout` call mutated).
+    @inlinable
+    package init(upstream: UpstreamPool, method: HTTPMethod, target: [UInt8], optionsRemoved headers: consuming HTTPHeaders,
+                 body: [UInt8], responseHeadFilter: (@Sendable (inout HTTPResponseHead) -> Void)?,
+                 responseField: (name: String, value: String)?, upstreamFailureAnswer: UpstreamFailureAnswer? = nil,
+                 connectTimeout: Double?, responseTimeout: Double?) {
+        self.upstream = upstream
+        self.method = method
+        self.target = target
+        self.headers = headers
+        self.body = body
+        self.responseHeadFilter = responseHeadFilter
+        self.responseField = responseField
+        self.upstreamFailureAnswer = upstreamFailureAnswer
+        self.connectTimeout = connectTimeout
+        self.responseTimeout = responseTimeout
+    }
 }

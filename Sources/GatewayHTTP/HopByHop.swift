@@ -24,7 +24,7 @@ public enum HopByHop {
     /// `keep-alive` are persistence options, not field names. The `Connection` fields themselves stay
     /// (they are in `fieldNames`, dropped when the message is written). Allocates nothing unless a
     /// `Connection` field names another field.
-    static func removeConnectionOptions(_ headers: inout HTTPHeaders) {
+    package static func removeConnectionOptions(_ headers: inout HTTPHeaders) {
         var tokens: [[UInt8]] = []
         connectionTokens(headers, into: &tokens)
         guard !tokens.isEmpty else { return }
