@@ -190,11 +190,8 @@ final class GatewayHandler: HTTPHandler {
         let family = tables.family
         guard mode != .off else {
             family.strip(&received)
-            // One copy of the fields (shared with the parsed request) with room for what the
-            // gateway adds, instead of a copy and regrowths as it adds them.
-            received.reserveAdditional(fields: 4, bytes: 96)
-            HopByHop.removeConnectionOptions(&received)  // before the gateway adds its own fields
-            let responseField = addForwardingHeaders(&received, request: request, tables: tables, decided: decided)
+            let responseField = prepareForwardFields(&received, room: (fields: 4, bytes: 96), request: request,
+                                                     tables: tables, decided: decided)
             // Made complete in the call: a local forward edited through `inout` cost one more whole copy.
             responder.forward(HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
                                           optionsRemoved: consume received, body: request.body,
@@ -251,9 +248,8 @@ final class GatewayHandler: HTTPHandler {
         // The forward is made here, once the decision is in: its fields are copied from the
         // request's once, with room for the forwarding family and the verdict fields.
         var headers = pending.stripped
-        headers.reserveAdditional(fields: 16, bytes: 512)
-        HopByHop.removeConnectionOptions(&headers)  // before the gateway adds its own fields
-        let responseField = addForwardingHeaders(&headers, request: request, tables: tables, decided: decided)
+        let responseField = prepareForwardFields(&headers, room: (fields: 16, bytes: 512), request: request,
+                                                 tables: tables, decided: decided)
         var report = decision.report
         report.cohort = pending.cohort
         let names = tables.family.configuration.injected  // read here, on the permitted path only
@@ -307,11 +303,18 @@ final class GatewayHandler: HTTPHandler {
         }
     }
 
-    /// Adds the forwarding family (`ForwardingHeaders`: believed from trusted proxies only), the
-    /// request id and the `traceparent` check (`RequestIdentity`) to `headers`; returns the request
-    /// id's field for the response (`HTTPForward.responseField`), nil without an identity.
-    private func addForwardingHeaders(_ headers: inout HTTPHeaders, request: HTTPRequest, tables: GatewayTables,
-                                      decided: GatewayRequestContext.Decided) -> (name: String, value: String)? {
+    /// Makes the received `headers` (the family already stripped) the fields of a forward, for
+    /// `HTTPForward(upstream:method:target:optionsRemoved:...)`: one copy of them (shared with the
+    /// parsed request) with `room` for what the gateway adds, instead of a copy and regrowths as it
+    /// adds them; the fields their `Connection` options name removed, before the gateway adds its
+    /// own, so that a client cannot name those; then the forwarding family (`ForwardingHeaders`:
+    /// believed from trusted proxies only), the request id and the `traceparent` check
+    /// (`RequestIdentity`). Returns the request id's field for the response
+    /// (`HTTPForward.responseField`), nil without an identity.
+    private func prepareForwardFields(_ headers: inout HTTPHeaders, room: (fields: Int, bytes: Int), request: HTTPRequest,
+                                      tables: GatewayTables, decided: GatewayRequestContext.Decided) -> (name: String, value: String)? {
+        headers.reserveAdditional(fields: room.fields, bytes: room.bytes)
+        HopByHop.removeConnectionOptions(&headers)
         tables.forwarding.apply(to: &headers, connection: request.connection)
         // Read in place from the shared head decision (binding the whole identity would copy it).
         guard let requestID = decided.identity?.requestID else { return nil }
