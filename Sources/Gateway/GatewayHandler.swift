@@ -55,7 +55,7 @@ final class GatewayHandler: HTTPHandler {
         let tables = self.tables.current(loopIndex: connection.loopIndex)
         let destination = classify(head, tables)
         let identity = RequestIdentity(head: head, connection: connection, trusted: tables.forwarding.trusted,
-                                       ids: metrics.requestIDs)
+                                       ids: metrics.requestIDs, logged: accessLog != nil && tables.logAccess)
         switch destination {
         case .challengeEndpoint:
             return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:challenge")
@@ -79,7 +79,7 @@ final class GatewayHandler: HTTPHandler {
 
     /// Acts on the destination the head decision put in `context` (no second route match); every
     /// answer carries the access-log facts in its context.
-    func handle(_ request: HTTPRequest, context: GatewayRequestContext, responder: HTTPResponder<GatewayRequestContext>) {
+    func handle(_ request: consuming HTTPRequest, context: GatewayRequestContext, responder: HTTPResponder<GatewayRequestContext>) {
         let tables = context.tables
         switch context.destination {
         case .challengeEndpoint:
@@ -103,7 +103,7 @@ final class GatewayHandler: HTTPHandler {
         case .noRoute:
             responder.respond(render(.noRoute, tables, context.identity))
         case .route(let index):
-            forwardOnRoute(tables.routes[index], request: request, context: context, responder: responder)
+            forwardOnRoute(tables.routes[index], request: consume request, context: context, responder: responder)
         }
     }
 
@@ -181,7 +181,7 @@ final class GatewayHandler: HTTPHandler {
     /// forward made from what is left drops the fields the client named in `Connection`
     /// (`HTTPForward.init`); only then does the gateway set its own fields (forwarding, verdict), so
     /// a client's connection options can never remove a field the gateway sets.
-    private func forwardOnRoute(_ route: CompiledRoute, request: HTTPRequest, context head: GatewayRequestContext,
+    private func forwardOnRoute(_ route: CompiledRoute, request: consuming HTTPRequest, context head: GatewayRequestContext,
                                 responder: HTTPResponder<GatewayRequestContext>) {
         let decided = head.decided
         let tables = decided.tables
@@ -189,6 +189,9 @@ final class GatewayHandler: HTTPHandler {
         let mode = route.config.mode
         let family = tables.family
         guard mode != .off else {
+            // Taken out of the request, which the connection handed over (`HTTPHandler.handle`): the
+            // only reference, so stripping and adding fields edit the list in place.
+            request.head.headers = HTTPHeaders()
             family.strip(&received)
             let responseField = prepareForwardFields(&received, room: (fields: 4, bytes: 96), request: request,
                                                      tables: tables, decided: decided)
@@ -201,6 +204,10 @@ final class GatewayHandler: HTTPHandler {
                               context: head.logging(RequestLogContext(route: route.config.name)))
             return
         }
+        // The enforcer binds fields of the request as received, so the request keeps them: the
+        // forward's list is copied here, once, with room for what the answer adds (forwarding
+        // family, verdict fields); the answer then takes it over (`EnforcedRequest.takeStripped`).
+        received.reserveAdditional(fields: 16, bytes: 512)
         let evidence = family.stripAndExtract(&received)
         // Gradual enforcement (`enforce_percent`): the keyId's cohort decides whether a refusal is
         // answered (enforced) or forwarded with its verdict (monitored); a request without a usable
@@ -217,7 +224,7 @@ final class GatewayHandler: HTTPHandler {
         }
         let pending = EnforcedRequest(request: request, context: head, stripped: received, route: route,
                                       responder: responder, enforced: answersRefusals, cohort: cohortName)
-        tables.enforcer.evaluate(evidence, request: request, route: route, enforced: answersRefusals) { [self] decision in
+        tables.enforcer.evaluate(evidence, request: pending.request, route: route, enforced: answersRefusals) { [self] decision in
             answer(pending, decision)
         }
     }
@@ -245,10 +252,10 @@ final class GatewayHandler: HTTPHandler {
             responder.respond(response, context: context)
             return
         }
-        // The forward is made here, once the decision is in: its fields are copied from the
-        // request's once, with room for the forwarding family and the verdict fields.
-        var headers = pending.stripped
-        let responseField = prepareForwardFields(&headers, room: (fields: 16, bytes: 512), request: request,
+        // The forward is made here, once the decision is in, from the request's own fields (moved,
+        // not copied), with room for the forwarding family and the verdict fields.
+        var headers = pending.takeStripped()
+        let responseField = prepareForwardFields(&headers, room: (fields: 0, bytes: 0), request: request,
                                                  tables: tables, decided: decided)
         var report = decision.report
         report.cohort = pending.cohort

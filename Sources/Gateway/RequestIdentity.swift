@@ -12,16 +12,18 @@ import GatewayHTTP
 ///   invalid one (or several) is dropped with its `tracestate` (`traceparentInvalid`).
 /// - `userAgent`: the first `User-Agent`, at most `userAgentLimit` bytes (cut on a UTF-8 boundary).
 ///
-/// The byte fields share the head's storage (no copy).
+/// `traceID` and `userAgent` are kept only for an access-log line (`logged`), in small arrays of
+/// their own: a slice would keep the head's field storage shared, and the forward made from those
+/// fields would then copy all of them to add its own.
 struct RequestIdentity: Sendable {
     /// The request id.
     var requestID: String
     /// Lower-case hex trace id of a valid `traceparent`.
-    var traceID: ArraySlice<UInt8>?
+    var traceID: [UInt8]?
     /// A `traceparent` was sent but is not valid (or was sent more than once): drop it upstream.
     var traceparentInvalid: Bool
     /// The client's `User-Agent`, bounded.
-    var userAgent: ArraySlice<UInt8>?
+    var userAgent: [UInt8]?
 
     /// Longest user agent logged, bytes.
     static let userAgentLimit = 256
@@ -30,8 +32,10 @@ struct RequestIdentity: Sendable {
     /// The field carrying the request id, both ways.
     static let requestIDField = "X-Request-Id"
 
-    /// The identity of a request whose head was just decided (counted as begun by `ids`).
-    init(head: borrowing HTTPRequestHead, connection: HTTPConnectionInfo, trusted: TrustedProxies, ids: RequestIDGenerator) {
+    /// The identity of a request whose head was just decided (counted as begun by `ids`); `logged`:
+    /// its access-log line will be written (`log.access`), so `traceID` and `userAgent` are kept.
+    init(head: borrowing HTTPRequestHead, connection: HTTPConnectionInfo, trusted: TrustedProxies, ids: RequestIDGenerator,
+         logged: Bool) {
         let headers = head.headers
         let material = ids.begin(loop: connection.loopIndex)
         if !trusted.isEmpty, trusted.contains(host: connection.remoteHost), headers.count(of: RequestIdentity.requestIDField) == 1,
@@ -44,12 +48,12 @@ struct RequestIdentity: Sendable {
         traceparentInvalid = false
         if let traceparent = headers.firstBytes("traceparent") {
             if headers.count(of: "traceparent") == 1, let trace = TraceParent.traceID(traceparent) {
-                traceID = trace
+                if logged { traceID = Array(trace) }
             } else {
                 traceparentInvalid = true
             }
         }
-        userAgent = headers.firstBytes("User-Agent").map(RequestIdentity.bounded)
+        userAgent = logged ? headers.firstBytes("User-Agent").map { Array(RequestIdentity.bounded($0)) } : nil
     }
 
     /// A request id as a trusted proxy may set it.

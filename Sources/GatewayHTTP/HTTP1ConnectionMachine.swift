@@ -383,7 +383,8 @@ struct HTTP1ConnectionMachine {
 
     /// Whether the connection is closed.
     var isClosed: Bool { phase == .closed }
-    /// The head of the request in progress (for `decideHead` and `renderError`).
+    /// The head of the request in progress (for `decideHead` and `renderError`); from `handleRequest`
+    /// on without its fields, which went with the request.
     var requestHead: HTTPRequestHead? { current.head }
     /// Whether the upstream exchange may go on reading after an `upstreamBody` event (its actions
     /// performed): false pauses it until `resumeUpstream` (backpressure). A `mutating get` although it
@@ -849,6 +850,9 @@ struct HTTP1ConnectionMachine {
             sendResponse(response, error: nil, now: now, &actions)
             return
         }
+        // The request takes the fields over: the machine keeps method, target and version (framing,
+        // the access record), so the handler's forward edits the field list in place.
+        current.head?.headers = HTTPHeaders()
         requestToHandle = HTTPRequest(head: h, body: current.body, trailers: trailers, connection: connection)
         current.body = []
         actions.append(.handleRequest)

@@ -294,7 +294,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                 case .handleRequest:
                     guard let request = machine.takeRequest(), let requestContext else { break }
                     inHandlerCall = true
-                    context.handler.handle(request, requestContext,
+                    context.handler.handle(consume request, requestContext,
                                            HTTPAnswerChannel(sink: self, sequence: machine.sequence))
                     inHandlerCall = false
                     if let (answer, context, sequence) = synchronousAnswer.take() {

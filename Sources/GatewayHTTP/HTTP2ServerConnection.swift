@@ -275,10 +275,11 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         stream.phase = .handling
         stream.deadline = 0
         stream.requestBodyBytes = stream.body.count
+        stream.head?.headers = HTTPHeaders()  // the request takes the fields over (HTTPHandler.handle)
         let request = HTTPRequest(head: head, body: stream.body, trailers: trailers, connection: info)
         stream.body = []
         inHandlerCall = true
-        context.handler.handle(request, requestContext,
+        context.handler.handle(consume request, requestContext,
                                HTTPAnswerChannel(sink: self, sequence: UInt64(UInt32(bitPattern: streamID))))
         inHandlerCall = false
         applySynchronousAnswers()

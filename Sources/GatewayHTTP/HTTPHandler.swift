@@ -35,10 +35,16 @@ public protocol HTTPHandler: AnyObject, Sendable {
     /// The whole request is in, `context` as the head decision gave it: answer with
     /// `responder.respond(_:)`, `responder.forward(_:)` or `responder.fail(_:)` (each optionally with
     /// an updated context).
-    func handle(_ request: HTTPRequest, context: RequestContext, responder: HTTPResponder<RequestContext>)
+    ///
+    /// The request is the handler's own (`consuming`): the connection keeps no reference to its
+    /// fields, target or body buffers, so a forward made from them edits them in place instead of
+    /// copying them (one copy of the field list per request, and its regrowth, saved).
+    func handle(_ request: consuming HTTPRequest, context: RequestContext, responder: HTTPResponder<RequestContext>)
 
     /// The response for an error the server detected. `head` is nil when the request line itself
-    /// was unusable. The status should be `error.status`. Default: `text/plain` body `<code>\n`.
+    /// was unusable; once the request was handed to `handle` its fields are empty (they went with
+    /// the request), its method, target and version remain. The status should be `error.status`.
+    /// Default: `text/plain` body `<code>\n`.
     func errorResponse(for error: HTTPError, head: HTTPRequestHead?) -> HTTPResponse
 
     /// The same rendering with the request's context when its head was decided (e.g. to echo a

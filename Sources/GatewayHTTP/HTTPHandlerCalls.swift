@@ -15,7 +15,7 @@ struct HTTPHandlerCalls: Sendable {
     /// `HTTPHandler.headDecision`: the decision (its context taken out) and the context, boxed.
     @usableFromInline let headDecision: @Sendable (HTTPRequestHead, HTTPConnectionInfo) -> (HTTPHeadDecision<Void>, HTTPContextBox)
     /// `HTTPHandler.handle` with the boxed context; answers through the channel (as an `HTTPResponder`).
-    @usableFromInline let handle: @Sendable (HTTPRequest, HTTPContextBox, HTTPAnswerChannel) -> Void
+    @usableFromInline let handle: @Sendable (consuming HTTPRequest, HTTPContextBox, HTTPAnswerChannel) -> Void
     /// `HTTPHandler.errorResponse(for:head:context:)` with the boxed context (nil when no head was decided).
     @usableFromInline let errorResponse: @Sendable (HTTPError, HTTPRequestHead?, HTTPContextBox?) -> HTTPResponse
     /// `HTTPHandler.requestCompleted` with the boxed context (nil when no head was decided).
@@ -38,7 +38,7 @@ struct HTTPHandlerCalls: Sendable {
             }
         }
         handle = { request, context, channel in
-            handler.handle(request, context: Box.unbox(context), responder: HTTPResponder(channel))
+            handler.handle(consume request, context: Box.unbox(context), responder: HTTPResponder(channel))
         }
         errorResponse = { error, head, context in
             handler.errorResponse(for: error, head: head, context: context.map { Box.unbox($0) })

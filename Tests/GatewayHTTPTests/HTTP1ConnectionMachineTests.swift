@@ -33,6 +33,37 @@ final class HTTP1ConnectionMachineTests: XCTestCase {
         return HTTPResponseHead(status: status, headers: headers, framing: framing)
     }
 
+    // MARK: the request handed over
+
+    /// The handler owns the request's field list (`HTTPHandler.handle` is `consuming`): neither the
+    /// parser nor the machine keeps a reference, so a forward that adds fields (forwarding family,
+    /// verdict, request id) appends in place instead of copying the list. The machine keeps method,
+    /// target and version (framing, the access record).
+    func testTheHandedRequestOwnsItsFieldsAndTheMachineKeepsMethodTargetAndVersion() {
+        let d = Driver()
+        var inPlace: [Bool] = []
+        var fieldsLeft: [Int?] = []
+        d.takeOver = { [unowned d] request in
+            fieldsLeft.append(d.machine.requestHead?.headers.count)
+            func address<T>(_ array: [T]) -> UInt { array.withUnsafeBufferPointer { UInt(bitPattern: $0.baseAddress) } }
+            var fields = request.head.headers
+            request.head.headers = HTTPHeaders()
+            let before = (address(fields.storage), address(fields.slots))
+            fields.reserveAdditional(fields: 2, bytes: 32)  // within the parser's reservation: no regrowth
+            try? fields.add(name: "X-Added", value: "1")
+            inPlace.append(before == (address(fields.storage), address(fields.slots)))
+            request.head.headers = fields
+        }
+        d.receive("GET /a?q=1 HTTP/1.1\r\nHost: h\r\nUser-Agent: u\r\n\r\nPOST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nok")
+        XCTAssertEqual(d.responses().map(\.status), [200, 200])
+        XCTAssertEqual(inPlace, [true, true], "a reference to the fields stayed behind: the handler's edit copied them")
+        XCTAssertEqual(fieldsLeft, [0, 0], "the machine's head kept the fields")
+        XCTAssertEqual(d.handled.map { $0.head.headers.first("User-Agent") }, ["u", nil])
+        XCTAssertEqual(d.handled.map { $0.head.headers.first("X-Added") }, ["1", "1"])
+        XCTAssertEqual(d.records.map { $0.method }, [.get, .post])
+        XCTAssertEqual(d.records.map { $0.targetString }, ["/a?q=1", "/b"])
+    }
+
     // MARK: idle and silent close
 
     func testSilentFreshConnectionIsClosedWithoutAnswerAtTheHeaderTimeout() {

@@ -32,7 +32,10 @@ final class HTTP1MachineDriver<Context: Sendable> {
         return .response(HTTPResponse(status: 200, headers: headers, body: request.body))
     }
 
-    private(set) var heads: [HTTPRequestHead] = []
+    /// Called with each request as `takeRequest` handed it over, before the driver keeps a copy:
+    /// what a handler that owns the request (`HTTPHandler.handle` is `consuming`) can do with it.
+    var takeOver: ((inout HTTPRequest) -> Void)?
+
     private(set) var handled: [HTTPRequest] = []
     private(set) var records: [HTTPAccessRecord] = []
     /// The context reported with each record (nil: no head decided), in order.
@@ -165,12 +168,12 @@ final class HTTP1MachineDriver<Context: Sendable> {
                 switch action {
                 case .decideHead:
                     let head = machine.requestHead!
-                    heads.append(head)
                     let decision = decide(head)
                     requestContext = decision.context
                     next = machine.headDecided(Machine.HeadDecision(decision), now: now)
                 case .handleRequest:
-                    let request = machine.takeRequest()!
+                    var request = machine.takeRequest()!
+                    takeOver?(&request)
                     handled.append(request)
                     handledContexts.append(requestContext!)
                     if let answer = respond(request) {
