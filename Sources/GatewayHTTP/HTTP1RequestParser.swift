@@ -258,14 +258,9 @@ public struct HTTP1RequestParser: Sendable {
             framing = .none
         }
         let keepAlive = isHTTP11 ? !f.connectionClose : (f.connectionKeepAlive && !f.connectionClose)
-        // The head takes the target and fields over: the parser keeps no reference to them, so a
-        // handler that adds fields to a forward made from this head appends in place (it copied
-        // both buffers once per request while the parser still held them until the body ended).
         let head = HTTPRequestHead(method: method, target: target, pathLength: pathLength, version: version,
                                    headers: headers, framing: framing, keepAlive: keepAlive,
                                    expectsContinue: isHTTP11 && f.expectContinue && framing.hasBody)
-        target = []
-        headers = HTTPHeaders()
         body = HTTP1BodyDecoder(framing: framing, limits: limits)
         state = .body
         return .complete(head)
