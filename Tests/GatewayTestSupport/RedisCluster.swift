@@ -210,7 +210,9 @@ public final class RedisCluster: @unchecked Sendable {  // `children` is mutated
         while Date() < deadline {
             let ports = runningPorts
             let states = ports.map { (try? cli($0, ["CLUSTER", "INFO"])) ?? "" }
-            if let lacking = states.firstIndex(where: { $0.contains("cluster_slots_assigned:") && !$0.contains("cluster_slots_assigned:16384") }) {
+            let lacking = states.firstIndex { $0.contains("cluster_slots_assigned:") && !$0.contains("cluster_slots_assigned:16384") }
+            if lacking == nil { unassignedSince = nil }
+            if let lacking {
                 last = "node \(ports[lacking]) leaves slots unassigned: \(states[lacking])"
                 let since = unassignedSince ?? Date()
                 unassignedSince = since
@@ -220,7 +222,6 @@ public final class RedisCluster: @unchecked Sendable {  // `children` is mutated
                     FileHandle.standardError.write(Data("RedisCluster: node \(ports[lacking]) left slots unassigned for \(Int(healAfter)) s; redis-cli --cluster fix said:\n\(fixed)\n".utf8))
                 }
             } else if let bad = states.firstIndex(where: { !($0.contains("cluster_state:ok") && $0.contains("cluster_slots_ok:16384")) }) {
-                unassignedSince = nil
                 last = "node \(ports[bad]) says: \(states[bad])"
             } else if let roles = try? roles(), roles.primaries.count == primaries,
                       roles.replicas.count == primaries * replicasPerPrimary,
