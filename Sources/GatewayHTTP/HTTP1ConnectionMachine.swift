@@ -538,13 +538,17 @@ struct HTTP1ConnectionMachine {
     /// The handler's decision on `requestHead` (after `decideHead`).
     mutating func headDecided(_ decision: HeadDecision, now: UInt64) -> Actions {
         var actions = Actions()
-        guard phase == .decision, let h = current.head else { return actions }
+        // The head's scalars only: binding the whole head copied it (three buffers retained and
+        // released) while `current` changes below.
+        guard phase == .decision, let framing = current.head?.framing, let headKeepAlive = current.head?.keepAlive,
+              let expectsContinue = current.head?.expectsContinue else { return actions }
+        let contentLength = current.head?.contentLength
         let maxRequests = settings.maxRequestsPerConnection
-        keepAlive = h.keepAlive && !draining && (maxRequests <= 0 || requestsDone + 1 < maxRequests)
+        keepAlive = headKeepAlive && !draining && (maxRequests <= 0 || requestsDone + 1 < maxRequests)
         phase = .body
         switch decision {
         case .respond(let response):
-            if h.framing.hasBody {
+            if framing.hasBody {
                 keepAlive = false  // the body is not read: nothing after it could be parsed
                 lingerOnClose = true
                 sendResponse(response, error: nil, now: now, &actions)
@@ -552,15 +556,15 @@ struct HTTP1ConnectionMachine {
             }
             current.earlyResponse = response  // sent when the (empty) request completes, in order
         case .accept(let limit):
-            if let length = h.contentLength, length > limit {
+            if let length = contentLength, length > limit {
                 failRequest(.bodyTooLarge, now: now, &actions)
                 return actions
             }
             parser.setBodyLimit(limit)
-            if h.framing.hasBody {
+            if framing.hasBody {
                 setDeadline(.body, settings.bodyTimeout, now: now)  // for the whole body
-                if let length = h.contentLength { current.body.reserveCapacity(min(length, 1 << 20)) }
-                if h.expectsContinue {
+                if let length = contentLength { current.body.reserveCapacity(min(length, 1 << 20)) }
+                if expectsContinue {
                     output.append("HTTP/1.1 100 Continue\r\n\r\n")
                     afterFlush = .resumeParsing
                     actions.append(.flush)
