@@ -190,11 +190,12 @@ final class GatewayHandler: HTTPHandler {
         let family = tables.family
         guard mode != .off else {
             // Taken out of the request, which the connection handed over (`HTTPHandler.handle`): the
-            // only reference, so stripping and adding fields edit the list in place.
+            // only reference, so stripping and adding fields edit the list in place (room reserved
+            // for the forwarding family and the request id, usually within the parser's reservation).
             request.head.headers = HTTPHeaders()
+            received.reserveAdditional(fields: 4, bytes: 96)
             family.strip(&received)
-            let responseField = prepareForwardFields(&received, room: (fields: 4, bytes: 96), request: request,
-                                                     tables: tables, decided: decided)
+            let responseField = prepareForwardFields(&received, request: request, tables: tables, decided: decided)
             // Made complete in the call: a local forward edited through `inout` cost one more whole copy.
             responder.forward(HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
                                           optionsRemoved: consume received, body: request.body,
@@ -255,8 +256,7 @@ final class GatewayHandler: HTTPHandler {
         // The forward is made here, once the decision is in, from the request's own fields (moved,
         // not copied), with room for the forwarding family and the verdict fields.
         var headers = pending.takeStripped()
-        let responseField = prepareForwardFields(&headers, room: (fields: 0, bytes: 0), request: request,
-                                                 tables: tables, decided: decided)
+        let responseField = prepareForwardFields(&headers, request: request, tables: tables, decided: decided)
         var report = decision.report
         report.cohort = pending.cohort
         let names = tables.family.configuration.injected  // read here, on the permitted path only
@@ -310,17 +310,16 @@ final class GatewayHandler: HTTPHandler {
         }
     }
 
-    /// Makes the received `headers` (the family already stripped) the fields of a forward, for
-    /// `HTTPForward(upstream:method:target:optionsRemoved:...)`: one copy of them (shared with the
-    /// parsed request) with `room` for what the gateway adds, instead of a copy and regrowths as it
-    /// adds them; the fields their `Connection` options name removed, before the gateway adds its
-    /// own, so that a client cannot name those; then the forwarding family (`ForwardingHeaders`:
-    /// believed from trusted proxies only), the request id and the `traceparent` check
+    /// Makes the received `headers` (the family already stripped; the list the forward's own, with
+    /// room reserved by the caller for what the gateway adds) the fields of a forward, for
+    /// `HTTPForward(upstream:method:target:optionsRemoved:...)`: the fields their `Connection`
+    /// options name removed, before the gateway adds its own, so that a client cannot name those;
+    /// then the forwarding family (`ForwardingHeaders`: believed from trusted proxies only), the
+    /// request id and the `traceparent` check
     /// (`RequestIdentity`). Returns the request id's field for the response
     /// (`HTTPForward.responseField`), nil without an identity.
-    private func prepareForwardFields(_ headers: inout HTTPHeaders, room: (fields: Int, bytes: Int), request: HTTPRequest,
-                                      tables: GatewayTables, decided: GatewayRequestContext.Decided) -> (name: String, value: String)? {
-        headers.reserveAdditional(fields: room.fields, bytes: room.bytes)
+    private func prepareForwardFields(_ headers: inout HTTPHeaders, request: HTTPRequest, tables: GatewayTables,
+                                      decided: GatewayRequestContext.Decided) -> (name: String, value: String)? {
         HopByHop.removeConnectionOptions(&headers)
         tables.forwarding.apply(to: &headers, connection: request.connection)
         // Read in place from the shared head decision (binding the whole identity would copy it).
