@@ -20,6 +20,9 @@ let package = Package(
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(name: "CHiredis", pkgConfig: "hiredis", providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        // mimalloc, the gateway binary's heap allocator (README, "Heap allocator"): overrides malloc/free
+        // for the whole process when linked; only the attest-gateway executable links it.
+        .systemLibrary(name: "CMimalloc", providers: [.apt(["libmimalloc-dev"])]),
         // Linux epoll header (sys/epoll.h is not in Swift's Glibc module): the event loops' poller.
         .systemLibrary(name: "CEpoll"),
 
@@ -56,7 +59,7 @@ let package = Package(
             "AppAttest", "AttestCrypto", "GatewayRules", "GatewayStore", "GatewayRedis", "GatewayIO", "GatewayHTTP", "GatewayConfig",
         ]),
 
-        .executableTarget(name: "attest-gateway", dependencies: ["Gateway", "GatewayConfig", "GatewayRules"]),
+        .executableTarget(name: "attest-gateway", dependencies: ["Gateway", "GatewayConfig", "GatewayRules", "CMimalloc"]),
         .executableTarget(name: "attestctl", dependencies: ["Gateway", "AttestSimulator", "AppAttest", "AttestCrypto", "GatewayRules", "GatewayIO", "GatewayHTTP", "GatewayStore", "GatewayRedis"]),
         // Fuzzing harnesses (Fuzz/README.md): replays inputs in a plain build; libFuzzer with -DFUZZING (scripts/fuzz).
         .executableTarget(name: "attest-fuzz", dependencies: ["AppAttest", "AttestCrypto", "AttestSimulator", "GatewayRules", "GatewayIO", "GatewayHTTP", "GatewayConfig", "GatewayRedis"],

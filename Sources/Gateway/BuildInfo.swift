@@ -2,8 +2,9 @@
 import Glibc
 #endif
 
-/// What was built: the version of `attest-gateway --version` and the source revision, exposed as
-/// `attest_gateway_build_info{version, revision} 1`.
+/// What was built: the version of `attest-gateway --version` and the source revision, exposed with the
+/// heap allocator serving the process (`HeapAllocator.current`) as
+/// `attest_gateway_build_info{version, revision, allocator} 1`.
 ///
 /// The revision is the `ATTEST_GATEWAY_REVISION` environment variable at start when it holds a
 /// plausible revision (1 to 64 characters of `[0-9A-Za-z._-]`; a packaging step or a Dockerfile sets
@@ -28,9 +29,9 @@ public enum BuildInfo {
 
     /// The `attest_gateway_build_info` family.
     static var prometheusText: String {
-        var out = "# HELP attest_gateway_build_info Version and source revision of the running gateway (always 1).\n"
+        var out = "# HELP attest_gateway_build_info Version, source revision and heap allocator of the running gateway (always 1).\n"
         out += "# TYPE attest_gateway_build_info gauge\nattest_gateway_build_info"
-        GatewayMetrics.appendLabels(&out, [("version", version), ("revision", revision)])
+        GatewayMetrics.appendLabels(&out, [("version", version), ("revision", revision), ("allocator", HeapAllocator.current)])
         out += " 1\n"
         return out
     }

@@ -1,4 +1,6 @@
 // attest-gateway: the App Attest enforcing reverse proxy (thin executable over the Gateway module).
+// mimalloc serves this process's malloc (README, "Heap allocator"); importing links it.
+import CMimalloc
 import Dispatch
 import Foundation
 import Gateway
@@ -188,6 +190,7 @@ event("started", [
     ("store", config.store.description),
     ("routes", String(config.routes.count)),
     ("pid", String(getpid())),
+    ("allocator", HeapAllocator.current),
 ])
 
 activeRuntime = runtime
