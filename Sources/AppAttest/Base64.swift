@@ -40,12 +40,16 @@ public enum Base64 {
             kinds.withUnsafeBufferPointer { kinds -> [UInt8]? in
                 var seen: UInt8 = 0  // 1: a `+` or `/` was seen, 2: a `-` or `_`
                 var valid = true
-                let out = [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+                // Written into a temporary buffer, then copied into an array of its exact size: the
+                // array initializers that let a closure write in place (`unsafeUninitializedCapacity:`,
+                // and `repeating:count:` too) are not specialized and look the array's generic
+                // metadata up on every call, about 370 instructions more (README, "Twelfth pass").
+                let out = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { buffer -> [UInt8] in
                     var o = 0, i = 0
                     while i < whole {
                         let c0 = input[i], c1 = input[i + 1], c2 = input[i + 2], c3 = input[i + 3]
                         let a = table[Int(c0)], b = table[Int(c1)], c = table[Int(c2)], d = table[Int(c3)]
-                        guard (a | b | c | d) & 0xC0 == 0 else { valid = false; return }
+                        guard (a | b | c | d) & 0xC0 == 0 else { valid = false; return [] }
                         seen |= kinds[Int(c0)] | kinds[Int(c1)] | kinds[Int(c2)] | kinds[Int(c3)]
                         let n = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
                         buffer[o] = UInt8(truncatingIfNeeded: n >> 16)
@@ -62,11 +66,11 @@ public enum Base64 {
                             c = table[Int(input[i + 2])]
                             seen |= kinds[Int(input[i + 2])]
                         }
-                        guard (a | b | c) & 0xC0 == 0 else { valid = false; return }
+                        guard (a | b | c) & 0xC0 == 0 else { valid = false; return [] }
                         seen |= kinds[Int(c0)] | kinds[Int(c1)]
                         let n = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6
                         // The bits past the last whole byte must be zero (one spelling per value).
-                        guard n & (rest == 2 ? 0xFFFF : 0xFF) == 0 else { valid = false; return }
+                        guard n & (rest == 2 ? 0xFFFF : 0xFF) == 0 else { valid = false; return [] }
                         buffer[o] = UInt8(truncatingIfNeeded: n >> 16)
                         o += 1
                         if rest == 3 {
@@ -74,7 +78,7 @@ public enum Base64 {
                             o += 1
                         }
                     }
-                    initialized = o
+                    return Array(UnsafeBufferPointer(rebasing: buffer[..<o]))
                 }
                 guard valid, seen != 3 else { return nil }
                 return out

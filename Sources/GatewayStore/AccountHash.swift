@@ -24,7 +24,7 @@ public struct AccountHash: Hashable, Sendable, CustomStringConvertible {
     /// Byte-wise equality.
     public static func == (lhs: AccountHash, rhs: AccountHash) -> Bool { lhs.bytes == rhs.bytes }
     /// Hashes the raw bytes.
-    public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(contentsOf: bytes) }
 
     /// Unpadded base64url text (for logs and `attestctl`).
     public var description: String { String(decoding: base64URL, as: UTF8.self) }

@@ -27,5 +27,5 @@ public struct Challenge: Hashable, Sendable {
     /// Byte-wise equality of the decoded values (not constant-time: these are identifiers, not secrets).
     public static func == (lhs: Challenge, rhs: Challenge) -> Bool { lhs.bytes == rhs.bytes }
     /// Hashes the raw bytes.
-    public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(contentsOf: bytes) }
 }

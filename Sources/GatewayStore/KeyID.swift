@@ -24,7 +24,7 @@ public struct KeyID: Hashable, Sendable, CustomStringConvertible {
     /// Byte-wise equality of the decoded values (not constant-time: these are identifiers, not secrets).
     public static func == (lhs: KeyID, rhs: KeyID) -> Bool { lhs.bytes == rhs.bytes }
     /// Hashes the raw bytes.
-    public func hash(into hasher: inout Hasher) { hasher.combine(bytes) }
+    public func hash(into hasher: inout Hasher) { hasher.combine(contentsOf: bytes) }
 
     /// Unpadded base64url text (for logs and diagnostics only; not used on hot paths).
     public var description: String { String(decoding: base64URL, as: UTF8.self) }
