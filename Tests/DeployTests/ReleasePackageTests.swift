@@ -84,7 +84,8 @@ final class ReleasePackageTests: XCTestCase {
     /// The packaged binaries in a root with nothing but themselves and the Debian libraries `ldd`
     /// lists (no toolchain, no other file): check-config, then the quickstart's session: a demo
     /// upstream, the gateway (memory store, a test CA), a simulated device that attests, sends
-    /// protected requests and a replay; the admin health check; every file the running gateway maps
+    /// protected requests and a replay; the admin health check; mimalloc serves the binary's `malloc`
+    /// (README, "Heap allocator"); every file the running gateway maps
     /// lies inside the root; SIGTERM drains and exits 0.
     func testRunsASimulatedSessionInACleanRootWithoutTheToolchain() throws {
         let release = try PackagedRelease.shared()
@@ -138,6 +139,8 @@ final class ReleasePackageTests: XCTestCase {
         let port = try XCTUnwrap((line["listen"] as? String).flatMap(DeployTools.port(in:)), "\(line)")
         let adminPort = try XCTUnwrap((line["admin"] as? String).flatMap(DeployTools.port(in:)), "\(line)")
         XCTAssertEqual(line["pid"] as? String, String(gateway.pid), "unshare, sh and chroot exec the gateway")
+        XCTAssertTrue((line["allocator"] as? String)?.hasPrefix("mimalloc ") == true,
+                      "the static-stdlib release binary's malloc, the Swift runtime's included, is mimalloc's: \(line)")
 
         // Every file the gateway has mapped is inside the root: no Swift library, nothing of the toolchain.
         // (cat: Foundation reads a /proc file, whose size is 0, only in part.)
