@@ -46,7 +46,7 @@ final class RouteTablesSwapTests: XCTestCase {
         var held: GatewayTables? = runtime.tables.latestTables
         XCTAssertEqual(held?.generation, 1)
         let kept = try XCTUnwrap(held?.pools["kept"])
-        weak var retired = held?.pools["changed"]
+        weak let retired = held?.pools["changed"]
         XCTAssertNotNil(retired)
 
         try yaml(kept: 9001, changed: 9003).write(to: file, atomically: true, encoding: .utf8)
