@@ -110,7 +110,8 @@ public struct ProxyProtocolHeader: Sendable, Equatable {
     private static func ntop(_ family: Int32, _ raw: UnsafeRawPointer) -> String? {
         var out = [CChar](repeating: 0, count: 64)
         guard inet_ntop(family, raw, &out, socklen_t(out.count)) != nil else { return nil }
-        return String(cString: out)
+        let text = out.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// 0-65535, decimal, no sign, no leading zero (except `0` itself).
