@@ -47,8 +47,9 @@ final class HeapAllocatorTests: XCTestCase {
     /// The failing side: with another allocator preloaded ahead of it, mimalloc is still loaded (the
     /// binary links it) but no longer answers `malloc`, and the gateway says so.
     func testAnAllocatorPreloadedAheadOfMimallocIsReportedAsTheOneServing() throws {
-        let jemalloc = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
-        XCTAssertTrue(FileManager.default.fileExists(atPath: jemalloc), "libjemalloc2 is installed (scripts/setup --tests)")
+        let files = try ChildProcess.run("dpkg-query", ["-L", "libjemalloc2"])
+        let jemalloc = try XCTUnwrap(files.output.split(separator: "\n").map(String.init).first { $0.hasSuffix("/libjemalloc.so.2") },
+                                     "libjemalloc2 is installed (scripts/setup --tests): \(files.output)")
         let seen = try startedAllocator(environment: ["LD_PRELOAD": jemalloc])
         XCTAssertEqual(seen.started, "jemalloc")
         XCTAssertEqual(seen.metric, "jemalloc")
