@@ -12,51 +12,36 @@ extension MeasuredStore: KeyLifecycleStore {
                   completion: @escaping @Sendable (Result<StoreOutcome<KeyLifecycleChange>, StoreUnavailable>) -> Void) {
         guard let lifecycle else { return completion(.failure(MeasuredStore.unsupported)) }
         lifecycle.renewKey(keyId, challenge: challenge, counter: counter, expiresAt: expiresAt, now: now,
-                           completion: measuredLifecycle(.renewKey, completion))
+                           completion: measured(.renewKey, completion))
     }
 
     func forgetKey(_ keyId: KeyID, challenge: Challenge, counter: UInt32?, now: UnixMillis,
                    completion: @escaping @Sendable (Result<StoreOutcome<KeyLifecycleChange>, StoreUnavailable>) -> Void) {
         guard let lifecycle else { return completion(.failure(MeasuredStore.unsupported)) }
-        lifecycle.forgetKey(keyId, challenge: challenge, counter: counter, now: now, completion: measuredLifecycle(.forgetKey, completion))
+        lifecycle.forgetKey(keyId, challenge: challenge, counter: counter, now: now, completion: measured(.forgetKey, completion))
     }
 
     func indexAccountKey(_ account: AccountHash, keyId: KeyID, createdAt: UnixMillis, expiresAt: UnixMillis?, limit: Int,
                          now: UnixMillis, completion: @escaping @Sendable (Result<[KeyID], StoreUnavailable>) -> Void) {
         guard let lifecycle else { return completion(.failure(MeasuredStore.unsupported)) }
         lifecycle.indexAccountKey(account, keyId: keyId, createdAt: createdAt, expiresAt: expiresAt, limit: limit, now: now,
-                                  completion: measuredLifecycle(.accountIndex, completion))
+                                  completion: measured(.accountIndex, completion))
     }
 
     func updateAccountKeyExpiry(_ account: AccountHash, keyId: KeyID, expiresAt: UnixMillis?,
                                 completion: @escaping @Sendable (Result<Void, StoreUnavailable>) -> Void) {
         guard let lifecycle else { return completion(.failure(MeasuredStore.unsupported)) }
-        lifecycle.updateAccountKeyExpiry(account, keyId: keyId, expiresAt: expiresAt, completion: measuredLifecycle(.accountIndex, completion))
+        lifecycle.updateAccountKeyExpiry(account, keyId: keyId, expiresAt: expiresAt, completion: measured(.accountIndex, completion))
     }
 
     func removeAccountKey(_ account: AccountHash, keyId: KeyID,
                           completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
         guard let lifecycle else { return completion(.failure(MeasuredStore.unsupported)) }
-        lifecycle.removeAccountKey(account, keyId: keyId, completion: measuredLifecycle(.accountIndex, completion))
+        lifecycle.removeAccountKey(account, keyId: keyId, completion: measured(.accountIndex, completion))
     }
 
     func accountKeys(_ account: AccountHash, completion: @escaping @Sendable (Result<[KeyID], StoreUnavailable>) -> Void) {
         guard let lifecycle else { return completion(.failure(MeasuredStore.unsupported)) }
-        lifecycle.accountKeys(account, completion: measuredLifecycle(.accountIndex, completion))
-    }
-
-    /// Counts and times the command in the shard of the submitting loop, then calls `completion`.
-    private func measuredLifecycle<T>(_ command: GatewayMetrics.StoreCommand,
-                                      _ completion: @escaping @Sendable (Result<T, StoreUnavailable>) -> Void)
-        -> @Sendable (Result<T, StoreUnavailable>) -> Void {
-        let loop = GatewayMetrics.currentLoop
-        let start = EventLoop.now()
-        let metrics = self.metrics
-        return { result in
-            var failure: StoreUnavailable?
-            if case .failure(let error) = result { failure = error }
-            metrics.store(command, loop: loop, nanoseconds: EventLoop.now() &- start, error: failure)
-            completion(result)
-        }
+        lifecycle.accountKeys(account, completion: measured(.accountIndex, completion))
     }
 }

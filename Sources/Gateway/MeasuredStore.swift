@@ -16,7 +16,8 @@ final class MeasuredStore: AttestStore {
         self.metrics = metrics
     }
 
-    /// The completion that counts the command, then calls `completion`.
+    /// The completion that counts and times the command in the shard of the submitting loop, then calls
+    /// `completion` (the store commands here and the key lifecycle ones of `MeasuredStore+Lifecycle`).
     @inline(__always)
     func measured<T>(_ command: GatewayMetrics.StoreCommand,
                              _ completion: @escaping @Sendable (Result<T, StoreUnavailable>) -> Void)

@@ -191,17 +191,21 @@ private struct Simulation {
         }
 
         // 4. replay.
-        var replayRefused = requests == 0
-        var replayNote = "skipped (no protected request)"
-        if let last {
-            let response = exchange(step: "4", title: "replay of the last protected request (same challenge and assertion)", last,
-                                    expect: { $0 == 401 }, expectation: "401")
-            replayRefused = response?.status == 401
-            let reason = response.flatMap { reasonCode($0) } ?? "-"
-            replayNote = response.map { "\($0.status)\($0.status == 401 ? " refused" : " NOT refused") (\(reason))" } ?? "no answer"
-        }
+        let (replayRefused, replayNote) = replay(last, requests: requests, what: "protected request",
+                                                 proof: "same challenge and assertion")
         let ok = accepted == requests && replayRefused
         return summary(ok, "attestation 201, protected requests \(accepted)/\(requests) accepted, replay \(replayNote)")
+    }
+
+    /// Step 4 of both flows: sends `last` again and expects `401`. Returns whether it was refused (true
+    /// when no request was sent: nothing to replay) and the summary's note ("401 refused (replay)").
+    private func replay(_ last: Sent?, requests: Int, what: String, proof: String) -> (refused: Bool, note: String) {
+        guard let last else { return (requests == 0, "skipped (no \(what))") }
+        let response = exchange(step: "4", title: "replay of the last \(what) (\(proof))", last,
+                                expect: { $0 == 401 }, expectation: "401")
+        let reason = response.flatMap { reasonCode($0) } ?? "-"
+        let note = response.map { "\($0.status)\($0.status == 401 ? " refused" : " NOT refused") (\(reason))" } ?? "no answer"
+        return (response?.status == 401, note)
     }
 
     /// The `--device-key` / `--ios-unsupported` flow: register the device key without App Attest, sign
@@ -263,15 +267,8 @@ private struct Simulation {
                 accepted += 1
             }
         }
-        var replayRefused = requests == 0
-        var replayNote = "skipped (no signed request)"
-        if let last {
-            let response = exchange(step: "4", title: "replay of the last signed request (same challenge and signature)", last,
-                                    expect: { $0 == 401 }, expectation: "401")
-            replayRefused = response?.status == 401
-            let reason = response.flatMap { reasonCode($0) } ?? "-"
-            replayNote = response.map { "\($0.status)\($0.status == 401 ? " refused" : " NOT refused") (\(reason))" } ?? "no answer"
-        }
+        let (replayRefused, replayNote) = replay(last, requests: requests, what: "signed request",
+                                                 proof: "same challenge and signature")
         let ok = tier == "device" && accepted == requests && replayRefused
         return summary(ok, "registration 201 tier \(tier), signed requests \(accepted)/\(requests) accepted, replay \(replayNote)")
     }
