@@ -38,7 +38,9 @@ public enum TLSFileChecker {
                 _ = try TLSClientContext(settings: TLSClientSettings(caPath: path))
                 return []
             } catch {
-                return [reference.issue(.error, "\(path): \(error)")]
+                // Most context errors already begin with the file's path (`TLSContextError`); name it once.
+                let reason = "\(error)"
+                return [reference.issue(.error, reason.hasPrefix(path) ? reason : "\(path): \(reason)")]
             }
         }
     }

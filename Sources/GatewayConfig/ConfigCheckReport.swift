@@ -110,6 +110,7 @@ public struct ConfigCheckReport: Sendable {
             var line = "  [\(i)] \(r.name): \(methods) \(r.match) -> \(r.upstream), \(r.mode.rawValue)"
             if r.mode != .off {
                 line += ", max_body \(ByteSize.format(r.maxBody)), \(r.onStoreError.rawValue)"
+                if r.minTier != .attested { line += ", min_tier \(r.minTier.rawValue)" }
                 if r.counterWindow > 0 { line += ", counter_window \(r.counterWindow)" }
                 if let e = r.environment { line += ", \(e.rawValue) only" }
                 if !r.bindHeaders.isEmpty { line += ", binds \(r.bindHeaders.joined(separator: ","))" }

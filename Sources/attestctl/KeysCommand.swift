@@ -172,7 +172,7 @@ enum KeysCommand {
         }
         switch value {
         case .success(let result): return result
-        case .failure(let error): throw KeysCommandError(.storeUnavailable, "store_unavailable: \(error)")
+        case .failure(let error): throw KeysCommandError(.storeUnavailable, "\(error)")  // "store_unavailable(reason): detail"
         }
     }
 
@@ -192,7 +192,7 @@ enum KeysCommand {
         return try boxes.map { box in
             switch box.value {
             case .success(let result)?: return result
-            case .failure(let error)?: throw KeysCommandError(.storeUnavailable, "store_unavailable: \(error)")
+            case .failure(let error)?: throw KeysCommandError(.storeUnavailable, "\(error)")
             case nil: throw KeysCommandError(.storeUnavailable, "store_unavailable: no answer")
             }
         }

@@ -36,10 +36,16 @@ enum SimulateCommand {
     attestctl simulate --gateway http://HOST:PORT --app-id TEAMID.bundle --ca DIR [--env development|production] \
     [--route /v1/purchases] [--requests 5] [--prefix /app-attest/v1] [--key KEYFILE] [--ios27-ext VERSION] \
     [--method POST] [--bind NAME:VALUE]... [--timeout SECONDS]
-    attestctl simulate --device-key|--ios-unsupported --gateway http://HOST:PORT --app-id TEAMID.bundle     [--integrity CODE,...] [--route /v1/purchases] [--requests 5] [--prefix /app-attest/v1] [--method POST]     [--bind NAME:VALUE]... [--timeout SECONDS]
+    attestctl simulate --device-key|--ios-unsupported --gateway http://HOST:PORT --app-id TEAMID.bundle \
+    [--integrity CODE,...] [--route /v1/purchases] [--requests 5] [--prefix /app-attest/v1] [--method POST] \
+    [--bind NAME:VALUE]... [--timeout SECONDS]
     """
 
     static func run(_ arguments: [String]) -> Int32 {
+        if let first = arguments.first, ["-h", "--help", "help"].contains(first) {
+            print("usage: \(usage)")
+            return 0
+        }
         do {
             var simulation = try Simulation(arguments)
             return simulation.run() ? 0 : 1

@@ -20,7 +20,11 @@ commands:
   assert-raw --key KEYFILE --app-id ID --counter N --client-data-b64 B64
                                             mint an assertion over arbitrary client data
   simulate --gateway URL --app-id ID --ca DIR [--env E] [--route R] [--requests N] [--prefix P] [--key F]
-                                            the whole client side against a running gateway (see SimulateCommand)
+                                            the whole client side against a running gateway: challenge,
+                                            attestation, protected requests, a replay (simulate --help)
+  simulate --device-key|--ios-unsupported --gateway URL --app-id ID [--route R] [--requests N]
+                                            the same for a device without App Attest: register a device
+                                            key (tier device), signed requests, a replay
   keys list|show|revoke|delete --store URL ...
                                             operator actions on the key records in the gateway's Redis store
                                             (attestctl keys --help; password from ATTESTCTL_REDIS_PASSWORD,

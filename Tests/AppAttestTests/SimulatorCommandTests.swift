@@ -219,5 +219,11 @@ final class SimulatorCommandTests: XCTestCase {
         XCTAssertEqual(try attestctl(["simulate", "--app-id", appId, "--ca", caDir]).status, 2)
         XCTAssertEqual(try attestctl(["simulate", "--gateway", "https://127.0.0.1:1", "--app-id", appId, "--ca", caDir]).status, 2)
         XCTAssertEqual(try attestctl(["simulate", "--gateway", broken.url, "--app-id", appId, "--ca", caDir, "--requests", "x"]).status, 2)
+        // --help is an answer, not a usage error: both flows' usage on standard output, exit 0.
+        let help = try attestctl(["simulate", "--help"])
+        XCTAssertEqual(help.status, 0, help.stderr)
+        XCTAssertTrue(help.stdout.contains("attestctl simulate --gateway http://HOST:PORT"), help.stdout)
+        XCTAssertTrue(help.stdout.contains("attestctl simulate --device-key|--ios-unsupported --gateway"), help.stdout)
+        XCTAssertFalse(help.stdout.contains("  ["), "no run of spaces inside a usage line: \(help.stdout)")
     }
 }

@@ -79,6 +79,18 @@ final class ConfigCheckReportTests: XCTestCase {
         XCTAssertTrue(report.standardOutput.contains("[1] routes[1]: * path /x -> app, enforce, max_body 1MiB, fail_closed  (NEVER MATCHES)"), report.standardOutput)
     }
 
+    func testRouteSummaryNamesATierBelowAttested() throws {
+        let folder = try ConfigTestHelpers.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let file = folder.appendingPathComponent("gw.yaml")
+        try ConfigTestHelpers.minimal(routes: "routes:\n  - path_prefix: /device\n    upstream: app\n    min_tier: device\n  - path_prefix: /\n    upstream: app")
+            .write(to: file, atomically: true, encoding: .utf8)
+        let out = ConfigCheckReport.check(path: file.path).standardOutput
+        XCTAssertTrue(out.contains("[0] routes[0]: * path_prefix /device -> app, enforce, max_body 1MiB, fail_closed, min_tier device\n"), out)
+        // The default (attested) is not spelled out, like the other defaults.
+        XCTAssertTrue(out.contains("[1] routes[1]: * path_prefix / -> app, enforce, max_body 1MiB, fail_closed\n"), out)
+    }
+
     func testErrorsExitOneWithOneLinePerIssue() throws {
         let folder = try ConfigTestHelpers.temporaryFolder()
         defer { try? FileManager.default.removeItem(at: folder) }

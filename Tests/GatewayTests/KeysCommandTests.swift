@@ -47,7 +47,9 @@ final class KeysCommandTests: E2ETestCase {
         let unreachable = try attestctl(["keys", "show", "--store", "redis://127.0.0.1:\(dead.port)/0",
                                          "--key-id", String(repeating: "A", count: 43) + "="])
         XCTAssertEqual(unreachable.status, 3, "exit 3: store unavailable")
-        XCTAssertTrue(unreachable.output.contains("store_unavailable"), unreachable.output)
+        XCTAssertTrue(unreachable.output.contains("store_unavailable(notConnected): "), unreachable.output)
+        XCTAssertEqual(unreachable.output.components(separatedBy: "store_unavailable").count, 2,
+                       "the code once, then the reason: \(unreachable.output)")
         let short = try attestctl(["keys", "show", "--store", "redis://127.0.0.1:1/0", "--key-id", "AAAA"])
         XCTAssertEqual(short.status, 2)
     }

@@ -23,6 +23,10 @@ final class StoreTLSFileCheckTests: XCTestCase {
         XCTAssertEqual(issues(one.chainPath, "/nonexistent/key.pem").count, 1)
         let ca = TLSFileChecker.check(TLSFileReference(path: "store.tls.ca", mark: nil, files: .certificateAuthorities(one.keyPath)))
         XCTAssertEqual(ca.count, 1, "a key file is not a CA bundle: \(ca)")
+        let missing = TLSFileChecker.check(TLSFileReference(path: "upstreams.api.tls.ca", mark: nil,
+                                                            files: .certificateAuthorities("/nonexistent/ca.pem")))
+        XCTAssertEqual(missing.map(\.message), ["/nonexistent/ca.pem: cannot read: No such file or directory"],
+                       "the file named once, then the reason")
         XCTAssertEqual(TLSFileChecker.check(TLSFileReference(path: "store.tls.ca", mark: nil, files: .certificateAuthorities(pki.root.certificate))), [])
     }
 }
