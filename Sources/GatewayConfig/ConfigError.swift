@@ -31,4 +31,13 @@ extension ConfigIssue {
             return a.offset < b.offset
         }.map(\.element)
     }
+
+    /// Whether key path `path` is `ancestor` or lies under it (`routes[0].max_body` is within
+    /// `routes[0]` and `routes`, not within `route`). The file as a whole (`""`) holds only itself here.
+    static func path(_ path: String, isWithin ancestor: String) -> Bool {
+        guard path.hasPrefix(ancestor), !ancestor.isEmpty || path.isEmpty else { return false }
+        if path.count == ancestor.count { return true }
+        let next = path[path.index(path.startIndex, offsetBy: ancestor.count)]
+        return next == "." || next == "["
+    }
 }

@@ -115,16 +115,21 @@ public struct GatewayConfiguration: Sendable, Hashable {
     public static func parse(bytes: [UInt8], baseDirectory: String,
                              environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> LoadedConfiguration {
         let base = NetworkSyntax.resolvePath(baseDirectory, baseDirectory: FileManager.default.currentDirectoryPath)
-        let parsed: YAMLNode
-        switch YAMLReader.read(bytes) {
-        case .success(let node): parsed = node
-        case .failure(let error): throw error
-        }
+        // Every problem at once (REFERENCE.md): a YAML problem the reader stepped over (a duplicate
+        // key, an alias, a tag) and an unset variable do not stop validation; the validator's own
+        // errors at or under a path already reported are left out, since they would only restate it
+        // (an unset `${HOST}` is also "not host:port").
+        let (read, yamlIssues) = YAMLReader.readRecovering(bytes)
+        guard let parsed = read else { throw ConfigError(issues: yamlIssues) }
         var expansion = EnvironmentExpansion(environment: environment)
         let root = expansion.expand(parsed)
-        guard expansion.issues.isEmpty else { throw ConfigError(issues: expansion.issues) }
+        let earlier = yamlIssues + expansion.issues
         let validator = ConfigValidator(baseDirectory: base, redactions: expansion.redactions)
         let configuration = validator.validate(root)
+        if !earlier.isEmpty {
+            let later = validator.errors.filter { error in !earlier.contains { ConfigIssue.path(error.path, isWithin: $0.path) } }
+            throw ConfigError(issues: earlier + later, warnings: validator.warnings)
+        }
         guard validator.errors.isEmpty, let configuration else {
             throw ConfigError(issues: validator.errors, warnings: validator.warnings)
         }

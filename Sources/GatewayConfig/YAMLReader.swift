@@ -22,19 +22,32 @@ enum YAMLReader {
 
     /// The root node, or every problem found.
     static func read(_ input: [UInt8]) -> Result<YAMLNode, ConfigError> {
+        let (root, issues) = readRecovering(input)
+        if let root, issues.isEmpty { return .success(root) }
+        return .failure(ConfigError(issues: issues))
+    }
+
+    /// The tree and every problem found, for a caller that reports later problems too.
+    ///
+    /// `root` is nil when reading stopped (not UTF-8, too large, a syntax error, a second document,
+    /// nesting too deep, an empty file). It is present, beside the issues, when every problem was one
+    /// the reader steps over without changing the rest of the tree: a duplicate key (the first value
+    /// is kept), a non-scalar or merge key (its value dropped), an anchor, an alias (read as an empty
+    /// value), an unsupported or mismatched tag.
+    static func readRecovering(_ input: [UInt8]) -> (root: YAMLNode?, issues: [ConfigIssue]) {
         // A UTF-8 byte order mark is invisible in editors: drop it so columns on line 1 stay right
         // (libyaml, told the encoding, would read it as content).
         let bytes = input.starts(with: [0xEF, 0xBB, 0xBF]) ? Array(input.dropFirst(3)) : input
         if bytes.count > maximumBytes {
-            return .failure(ConfigError(issues: [issue("", "the configuration is \(bytes.count) bytes; the limit is \(maximumBytes) bytes (1MiB)", nil)]))
+            return (nil, [issue("", "the configuration is \(bytes.count) bytes; the limit is \(maximumBytes) bytes (1MiB)", nil)])
         }
         if let bad = firstInvalidUTF8(bytes) {
-            return .failure(ConfigError(issues: [issue("", "the configuration is not valid UTF-8 (byte 0x\(String(bytes[bad], radix: 16, uppercase: true)) at offset \(bad)); save it as UTF-8", mark(of: bad, in: bytes))]))
+            return (nil, [issue("", "the configuration is not valid UTF-8 (byte 0x\(String(bytes[bad], radix: 16, uppercase: true)) at offset \(bad)); save it as UTF-8", mark(of: bad, in: bytes))])
         }
         let parser = UnsafeMutablePointer<yaml_parser_t>.allocate(capacity: 1)
         defer { parser.deallocate() }
         guard yaml_parser_initialize(parser) == 1 else {
-            return .failure(ConfigError(issues: [issue("", "libyaml could not initialize a parser (out of memory)", nil)]))
+            return (nil, [issue("", "libyaml could not initialize a parser (out of memory)", nil)])
         }
         defer { yaml_parser_delete(parser) }
         return bytes.withUnsafeBufferPointer { buffer in
@@ -140,7 +153,7 @@ enum YAMLReader {
             issues.append(YAMLReader.issue(path.description, message, mark))
         }
 
-        mutating func run(_ parser: UnsafeMutablePointer<yaml_parser_t>) -> Result<YAMLNode, ConfigError> {
+        mutating func run(_ parser: UnsafeMutablePointer<yaml_parser_t>) -> (root: YAMLNode?, issues: [ConfigIssue]) {
             var event = yaml_event_t()
             while true {
                 guard yaml_parser_parse(parser, &event) == 1 else {
@@ -151,7 +164,7 @@ enum YAMLReader {
                         message += " (\(context) that starts at \(cm))"
                     }
                     fail(.root, message, YAMLReader.mark(p.problem_mark))
-                    return .failure(ConfigError(issues: issues))
+                    return (nil, issues)
                 }
                 defer { yaml_event_delete(&event) }
                 let start = YAMLReader.mark(event.start_mark)
@@ -162,16 +175,16 @@ enum YAMLReader {
                     documents += 1
                     if documents > 1 {
                         fail(.root, "a second YAML document (---) was found: one configuration per file", start)
-                        return .failure(ConfigError(issues: issues))
+                        return (nil, issues)
                     }
                 case YAML_DOCUMENT_END_EVENT:
                     break
                 case YAML_STREAM_END_EVENT:
                     guard let root else {
                         fail(.root, "the configuration is empty", nil)
-                        return .failure(ConfigError(issues: issues))
+                        return (nil, issues)
                     }
-                    return issues.isEmpty ? .success(root) : .failure(ConfigError(issues: issues))
+                    return (root, issues)
                 case YAML_ALIAS_EVENT:
                     let name = YAMLReader.string(event.data.alias.anchor) ?? ""
                     fail(childPath, "aliases (*\(name)) are not supported: they can expand exponentially (\"billion laughs\"); write the value out", start)
@@ -214,7 +227,7 @@ enum YAMLReader {
                     if let tag = YAMLReader.string(s.tag), tag != "!", tag != YAMLReader.tagPrefix + "seq" { refuseTag(tag, start) }
                     if stack.count >= YAMLReader.maximumDepth {
                         fail(childPath, "nesting deeper than \(YAMLReader.maximumDepth) levels", start)
-                        return .failure(ConfigError(issues: issues))
+                        return (nil, issues)
                     }
                     stack.append(.sequence(path: childPath, mark: start, items: []))
                 case YAML_MAPPING_START_EVENT:
@@ -223,7 +236,7 @@ enum YAMLReader {
                     if let tag = YAMLReader.string(s.tag), tag != "!", tag != YAMLReader.tagPrefix + "map" { refuseTag(tag, start) }
                     if stack.count >= YAMLReader.maximumDepth {
                         fail(childPath, "nesting deeper than \(YAMLReader.maximumDepth) levels", start)
-                        return .failure(ConfigError(issues: issues))
+                        return (nil, issues)
                     }
                     stack.append(.mapping(path: childPath, mark: start, entries: [], pending: .none, seen: [:]))
                 case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:

@@ -6,6 +6,48 @@ import XCTest
 final class ValidationTests: XCTestCase {
     // MARK: collection of all issues, unknown keys
 
+    func testReaderAndVariableProblemsDoNotHideValidationErrors() throws {
+        // A duplicate key (layer 1) and an unset variable used to stop loading before validation, so
+        // the routes' error only showed once both were fixed. Now all three come in one pass, and the
+        // validator does not restate the unset variable's value as "not a URL" at the same path.
+        let yaml = """
+        listen: 127.0.0.1:8080
+        store: memory
+        apps:
+          - app_id: ABCDE12345.com.example.app
+        upstreams:
+          app: http://${NOPE_HOST}:8081
+        routes:
+          - path_prefix: /
+            upstream: app
+            mode: enforcing
+        listen: 127.0.0.1:9090
+        """
+        XCTAssertThrowsError(try GatewayConfiguration.parse(yaml: yaml, baseDirectory: "/tmp", environment: [:])) { error in
+            XCTAssertEqual((error as? ConfigError)?.issues.map(\.description), [
+                "upstreams.app: the environment variable NOPE_HOST is not set (${NOPE_HOST}); set it, or write $${ for a literal ${ (line 6, column 8)",
+                "routes[0].mode: expected one of enforce | monitor | off, got \"enforcing\"; did you mean enforce? (line 10, column 11)",
+                "listen: duplicate key \"listen\" (first at line 1, column 1) (line 11, column 1)",
+            ])
+        }
+        // The same file with the variable set and the key once: only the route's error is left.
+        let fixed = yaml.replacingOccurrences(of: "\nlisten: 127.0.0.1:9090", with: "")
+        XCTAssertThrowsError(try GatewayConfiguration.parse(yaml: fixed, baseDirectory: "/tmp", environment: ["NOPE_HOST": "127.0.0.1"])) { error in
+            XCTAssertEqual((error as? ConfigError)?.issues.map(\.path), ["routes[0].mode"])
+        }
+    }
+
+    func testKeyPathContainment() {
+        XCTAssertTrue(ConfigIssue.path("routes[0].max_body", isWithin: "routes[0]"))
+        XCTAssertTrue(ConfigIssue.path("routes[0].max_body", isWithin: "routes"))
+        XCTAssertTrue(ConfigIssue.path("routes[0]", isWithin: "routes[0]"))
+        XCTAssertFalse(ConfigIssue.path("routes[0].max_body", isWithin: "route"))
+        XCTAssertFalse(ConfigIssue.path("routes[1]", isWithin: "routes[10]"))
+        XCTAssertFalse(ConfigIssue.path("routes[10]", isWithin: "routes[1]"))
+        XCTAssertFalse(ConfigIssue.path("listen", isWithin: ""), "the file as a whole covers no key")
+        XCTAssertTrue(ConfigIssue.path("", isWithin: ""))
+    }
+
     func testAllIssuesAreCollectedInDocumentOrder() {
         let lines = errorLines("""
         listen: localhost:8080

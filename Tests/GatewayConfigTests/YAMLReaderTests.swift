@@ -3,6 +3,17 @@ import XCTest
 
 /// Layer 1: what the YAML reader refuses, and where it says the problem is.
 final class YAMLReaderTests: XCTestCase {
+    /// The reader's own issues (layer 1 alone; `errorLines` adds what validation finds in the same text).
+    private func readerErrorLines(_ yaml: String, file: StaticString = #filePath, line: UInt = #line) -> [String] {
+        switch YAMLReader.read(Array(yaml.utf8)) {
+        case .success:
+            XCTFail("expected reader errors, but the YAML was read", file: file, line: line)
+            return []
+        case .failure(let error):
+            return error.issues.map(\.description)
+        }
+    }
+
     func testReadsScalarsListsMappingsWithPositions() throws {
         let node = try YAMLReader.read(Array("a: 1\nb:\n  - x\n  - 'y'\nc: {d: e}\n".utf8)).get()
         guard case .mapping(let entries) = node.kind else { return XCTFail("not a mapping") }
@@ -17,7 +28,7 @@ final class YAMLReaderTests: XCTestCase {
     }
 
     func testDuplicateKeysAreErrorsAtTheSecondKey() {
-        let lines = errorLines("""
+        let lines = readerErrorLines("""
         listen: 127.0.0.1:8080
         upstreams:
           app: http://127.0.0.1:8081
@@ -31,7 +42,7 @@ final class YAMLReaderTests: XCTestCase {
     }
 
     func testAnchorsAndAliasesAreRefused() {
-        let lines = errorLines("""
+        let lines = readerErrorLines("""
         listen: &addr 127.0.0.1:8080
         admin: *addr
         """)
@@ -44,13 +55,13 @@ final class YAMLReaderTests: XCTestCase {
     func testBillionLaughsIsRefusedBeforeExpansion() {
         var yaml = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
         for i in 1..<10 { yaml += "a\(i): &a\(i) [" + Array(repeating: "*a\(i - 1)", count: 9).joined(separator: ", ") + "]\n" }
-        let lines = errorLines(yaml)
+        let lines = readerErrorLines(yaml)
         XCTAssertEqual(lines.count, 10 + 81)  // every anchor and every alias, each reported once, nothing expanded
         XCTAssertTrue(lines.allSatisfy { $0.contains("billion laughs") })
     }
 
     func testMergeKeysAreRefused() {
-        let lines = errorLines("""
+        let lines = readerErrorLines("""
         upstreams:
           app: http://127.0.0.1:8081
         routes:
@@ -66,11 +77,11 @@ final class YAMLReaderTests: XCTestCase {
     }
 
     func testOnlyCoreTagsAreAccepted() {
-        XCTAssertEqual(errorLines("listen: !!binary aGVsbG8=\n"),
+        XCTAssertEqual(readerErrorLines("listen: !!binary aGVsbG8=\n"),
                        ["listen: the tag !!binary is not supported: only !!str, !!int, !!float, !!bool, !!null, !!map and !!seq (line 1, column 9)"])
-        XCTAssertEqual(errorLines("listen: !custom 127.0.0.1:8080\n"),
+        XCTAssertEqual(readerErrorLines("listen: !custom 127.0.0.1:8080\n"),
                        ["listen: the tag !custom is not supported: only !!str, !!int, !!float, !!bool, !!null, !!map and !!seq (line 1, column 9)"])
-        XCTAssertEqual(errorLines("limits: {max_headers: !!int many}\n").first,
+        XCTAssertEqual(readerErrorLines("limits: {max_headers: !!int many}\n").first,
                        "limits.max_headers: \"many\" is not an integer, but it is tagged !!int (line 1, column 23)")
         // !!str makes a plain-looking value a string: an integer field then refuses it.
         let quoted = errorLines(ConfigTestHelpers.minimal(extra: "limits: {max_headers: !!str 50}"))
@@ -118,7 +129,7 @@ final class YAMLReaderTests: XCTestCase {
     }
 
     func testComplexKeysAreRefused() {
-        let lines = errorLines("? [a, b]\n: c\n")
+        let lines = readerErrorLines("? [a, b]\n: c\n")
         XCTAssertEqual(lines, ["mapping keys must be plain strings, not a list (line 1, column 3)"])
     }
 }
