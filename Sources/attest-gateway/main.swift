@@ -188,10 +188,12 @@ event("started", [
     ("listen", listeners.data.map(\.address).joined(separator: ",")),
     ("admin", listeners.admin?.address ?? "none"),
     ("store", config.store.description),
-    ("routes", String(config.routes.count)),
-    ("pid", String(getpid())),
     ("allocator", HeapAllocator.current),
-])
+], more: { json in
+    // Counts are JSON numbers, as in the other lifecycle lines (`stopped`'s `requests_cut`).
+    json.field("routes", config.routes.count)
+    json.field("pid", Int(getpid()))
+})
 
 activeRuntime = runtime
 

@@ -138,7 +138,7 @@ final class ReleasePackageTests: XCTestCase {
         let line = try XCTUnwrap(started, gateway.output)
         let port = try XCTUnwrap((line["listen"] as? String).flatMap(DeployTools.port(in:)), "\(line)")
         let adminPort = try XCTUnwrap((line["admin"] as? String).flatMap(DeployTools.port(in:)), "\(line)")
-        XCTAssertEqual(line["pid"] as? String, String(gateway.pid), "unshare, sh and chroot exec the gateway")
+        XCTAssertEqual(line["pid"] as? Int, Int(gateway.pid), "unshare, sh and chroot exec the gateway")
         XCTAssertTrue((line["allocator"] as? String)?.hasPrefix("mimalloc ") == true,
                       "the static-stdlib release binary's malloc, the Swift runtime's included, is mimalloc's: \(line)")
 

@@ -119,7 +119,7 @@ final class SystemdUnitTests: XCTestCase {
         let line = try XCTUnwrap(started, gateway.output)
         let port = try XCTUnwrap((line["listen"] as? String).flatMap(DeployTools.port(in:)))
         let adminPort = try XCTUnwrap((line["admin"] as? String).flatMap(DeployTools.port(in:)))
-        let pid = try XCTUnwrap((line["pid"] as? String).flatMap { Int32($0) })
+        let pid = try XCTUnwrap((line["pid"] as? Int).map { Int32($0) })
         let curl = try DeployTools.system("curl")
         XCTAssertEqual(try DeployTools.run(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/open"]).output, "200")
         XCTAssertEqual(try DeployTools.run(curl, ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", "-d", "{}", "http://127.0.0.1:\(port)/protected"]).output, "401")

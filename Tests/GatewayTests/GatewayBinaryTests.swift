@@ -149,6 +149,10 @@ final class GatewayBinaryTests: XCTestCase {
             return started != nil || !process.isRunning
         }
         XCTAssertEqual((started?["listen"] as? String)?.hasSuffix(",unix:\(socket)"), true, process.output)
+        // Counts are JSON numbers, as in the other lifecycle lines.
+        XCTAssertEqual(started?["pid"] as? Int, Int(process.pid), process.output)
+        XCTAssertNotNil(started?["routes"] as? Int, process.output)
+        XCTAssertNil(started?["routes"] as? String, process.output)
         kill(process.pid, SIGTERM)
         XCTAssertEqual(process.wait(), 0)
         for line in process.output.split(separator: "\n") where line.hasPrefix("{") {

@@ -16,7 +16,7 @@ struct StartedLine {
     /// The admin listener's port, when there is one.
     var adminPort: UInt16? { (fields["admin"] as? String).flatMap(StartedLine.port) }
     /// The pid the line names.
-    var pid: String? { fields["pid"] as? String }
+    var pid: String? { (fields["pid"] as? Int).map(String.init) }
 
     /// The port of `address` (`host:port`, `[v6]:port`); nil for a Unix socket or no port.
     static func port(_ address: String) -> UInt16? {
