@@ -1,4 +1,5 @@
 import Foundation
+import GatewayRules
 /// What `attest-gateway check-config FILE` prints and its exit status, ready to write out as is.
 ///
 /// Exit 0: the configuration loads; warnings (if any) go to standard error as `warning: ...` lines and
@@ -35,7 +36,10 @@ public struct ConfigCheckReport: Sendable {
                              environment: [String: String] = ProcessInfo.processInfo.environment) -> ConfigCheckReport {
         switch validate(path: path, checkFiles: checkFiles, resolveHost: resolveHost, environment: environment) {
         case .success(let loaded): return ConfigCheckReport(loaded: loaded)
-        case .failure(let error): return ConfigCheckReport(error: error, source: path)
+        case .failure(let error):
+            // The file named as the OK line names it (`LoadedConfiguration.sourcePath`: absolute).
+            let shown = NetworkSyntax.resolvePath(path, baseDirectory: FileManager.default.currentDirectoryPath)
+            return ConfigCheckReport(error: error, source: shown)
         }
     }
 

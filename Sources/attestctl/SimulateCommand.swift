@@ -204,7 +204,7 @@ private struct Simulation {
     }
 
     /// Step 4 of both flows: sends `last` again and expects `401`. Returns whether it was refused (true
-    /// when no request was sent: nothing to replay) and the summary's note ("401 refused (replay)").
+    /// when no request was sent: nothing to replay) and the summary's note ("401 refused (challenge_unknown)").
     private func replay(_ last: Sent?, requests: Int, what: String, proof: String) -> (refused: Bool, note: String) {
         guard let last else { return (requests == 0, "skipped (no \(what))") }
         let response = exchange(step: "4", title: "replay of the last \(what) (\(proof))", last,

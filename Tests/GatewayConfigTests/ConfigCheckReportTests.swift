@@ -109,6 +109,20 @@ final class ConfigCheckReportTests: XCTestCase {
         """)
     }
 
+    func testTheOKAndTheInvalidLineNameTheFileAlike() throws {
+        let folder = try ConfigTestHelpers.temporaryFolder()
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder.appendingPathComponent("sub"), withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("gw.yaml")
+        let roundabout = folder.path + "/sub/../gw.yaml"
+        try ConfigTestHelpers.minimal().write(to: file, atomically: true, encoding: .utf8)
+        XCTAssertTrue(ConfigCheckReport.check(path: roundabout).standardOutput.hasPrefix("\(file.path): OK"))
+        try "listen: nowhere\n".write(to: file, atomically: true, encoding: .utf8)
+        let bad = ConfigCheckReport.check(path: roundabout)
+        XCTAssertEqual(bad.exitCode, 1)
+        XCTAssertTrue(bad.standardError.hasSuffix("\n\(file.path): invalid (\(bad.standardError.components(separatedBy: "error: ").count - 1) errors)\n"), bad.standardError)
+    }
+
     /// A file with a plain and a TLS listener, an https upstream with a CA and one without verification.
     private func writeTLSConfiguration(in folder: URL) throws -> URL {
         let file = folder.appendingPathComponent("gw.yaml")
