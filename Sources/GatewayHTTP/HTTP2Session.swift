@@ -442,6 +442,10 @@ package final class HTTP2Session {
             if continuations > settings.maxContinuationFrames || blockEncodedBytes > 2 * listLimit + 16384 {
                 return fail(.enhanceYourCalm)
             }
+        case NGHTTP2_PRIORITY.rawValue:
+            // Counted here: with SETTINGS_NO_RFC7540_PRIORITIES (RFC 9218) nghttp2 drops PRIORITY
+            // frames without an on_frame_recv callback, but it still announces their header.
+            return controlFrameReceived()
         default:
             break
         }
@@ -498,14 +502,9 @@ package final class HTTP2Session {
                 if emptyDataFrames > settings.maxEmptyDataFrames { return fail(.enhanceYourCalm) }
             }
             if endStream { delegate.http2StreamEnded(id, trailers: HTTPHeaders()) }
-        case NGHTTP2_SETTINGS.rawValue, NGHTTP2_PING.rawValue, NGHTTP2_PRIORITY.rawValue:
+        case NGHTTP2_SETTINGS.rawValue, NGHTTP2_PING.rawValue:  // PRIORITY: `beginFrame`
             if hd.flags & UInt8(NGHTTP2_FLAG_ACK.rawValue) != 0 { return 0 }
-            if now &- controlWindowStart >= controlWindowNanos {
-                controlWindowStart = now
-                controlFrames = 0
-            }
-            controlFrames += 1
-            if controlFrames > settings.maxControlFramesPerWindow { return fail(.enhanceYourCalm) }
+            return controlFrameReceived()
         case NGHTTP2_RST_STREAM.rawValue:
             resetsReceived += 1
             let window = resetRing.count
@@ -516,6 +515,17 @@ package final class HTTP2Session {
             break
         }
         return 0
+    }
+
+    /// One SETTINGS, PING or PRIORITY frame from the client: more than `maxControlFramesPerWindow`
+    /// within `controlFrameWindow` ends the connection (GOAWAY `ENHANCE_YOUR_CALM`).
+    private func controlFrameReceived() -> Int32 {
+        if now &- controlWindowStart >= controlWindowNanos {
+            controlWindowStart = now
+            controlFrames = 0
+        }
+        controlFrames += 1
+        return controlFrames > settings.maxControlFramesPerWindow ? fail(.enhanceYourCalm) : 0
     }
 
     private func invalidFrameReceived(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {

@@ -154,11 +154,16 @@ package final class TLSConnection {
         let rc = SSL_do_handshake(ssl)
         if rc == 1 {
             isHandshakeComplete = true
+            awaitingPeerBytes = false
             return .done
         }
         switch outcome(ssl, rc) {
-        case .wantRead: return .wantRead
-        case .wantWrite: return .wantWrite
+        case .wantRead:
+            awaitingPeerBytes = true
+            return .wantRead
+        case .wantWrite:
+            awaitingPeerBytes = false
+            return .wantWrite
         case .closed: return .closed
         case .failed(let reason): return .failed(reason)
         }
@@ -173,10 +178,17 @@ package final class TLSConnection {
         ERR_clear_error()
         bioState.pointee.lastErrno = 0
         var count = 0
-        if SSL_read_ex(ssl, buffer.baseAddress, buffer.count, &count) == 1 { return .bytes(count) }
+        if SSL_read_ex(ssl, buffer.baseAddress, buffer.count, &count) == 1 {
+            awaitingPeerBytes = false
+            return .bytes(count)
+        }
         switch outcome(ssl, 0) {
-        case .wantRead: return .wantRead
-        case .wantWrite: return .wantWrite
+        case .wantRead:
+            awaitingPeerBytes = true
+            return .wantRead
+        case .wantWrite:
+            awaitingPeerBytes = false
+            return .wantWrite
         case .closed: return .closed
         case .failed(let reason): return .failed(reason)
         }
@@ -300,12 +312,23 @@ package final class TLSConnection {
         return TLSX509Name.rfc2253(X509_get_subject_name(certificate))
     }
 
-    /// Whether OpenSSL holds received bytes not yet returned by `read` (SSL_has_pending(3)): after
+    /// Whether OpenSSL holds received bytes that a `read` (or handshake step) can use now: after
     /// pausing reads, such bytes do not make the socket readable again; read them directly.
+    ///
+    /// SSL_has_pending(3) alone is also true for the start of a record whose rest has not arrived
+    /// (one byte of a record header is enough), which no read can use: a caller that retried while it
+    /// was true would spin on `.wantRead` without ever returning to the poller, and one client could
+    /// freeze its event loop with a single byte. So once a read or handshake step has ended wanting
+    /// the socket (`.wantRead`: OpenSSL used every complete record it held), this is false until a
+    /// step makes progress again.
     package var hasBufferedInput: Bool {
-        guard let ssl else { return false }
+        guard let ssl, !awaitingPeerBytes else { return false }
         return SSL_has_pending(ssl) == 1
     }
+
+    /// The last read or handshake step ended in `.wantRead`: what OpenSSL still buffers, if anything,
+    /// is an incomplete record that only more bytes from the peer can finish (`hasBufferedInput`).
+    private var awaitingPeerBytes = false
 
     // MARK: - Errors
 

@@ -210,6 +210,36 @@ final class TLSTransferTests: XCTestCase {
         XCTAssertFalse(pair.server.hasBufferedInput)
     }
 
+    func testAPartialRecordIsNotInputAReadCanUse() throws {
+        // After the handshake: a real record from the client, taken off the socket and fed back to
+        // the server in two pieces (its first byte, later the rest).
+        let pair = try pair()
+        XCTAssertEqual(Array("hello".utf8).withUnsafeBytes { pair.client.write($0) }, .wrote(5))
+        var raw = [UInt8](repeating: 0, count: 4096)
+        let n = raw.withUnsafeMutableBytes { Glibc.read(pair.serverFD, $0.baseAddress, $0.count) }
+        XCTAssertGreaterThan(n, 5, "one encrypted record")
+        let record = Array(raw[0..<max(n, 1)])
+        XCTAssertEqual(record.first, 0x17, "application data")
+        XCTAssertEqual(record.withUnsafeBytes { write(pair.clientFD, $0.baseAddress, 1) }, 1)
+        var buffer = [UInt8](repeating: 0, count: 64)
+        XCTAssertEqual(buffer.withUnsafeMutableBytes { pair.server.read(into: $0) }, .wantRead)
+        XCTAssertFalse(pair.server.hasBufferedInput,
+                       "OpenSSL holds the byte (SSL_has_pending), but no read can use it before the rest arrives")
+        XCTAssertEqual(record.withUnsafeBytes { write(pair.clientFD, $0.baseAddress! + 1, $0.count - 1) }, record.count - 1)
+        let got = TLSPair.readAvailable(pair.server)
+        XCTAssertEqual(got.bytes, Array("hello".utf8), "the completed record reads as before")
+        XCTAssertEqual(got.stop, .wantRead)
+
+        // During the handshake: one byte of a handshake record.
+        let server = try TLSServerContext(settings: TLSServerSettings(certificates: [.init(chainPath: pki.a.chainPath, keyPath: pki.a.keyPath)]))
+        let client = try TLSClientContext(settings: TLSClientSettings(caPath: pki.root.certificate))
+        let fresh = try TLSPair(server: server, client: client, serverName: "a.test")
+        var header: UInt8 = 0x16
+        XCTAssertEqual(write(fresh.clientFD, &header, 1), 1)
+        XCTAssertEqual(fresh.server.handshake(), .wantRead)
+        XCTAssertFalse(fresh.server.hasBufferedInput, "a partial handshake record is not input a step can use")
+    }
+
     func testClosedConnectionAnswersFailed() throws {
         let pair = try pair()
         pair.server.close()

@@ -42,7 +42,7 @@ import h2.connection
 import h2.events
 import h2.settings
 from hpack import Decoder, Encoder
-from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, GoAwayFrame, HeadersFrame, PingFrame,
+from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, GoAwayFrame, HeadersFrame, PingFrame, PriorityFrame,
                               RstStreamFrame, SettingsFrame, WindowUpdateFrame)
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
@@ -331,6 +331,14 @@ def ping_flood():
     finish_abuse(c)
 
 
+def priority_flood():
+    # PRIORITY frames on idle streams: the session announces SETTINGS_NO_RFC7540_PRIORITIES, so
+    # nghttp2 ignores them, but they still count as control frames.
+    c = RawConnection()
+    c.send_frames([PriorityFrame(2 * i + 1, depends_on=0, stream_weight=16) for i in range(2000)])
+    finish_abuse(c)
+
+
 def settings_entries():
     c = RawConnection()
     f = SettingsFrame(0)
@@ -595,6 +603,8 @@ def main():
         settings_flood()
     elif s == "ping-flood":
         ping_flood()
+    elif s == "priority-flood":
+        priority_flood()
     elif s == "settings-entries":
         settings_entries()
     elif s == "empty-data-flood":
