@@ -2,8 +2,8 @@ import GatewayConfig
 import GatewayHTTP
 
 /// The gateway's own header family, precomputed from `HeadersConfiguration` for byte-level work on
-/// every request: the ingress strip (every field whose name starts with the prefix, any case, every
-/// copy) and the evidence fields read before stripping (DESIGN.md section 5).
+/// every request: the ingress strip (every field whose name starts with the prefix, any case, `_` for
+/// `-`, every copy) and the evidence fields read before stripping (DESIGN.md section 5).
 ///
 /// A final class, immutable: the tables and the enforcer share one instance, and a request reads
 /// it through one reference instead of copying the configured names and byte arrays.
@@ -35,7 +35,8 @@ final class HeaderFamily: Sendable {
         var clientData: ArraySlice<UInt8>?, signature: ArraySlice<UInt8>?
         _ = headers.removeAll { field in
             let name = field.nameBytes
-            guard HeaderFamily.hasPrefix(name, prefixLower) else { return false }
+            guard name.withUnsafeBytes({ n in prefixLower.withUnsafeBytes { HeaderFamily.hasPrefix(n, $0) } }) else { return false }
+            // Evidence is read from the exact names only (`App_Attest_Key_Id` is stripped, never read).
             if HeaderFamily.equals(name, keyIdLower) {
                 evidence.set(&keyId, field.valueBytes, name: configuration.evidence.keyID)
             } else if HeaderFamily.equals(name, challengeLower) {
@@ -64,11 +65,18 @@ final class HeaderFamily: Sendable {
         }
     }
 
-    /// Whether `name` starts with `prefix` (already lower case), ASCII case-insensitively.
+    /// Whether `name` starts with `prefix` (already lower case), ASCII case-insensitively, an `_` in
+    /// `name` standing for a `-` of `prefix`: the match of the ingress strips (this family, the
+    /// forwarding family). CGI, WSGI, PHP and Rack backends read a field as `HTTP_` + its name upper
+    /// cased with `-` turned into `_`, so `App_Attest_Verdict` would reach them as the very
+    /// `HTTP_APP_ATTEST_VERDICT` the gateway sets; such spellings are removed like the real ones.
     @inline(__always)
     static func hasPrefix(_ name: UnsafeRawBufferPointer, _ prefix: UnsafeRawBufferPointer) -> Bool {
         guard name.count >= prefix.count else { return false }
-        for i in 0..<prefix.count where asciiLower(name[i]) != prefix[i] { return false }
+        for i in 0..<prefix.count {
+            let byte = asciiLower(name[i])
+            if byte != prefix[i] && !(byte == 0x5F && prefix[i] == 0x2D) { return false }
+        }
         return true
     }
 

@@ -11,6 +11,8 @@ final class ForwardingHeadersTests: XCTestCase {
         ("X-Forwarded-For", "203.0.113.9"), ("x-forwarded-for", "198.51.100.1"), ("X-Forwarded-Proto", "https"),
         ("Forwarded", "for=203.0.113.9;proto=https"), ("X-Real-IP", "203.0.113.9"), ("X-Forwarded-Host", "admin.internal"),
         ("X-FORWARDED-PORT", "443"), ("X-Forwarded-Prefix", "/admin"), ("X-Keep", "yes"),
+        // CGI/WSGI backends read these as HTTP_X_FORWARDED_FOR and HTTP_X_REAL_IP.
+        ("X_Forwarded_For", "203.0.113.10"), ("x_real_ip", "203.0.113.10"), ("X-Forwarded_Host", "admin.internal"),
     ]
 
     private func connection(_ remote: String, secure: Bool = false) -> HTTPConnectionInfo {
@@ -30,7 +32,8 @@ final class ForwardingHeadersTests: XCTestCase {
             let headers = try applied(trusted, from: "192.0.2.10:5555")
             XCTAssertEqual(headers.values("X-Forwarded-For"), ["192.0.2.10"], "\(trusted)")
             XCTAssertEqual(headers.values("X-Forwarded-Proto"), ["http"])
-            for name in ["Forwarded", "X-Real-IP", "X-Forwarded-Host", "X-Forwarded-Port", "X-Forwarded-Prefix"] {
+            for name in ["Forwarded", "X-Real-IP", "X-Forwarded-Host", "X-Forwarded-Port", "X-Forwarded-Prefix",
+                         "X_Forwarded_For", "X_Real_IP", "X-Forwarded_Host"] {
                 XCTAssertEqual(headers.count(of: name), 0, name)
             }
             XCTAssertEqual(headers.values("X-Keep"), ["yes"], "other fields pass")

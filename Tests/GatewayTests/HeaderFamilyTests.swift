@@ -25,6 +25,27 @@ final class HeaderFamilyTests: XCTestCase {
         XCTAssertNil(evidence.duplicated)
     }
 
+    /// CGI, WSGI, PHP and Rack read `App_Attest_Verdict` as `HTTP_APP_ATTEST_VERDICT`, the name of
+    /// the field the gateway sets: underscore spellings of the family are stripped too, and never
+    /// read as evidence.
+    func testUnderscoreSpellingsAreStrippedAndNotReadAsEvidence() throws {
+        let family = HeaderFamily(HeadersConfiguration())
+        var headers = try HTTPHeaders([
+            ("App_Attest_Verdict", "valid"), ("app_attest-tier", "attested"), ("APP-ATTEST_KEY_ID", "a2V5"),
+            ("App_Attest_Assertion", "YXM="), ("App_Attestation", "kept: not the prefix"), ("X_Other", "keep"),
+        ])
+        let evidence = family.stripAndExtract(&headers)
+        XCTAssertEqual(headers.count, 2, "\(headers)")
+        XCTAssertEqual(headers.values("App_Attestation"), ["kept: not the prefix"])
+        XCTAssertEqual(headers.values("X_Other"), ["keep"])
+        XCTAssertNil(evidence.keyId, "evidence is read from the exact names only")
+        XCTAssertNil(evidence.assertion)
+        var trailers = try HTTPHeaders([("App_Attest_Verdict", "valid"), ("X-Keep", "1")])
+        family.strip(&trailers)
+        XCTAssertEqual(trailers.count, 1)
+        XCTAssertEqual(trailers.values("X-Keep"), ["1"])
+    }
+
     func testDuplicatedEvidenceIsNoticed() throws {
         let family = HeaderFamily(HeadersConfiguration())
         var headers = try HTTPHeaders([("App-Attest-Key-Id", "a"), ("app-attest-key-id", "b")])

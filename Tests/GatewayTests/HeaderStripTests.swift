@@ -18,6 +18,10 @@ final class HeaderStripTests: E2ETestCase {
         ("App-Attest-Foo", "bar"),
         ("App-Attest-Risk-Metric", "0"),
         ("App-Attest-Bundle-Version", "forged"),
+        // CGI/WSGI spellings: a backend would read them as HTTP_APP_ATTEST_VERDICT, HTTP_X_FORWARDED_FOR.
+        ("App_Attest_Verdict", "valid"),
+        ("app_attest_tier", "attested"),
+        ("X_Forwarded_For", "203.0.113.9"),
     ]
 
     func testForgedHeadersAreStrippedOnEnforceRoute() throws {
@@ -71,6 +75,9 @@ final class HeaderStripTests: E2ETestCase {
         XCTAssertEqual(reply.status, 200, "\(reply)")
         guard let echo = reply.echo else { return XCTFail("no echo: \(reply)") }
         XCTAssertEqual(echo.fields(withPrefix: "App-Attest-").map(\.name), [], "no App-Attest- field at all on an off route")
+        XCTAssertEqual(echo.fields(withPrefix: "App_Attest_").map(\.name), [], "nor its underscore spelling")
+        XCTAssertEqual(echo.values("X_Forwarded_For"), [])
+        XCTAssertEqual(echo.values("X-Forwarded-For"), ["127.0.0.1"])
         XCTAssertEqual(echo.values("X-Kept"), ["yes"], "other fields pass")
         XCTAssertEqual(echo.target, "/v1/open/forged?x=1")
     }
