@@ -62,7 +62,8 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
     #else
     @exclusivity(unchecked) private var requestContext: HTTPContextBox?
     #endif
-    /// True until the first bytes decided between HTTP/1.1 and the HTTP/2 preface.
+    /// True until the first bytes decided between HTTP/1.1 and the HTTP/2 preface (plain connections
+    /// only: over TLS, ALPN decided).
     private var sniffing = true
     /// First bytes kept while they are a proper prefix of the HTTP/2 preface.
     private var sniffed: [UInt8] = []
@@ -91,6 +92,12 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
     /// Registers on the loop and starts reading; the first request's head is due within the header timeout.
     func start() {
         loop.register(self)
+        if info.isSecure {
+            // Over TLS the protocol was chosen by ALPN (h2 never gets here): HTTP/2 without ALPN
+            // `h2` is not served (RFC 9113 section 3.2); its preface reads as a bad request line.
+            sniffing = false
+            reportStart()
+        }
         channel.startReading()
         let now = loop.turnTime
         perform(machine.start(now: now), now: now)

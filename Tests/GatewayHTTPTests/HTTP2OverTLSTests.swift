@@ -39,6 +39,40 @@ final class HTTP2OverTLSTests: XCTestCase {
         XCTAssertEqual(harness.handler.completed.first { $0.connection.protocolName == "h2" }?.requestBodyBytes, 3)
     }
 
+    /// RFC 9113 section 3.2: over TLS, HTTP/2 is chosen by ALPN only. A client that negotiated no
+    /// ALPN (or `http/1.1`) and sends the HTTP/2 preface gets an HTTP/1.1 refusal, not an HTTP/2
+    /// session; the same connection kind serves plain HTTP/1.1.
+    func testHTTP2WithoutALPNIsNotServed() throws {
+        let script = """
+        import socket, ssl, sys
+        port, alpn, payload = int(sys.argv[1]), sys.argv[2], sys.argv[3].encode().decode("unicode_escape").encode("latin-1")
+        ctx = ssl.create_default_context(cafile=sys.argv[4])
+        if alpn != "none":
+            ctx.set_alpn_protocols([alpn])
+        s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10), server_hostname="127.0.0.1")
+        s.sendall(payload)
+        data = b""
+        try:
+            while not data.endswith(b"\\r\\n\\r\\n") and len(data) < 65536:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except socket.timeout:
+            pass
+        print(repr(s.selected_alpn_protocol()), repr(data[:16]))
+        """
+        let preface = "PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n"
+        for alpn in ["none", "http/1.1"] {
+            let r = try ChildProcess.run("python3", ["-c", script, String(harness.port), alpn, preface, pki.root.certificate])
+            XCTAssertEqual(r.status, 0, r.output)
+            XCTAssertTrue(r.output.contains("b'HTTP/1.1 4") || r.output.contains("b'HTTP/1.1 5"), "\(alpn): \(r.output)")
+        }
+        let get = "GET /local/no-alpn HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\n\\r\\n"
+        let plain = try ChildProcess.run("python3", ["-c", script, String(harness.port), "none", get, pki.root.certificate])
+        XCTAssertTrue(plain.output.contains("None b'HTTP/1.1 200"), plain.output)
+    }
+
     func testNghttpOverTLS() throws {
         guard ChildProcess.isAvailable("nghttp") else { return XCTFail("nghttp (nghttp2-client) not installed") }
         // nghttp has no CA option: it does not verify; curl and h2load cover verification.
