@@ -44,6 +44,9 @@ package final class ByteStream {
     private var readWantsWrite = false
     /// A TLS write asked for readability: the next readable event retries the write.
     private var writeWantsRead = false
+    /// TLS reads and handshake steps taken (wrapping), so that `deliverBufferedInput` sees whether a
+    /// handler used the input at all.
+    private var tlsSteps: UInt = 0
 
     /// Takes ownership of the non-blocking socket `fd` in `loop`'s poller; nothing is delivered
     /// before `channel.startReading()` / `channel.armWrite()`. Call on the loop's queue.
@@ -71,21 +74,27 @@ package final class ByteStream {
     }
 
     /// TLS reads ahead: OpenSSL may hold decrypted input the socket will never signal again. While
-    /// the handler still wants input, hand it over now (a few rounds), then on a later turn of the
-    /// loop, so one connection's buffered burst cannot starve the others.
+    /// the handler still wants input, hand it over now (a few rounds), then at the end of the loop's
+    /// turn. Every round must make the handler read (or step its handshake): `hasBufferedInput` turns
+    /// false once a read ends wanting the socket (a partial record), and a handler that took no step
+    /// is not called again here (it reads on the socket's next readiness, or `resumeReading`), so
+    /// this never spins without returning to the poller.
     private func deliverBufferedInput() {
         var rounds = 0
         while let tls, tls.hasBufferedInput, channel.isReading, !channel.isClosed {
             if rounds == 4 {
                 loop.atEndOfTurn { [weak self] in
                     guard let self, !self.channel.isClosed else { return }
+                    let before = self.tlsSteps
                     self.onReadable()
-                    self.deliverBufferedInput()
+                    if self.tlsSteps != before { self.deliverBufferedInput() }
                 }
                 return
             }
             rounds += 1
+            let before = tlsSteps
             onReadable()
+            if tlsSteps == before { return }
         }
     }
 
@@ -139,6 +148,7 @@ package final class ByteStream {
     /// waits for. Call on every readiness event until it returns something other than `.inProgress`.
     package func continueHandshake() -> HandshakeProgress {
         guard let tls else { return .done }
+        tlsSteps &+= 1
         switch tls.handshake() {
         case .done:
             channel.disarmWrite()
@@ -164,6 +174,7 @@ package final class ByteStream {
     @inline(__always)
     package func read(into buffer: UnsafeMutableRawBufferPointer) -> Socket.ReadResult {
         guard let tls else { return Socket.read(channel.fd, into: buffer) }
+        tlsSteps &+= 1
         switch tls.read(into: buffer) {
         case .bytes(let n):
             return .bytes(n)
