@@ -15,10 +15,11 @@ import Musl
 /// (the proxy never asks the upstream to switch protocols). At end of input call `finish()`: it ends a
 /// close-delimited body, and is an error anywhere else.
 ///
-/// Framing (RFC 9112 section 6.3): no body for HEAD, 1xx, 204 and 304; Transfer-Encoding with
-/// `chunked` last is chunked, any other Transfer-Encoding is close-delimited; Transfer-Encoding with
+/// Framing (RFC 9112 section 6.3): no body for HEAD, 1xx, 204 and 304; `Transfer-Encoding: chunked`
+/// is chunked, any other transfer coding (`gzip, chunked`, `gzip`) is refused, since the codings are
+/// removed on the way and the client would get coded bytes as identity; Transfer-Encoding with
 /// Content-Length, Transfer-Encoding on HTTP/1.0, several Content-Length fields or a bad value are
-/// refused (strict); else Content-Length; else close-delimited.
+/// refused (strict); else Content-Length; else close-delimited. A status outside 100-599 is refused.
 ///
 /// Every failure is reported as `.upstreamBadResponse` (or `.upstreamReset` from `finish()`);
 /// `failureDetail` keeps the underlying syntax error for logs.
@@ -216,7 +217,7 @@ public struct HTTP1ResponseParser: Sendable {
             guard d >= 0x30 && d <= 0x39 else { return .badRequestLine }
             code = code * 10 + Int(d - 0x30)
         }
-        guard code >= 100 else { return .badRequestLine }
+        guard code >= 100 && code <= 599 else { return .badRequestLine }  // RFC 9110 section 15: 100-599
         if line.count > 12 {
             guard line[12] == HTTP1Syntax.sp else { return .badRequestLine }
             let phrase = UnsafeRawBufferPointer(rebasing: line[13...])
@@ -258,6 +259,12 @@ public struct HTTP1ResponseParser: Sendable {
         var framing: HTTPBodyFraming
         if f.transferEncodingSeen && f.contentLengthCount > 0 { return .failed(.contentLengthWithTransferEncoding) }
         if f.transferEncodingSeen && version.minor == 0 { return .failed(.badTransferEncoding) }
+        // A transfer coding other than one `chunked` (`gzip, chunked`, `gzip`): the proxy removes
+        // transfer codings (hop-by-hop) and would hand the client coded bytes as identity; refused
+        // like nginx does ("unknown Transfer-Encoding").
+        if f.transferEncodingSeen && !(f.transferEncodingAllChunked && f.transferEncodingElements == 1) {
+            return .failed(.badTransferEncoding)
+        }
         if f.contentLengthCount > 1 || f.contentLengthIsList { return .failed(.duplicateContentLength) }
         if f.contentLengthCount == 1 && f.contentLength == nil { return .failed(.badContentLength) }
         if noBody {

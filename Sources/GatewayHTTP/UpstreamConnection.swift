@@ -263,7 +263,11 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
                 if wantsPause && state == .active && exchange === ex { pause() }
                 return
             case .head(let head):
-                responseKeepAlive = head.keepAlive
+                // A response that has no body by rule (to HEAD; 204, 304) ends the connection's use:
+                // an upstream that sends a body anyway (`do_HEAD = do_GET`) often sends it in a later
+                // write, which arrives after the next client's request went out on the pooled
+                // connection and would be taken as that client's response (probe: 13-18 of 20).
+                responseKeepAlive = head.keepAlive && ex.method != .head && head.status != 204 && head.status != 304
                 ex.receivedHead(head, now: now)
             case .body(let r):
                 let bytes = UnsafeRawBufferPointer(rebasing: input[(base + r.lowerBound)..<(base + r.upperBound)])

@@ -124,8 +124,24 @@ final class HTTP1ResponseParserTests: XCTestCase {
         XCTAssertEqual(p.keepAlive, false)
         XCTAssertEqual(p.body, Array("until the end".utf8))
         XCTAssertTrue(p.ended)
-        // A transfer coding other than chunked last is close-delimited too (RFC 9112 section 6.3).
-        XCTAssertEqual(allWays("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nxx", eof: true).framing, .untilClose)
+    }
+
+    /// RFC 9112 section 6.3 would frame `Transfer-Encoding: gzip` by close and `gzip, chunked` as
+    /// chunked, but the proxy removes transfer codings on the way (hop-by-hop) and would hand the
+    /// client gzip bytes as identity: refused (502), like nginx. Status codes outside 100-599 too.
+    func testTransferCodingsOtherThanChunkedAndStatusesPast599AreRefused() {
+        for bad in [
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nxx",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\nxx\r\n0\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n",
+            "HTTP/1.1 600 Nope\r\nContent-Length: 0\r\n\r\n",
+            "HTTP/1.1 999 Nope\r\nContent-Length: 0\r\n\r\n",
+        ] {
+            XCTAssertEqual(allWays(bad, eof: true).error, .upstreamBadResponse, bad.debugDescription)
+        }
+        XCTAssertEqual(allWays("HTTP/1.1 200 OK\r\nTransfer-Encoding: Chunked\r\n\r\n0\r\n\r\n").framing, .chunked)
+        XCTAssertEqual(allWays("HTTP/1.1 599 Edge\r\nContent-Length: 0\r\n\r\n").status, 599)
     }
 
     func testTruncatedResponsesAreResets() {

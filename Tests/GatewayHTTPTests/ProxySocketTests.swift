@@ -314,6 +314,11 @@ final class ProxySocketTests: XCTestCase {
         XCTAssertEqual(responses[0].status, 200)
         XCTAssertEqual(responses[0].header("Content-Length"), "12345")
         XCTAssertEqual(responses[1].json["target"] as? String, "/h2", "framing intact after HEAD")
+        // The upstream connection that answered the HEAD is closed, not pooled (a body an upstream
+        // sends there anyway could arrive after the next request and pass for its response): the GET
+        // went out on a second connection.
+        XCTAssertEqual(harness.pool.statistics.connectionsOpened, 2)
+        XCTAssertEqual(harness.pool.statistics.reusedExchanges, 0)
         let curl = try Curl.run(["-I", harness.url("/h?size=99")])
         XCTAssertTrue(curl.output.contains("Content-Length: 99"), curl.output)
     }
