@@ -215,6 +215,15 @@ final class ProxySocketTests: XCTestCase {
         XCTAssertTrue(output.contains("upstream_timeout"), output)
     }
 
+    /// The response timeout runs from the request to the response head however the head arrives:
+    /// interim responses every 100 ms (each a read) do not extend the 0.3 s of the slow pool.
+    func testInterimResponsesDoNotExtendTheResponseTimeout() throws {
+        let (status, output) = try Curl.run(["-D", "-", harness.url("/slow/x?interim=100")])
+        XCTAssertEqual(status, 0, output)
+        XCTAssertTrue(output.hasPrefix("HTTP/1.1 504"), output)
+        XCTAssertTrue(output.contains("upstream_timeout"), output)
+    }
+
     func testUpstreamStallingMidBodyClosesDownstream() throws {
         // The head is already relayed when the body stalls past the response timeout: the only honest
         // signal left is closing the connection, so the client sees a truncated body.

@@ -12,6 +12,7 @@ upstream connection it arrived on. Query parameters change the behaviour:
   close=1        Connection: close                dropnext=1    drop the next request on this connection
   trailers=1     chunked trailers                 malformed=1   answer a bare-LF response
   reset=1        close without answering          nextspoof=1   add forged App-Attest-Next-Challenge* fields
+  interim=MS     10 "102 Processing" interim responses MS apart, then the answer
 Special target /__stats answers {"connections": n, "requests": m}.
 
 Usage: upstream.py --port 0 | --unix PATH ; prints "READY <port>" (or "READY unix") when listening.
@@ -83,6 +84,11 @@ class Handler(BaseHTTPRequestHandler):
         q = lambda k, d=None: query.get(k, [d])[0]
         if q("delay"):
             time.sleep(int(q("delay")) / 1000)
+        if q("interim"):  # 10 interim 1xx responses, MS apart, before the final one
+            for _ in range(10):
+                self.wfile.write(b"HTTP/1.1 102 Processing\r\n\r\n")
+                self.wfile.flush()
+                time.sleep(int(q("interim")) / 1000)
         if q("reset"):
             self.close_connection = True
             return
