@@ -296,6 +296,13 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
     }
 
     private func endOfFile() {
+        // Over TLS, only a close_notify ends a body delimited by the close (RFC 8446 section 6.1):
+        // a bare TCP close may be a truncation an attacker on the path made, so the response is cut
+        // short (the client sees an aborted body, never a final chunk).
+        if parser.isCloseDelimited, let tls = stream.tls, !tls.receivedCloseNotify {
+            fail(.upstreamReset)
+            return
+        }
         switch parser.finish() {
         case .end:
             responseKeepAlive = false

@@ -55,6 +55,22 @@ final class UpstreamTLSTests: XCTestCase {
         XCTAssertEqual(try upstream.stats().connections, 2, "one kept-alive TLS connection for both requests, plus the stats request")
     }
 
+    /// A body delimited by the close ends over TLS only with a close_notify (RFC 8446 section 6.1):
+    /// a bare TCP close may be a truncation made on the path, so the client's response is cut short
+    /// (no final chunk: curl reports a partial transfer), while the close_notify ending is complete.
+    func testCloseDelimitedBodyNeedsCloseNotify() throws {
+        let port = try proxy(ca: pki.root.certificate, serverName: "127.0.0.1")
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("notify-\(UUID().uuidString).bin")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let notified = try Curl.run(["-o", file.path, "-w", "%{http_code}", "http://127.0.0.1:\(port)/p/x?untilclose=5000&notify=1"])
+        XCTAssertEqual(notified.status, 0, notified.output)
+        XCTAssertEqual(notified.output, "200")
+        XCTAssertEqual(try Data(contentsOf: file).count, 5000, "the whole body")
+        let bare = try Curl.run(["-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/p/x?untilclose=5000"])
+        XCTAssertEqual(bare.output.suffix(3), "200", "the head had been relayed")
+        XCTAssertEqual(bare.status, 18, "curl: partial transfer (no final chunk); \(bare.output)")
+    }
+
     func testUntrustedCertificateIs502UpstreamTLSFailed() throws {
         let port = try proxy(ca: pki.wrongRoot.certificate, serverName: "127.0.0.1")
         let (status, output) = try Curl.run(["-w", "\\n%{http_code}", "http://127.0.0.1:\(port)/p/x"])

@@ -13,6 +13,7 @@ upstream connection it arrived on. Query parameters change the behaviour:
   trailers=1     chunked trailers                 malformed=1   answer a bare-LF response
   reset=1        close without answering          nextspoof=1   add forged App-Attest-Next-Challenge* fields
   interim=MS     10 "102 Processing" interim responses MS apart, then the answer
+  notify=1       with untilclose over TLS: send close_notify before closing (else a bare close)
 Special target /__stats answers {"connections": n, "requests": m}.
 
 Usage: upstream.py --port 0 | --unix PATH ; prints "READY <port>" (or "READY unix") when listening.
@@ -154,6 +155,12 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.end_headers()
             self.wfile.write(payload)
+            if q("notify") and hasattr(self.connection, "unwrap"):
+                self.wfile.flush()
+                try:
+                    self.connection.unwrap()  # TLS: close_notify before the close
+                except (OSError, ValueError):
+                    pass
             return
         if status != 204:
             self.send_header("Content-Length", str(len(payload)))
