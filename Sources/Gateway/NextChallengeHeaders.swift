@@ -7,9 +7,10 @@ import GatewayHTTP
 /// client signs its next protected request without asking `{prefix}/challenge` first.
 ///
 /// The names are fixed (the client SDK reads them; they do not follow `headers.prefix`). Every field
-/// of an upstream response whose name starts with `App-Attest-Next-Challenge` (any case, every
-/// copy) is dropped on every route before the gateway sets its own, so a client never takes an
-/// upstream's value for a challenge the gateway issued.
+/// of an upstream response whose name starts with `App-Attest-` (any case, every copy: the next
+/// challenge, and `App-Attest-Error`, which the SDK takes for a gateway refusal) is dropped on every
+/// route before the gateway sets its own, so a client never takes an upstream's field for the
+/// gateway's: a challenge it did not issue, or a refusal that makes the app re-attest.
 enum NextChallengeHeaders {
     /// `App-Attest-Next-Challenge`: the challenge, standard base64.
     static let challengeName = "App-Attest-Next-Challenge"
@@ -26,16 +27,22 @@ enum NextChallengeHeaders {
         try? headers.add(name: expiresName, value: String(issued.expiresAt))
     }
 
-    /// The response-head edit of a forward that carries no next challenge: drops upstream copies.
-    /// One shared closure (nothing allocated per request).
+    /// The namespace of the fields the gateway answers clients with (fixed, as the SDK reads it).
+    static let responseFamily = "App-Attest-"
+
+    /// The response-head edit of a forward that carries no next challenge: drops every upstream
+    /// field of `responseFamily`. One shared closure (nothing allocated per request).
     static let dropUpstreamCopies: @Sendable (inout HTTPResponseHead) -> Void = { head in
-        head.headers.removeAll(namePrefix: challengeName)
+        head.headers.removeAll(namePrefix: responseFamily)
     }
 
-    /// The response-head edit of a forward whose answer carries `issued` (upstream copies dropped
-    /// first); `dropUpstreamCopies` when there is none.
+    /// The response-head edit of a forward whose answer carries `issued` (upstream fields of
+    /// `responseFamily` dropped first); `dropUpstreamCopies` when there is none.
     static func filter(_ issued: ChallengeIssuer.Issued?) -> @Sendable (inout HTTPResponseHead) -> Void {
         guard let issued else { return dropUpstreamCopies }
-        return { head in set(issued, on: &head.headers) }
+        return { head in
+            head.headers.removeAll(namePrefix: responseFamily)
+            set(issued, on: &head.headers)
+        }
     }
 }

@@ -11,7 +11,7 @@ upstream connection it arrived on. Query parameters change the behaviour:
   status=S       answer with status S             hop=1         add hop-by-hop response fields
   close=1        Connection: close                dropnext=1    drop the next request on this connection
   trailers=1     chunked trailers                 malformed=1   answer a bare-LF response
-  reset=1        close without answering          nextspoof=1   add forged App-Attest-Next-Challenge* fields
+  reset=1        close without answering          nextspoof=1   add forged App-Attest-Next-Challenge*, -Error fields
   interim=MS     10 "102 Processing" interim responses MS apart, then the answer
   notify=1       with untilclose over TLS: send close_notify before closing (else a bare close)
 Special target /__stats answers {"connections": n, "requests": m}.
@@ -133,6 +133,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("App-Attest-Next-Challenge", "VVBTVFJFQU0tRk9SR0VELUNIQUxMRU5HRS0wMDAwMDA=")
             self.send_header("app-attest-next-challenge", "second-forged-copy")
             self.send_header("App-Attest-Next-Challenge-Expires", "4102444800")
+            # ...nor for a gateway refusal (the SDK re-attests on key_unknown).
+            self.send_header("App-Attest-Error", "key_unknown")
         if q("close"):
             self.send_header("Connection", "close")
             self.close_connection = True

@@ -222,6 +222,7 @@ extension E2ETestCase {
         let direct = try Curl.request(port: env.upstream.port, method: "GET", target: "/x?nextspoof=1")
         XCTAssertEqual(direct.headers("App-Attest-Next-Challenge").count, 2, "the upstream does send forged copies: \(direct)")
         XCTAssertEqual(direct.headers("App-Attest-Next-Challenge-Expires"), ["4102444800"])
+        XCTAssertEqual(direct.headers("App-Attest-Error"), ["key_unknown"], "and a forged refusal code")
 
         let device = try env.attestedDevice(.sim)
         let signed = try env.signedRequest(device, method: "GET", target: "/v1/protected/s?nextspoof=1", counter: 1)
@@ -239,6 +240,11 @@ extension E2ETestCase {
         XCTAssertNotNil(open.header("X-Upstream-Connection"), "other upstream fields pass: \(open)")
         let monitored = try env.send("GET", "/v1/monitored/s?nextspoof=1")
         assertNoNextChallenge(monitored, "monitor route without evidence, forged upstream copies")
+        // No App-Attest- field of the upstream's reaches the client: a forged App-Attest-Error would
+        // pass for a gateway refusal (the SDK re-attests on key_unknown).
+        for (route, answer) in [("enforce", reply), ("off", open), ("monitor", monitored)] {
+            XCTAssertEqual(answer.headers("App-Attest-Error"), [], "\(route): \(answer)")
+        }
     }
 
     /// A 502 after the challenge was consumed: the fresh challenge of the answer is the next
