@@ -31,6 +31,10 @@ public final class GatewayRuntime: Sendable {
     let group: EventLoopGroup
     let server: HTTPServer
     private let adminServer: HTTPServer?
+    /// The admin listener's own event loop: a flood of scrapes (`/metrics` renders every series) is
+    /// served there and can never delay the data listeners' loops (Envoy keeps its admin off the
+    /// workers too).
+    private let adminGroup: EventLoopGroup?
     private let adminHandler: AdminHandler
     private let accessLog: AccessLog?
     /// Each loop's store connection health (readiness, metrics, outage lines).
@@ -172,9 +176,12 @@ public final class GatewayRuntime: Sendable {
                                     jwks: { [tables] in tables.latestTables.verdictTokens?.jwksResponse() },
                                     receiptRefresher: receiptRefresher)
         if let admin = config.admin {
+            let adminLoop = EventLoopGroup(loopCount: 1)
+            adminGroup = adminLoop
             adminServer = HTTPServer(configuration: HTTPServerConfiguration(listeners: [HTTPListenerConfiguration(GatewayRuntime.listenAddress(admin))]),
-                                     group: group, handler: adminHandler)
+                                     group: adminLoop, handler: adminHandler)
         } else {
+            adminGroup = nil
             adminServer = nil
         }
     }
@@ -276,6 +283,7 @@ public final class GatewayRuntime: Sendable {
         let store = self.store
         let accessLog = self.accessLog
         let group = self.group
+        let adminGroup = self.adminGroup
         server.shutdown(gracePeriod: grace) {
             // Off the event loops: the last connection to close calls this on its own loop, and
             // `group.shutdown()` waits on every loop's queue (a sync onto the caller's queue traps:
@@ -286,6 +294,7 @@ public final class GatewayRuntime: Sendable {
                     store.close()
                     accessLog?.flush()
                     group.shutdown()
+                    adminGroup?.shutdown()
                     completion()
                 }
             }
