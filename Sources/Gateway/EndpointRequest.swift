@@ -18,6 +18,9 @@ struct EndpointRequest {
             throw EndpointRequestError("the body is not valid JSON")
         }
         guard let dict = object as? [String: Any] else { throw EndpointRequestError("expected a JSON object") }
+        guard JSONMemberCount.topLevelMembers(body) == dict.count else {
+            throw EndpointRequestError("a member appears twice: send each name once")
+        }
         var members: [String: String] = [:]
         for (key, value) in dict {
             guard let text = value as? String else { throw EndpointRequestError("\"\(key)\" must be a string") }

@@ -29,6 +29,9 @@ struct RegistrationBody {
               let fields = object as? [String: Any] else {
             throw RegistrationBodyError(.jsonInvalid("the body is not a JSON object"))
         }
+        guard JSONMemberCount.topLevelMembers(body) == fields.count else {
+            throw RegistrationBodyError(.jsonInvalid("a member appears twice: send each name once"))
+        }
         func text(_ name: String, in object: [String: Any], required: Bool = true) throws(RegistrationBodyError) -> String? {
             guard let value = object[name] else {
                 if required { throw RegistrationBodyError(.jsonInvalid("missing \"\(name)\"")) }

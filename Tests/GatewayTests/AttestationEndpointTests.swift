@@ -130,6 +130,13 @@ final class AttestationEndpointTests: E2ETestCase {
         assertRefusal(try env.send("POST", "/app-attest/v1/attest", body: Array("not json".utf8)), status: 400, code: "json_invalid")
         assertRefusal(try env.requestChallenge(keyId: "AAAA", purpose: "attest"), status: 400, code: "key_id_invalid")
         assertRefusal(try env.requestChallenge(keyId: device.keyId, purpose: "other"), status: 400, code: "json_invalid")
+        // A repeated member (JSONSerialization would keep the last one), also spelled with an escape.
+        for body in ["{\"keyId\":\"\(device.keyId)\",\"keyId\":\"\(device.keyId)\",\"purpose\":\"attest\"}",
+                     "{\"keyId\":\"\(device.keyId)\",\"purpose\":\"assert\",\"purpos\\u0065\":\"attest\"}"] {
+            assertRefusal(try env.send("POST", "/app-attest/v1/challenge", body: Array(body.utf8)), status: 400, code: "json_invalid")
+        }
+        XCTAssertEqual(try env.send("POST", "/app-attest/v1/challenge",
+                                    body: Array("{\"keyId\":\"\(device.keyId)\",\"purpose\":\"attest\"}".utf8)).status, 201)
         let challenge = try env.challenge(for: device, purpose: "attest")
         assertRefusal(try env.attest(keyId: device.keyId, challenge: challenge, attestation: "AAAA"), status: 401,
                       code: "cbor_malformed")
