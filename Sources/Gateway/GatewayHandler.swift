@@ -57,16 +57,11 @@ final class GatewayHandler: HTTPHandler {
         let identity = RequestIdentity(head: head, connection: connection, trusted: tables.forwarding.trusted,
                                        ids: metrics.requestIDs, logged: accessLog != nil && tables.logAccess)
         switch destination {
-        case .challengeEndpoint:
-            return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:challenge")
-        case .attestEndpoint:
-            return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:attest")
-        case .lifecycleEndpoint(let action):
-            return endpointHead(head, connection: connection, destination, tables, identity, route: action.route)
-        case .registerEndpoint:
-            return endpointHead(head, connection: connection, destination, tables, identity, route: "endpoint:register")
+        case .challengeEndpoint, .attestEndpoint, .lifecycleEndpoint, .registerEndpoint:
+            return endpointHead(head, connection: connection, destination, tables, identity,
+                                route: destination.logRoute(in: tables) ?? "endpoint")
         case .unknownEndpoint:
-            return refuse(.unknownEndpoint, destination, tables, identity, route: "endpoint:unknown")
+            return refuse(.unknownEndpoint, destination, tables, identity, route: destination.logRoute(in: tables))
         case .jwksEndpoint:
             return jwksHead(head, destination, tables, identity)
         case .noRoute:
@@ -122,7 +117,7 @@ final class GatewayHandler: HTTPHandler {
     /// Counts the request and writes its access-log line with the facts its context holds (when the
     /// tables it ran on have `log.access`); counts requests the drain deadline cut.
     func requestCompleted(_ record: HTTPAccessRecord, context: GatewayRequestContext?) {
-        let log = context?.log
+        let log = context?.reportedLog
         metrics.record(record, context: log, decided: context != nil)
         if record.error == .drainDeadline { cut.add(1, ordering: .relaxed) }
         guard let accessLog else { return }
@@ -332,10 +327,11 @@ final class GatewayHandler: HTTPHandler {
     private func jwksHead(_ head: HTTPRequestHead, _ destination: Destination, _ tables: GatewayTables,
                           _ identity: RequestIdentity) -> HTTPHeadDecision<GatewayRequestContext> {
         guard head.method == .get || head.method == .head, let tokens = tables.verdictTokens else {
-            return refuse(.methodNotAllowed, destination, tables, identity, route: "endpoint:jwks")
+            return refuse(.methodNotAllowed, destination, tables, identity, route: destination.logRoute(in: tables))
         }
         return .respond(identity.echo(on: tokens.jwksResponse()), context: GatewayRequestContext(
-            destination: destination, tables: tables, log: RequestLogContext(route: "endpoint:jwks"), identity: identity))
+            destination: destination, tables: tables, log: destination.logRoute(in: tables).map { RequestLogContext(route: $0) },
+            identity: identity))
     }
 
     /// The gateway's endpoints take POST, within the client's rate limit.

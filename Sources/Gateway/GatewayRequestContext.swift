@@ -13,6 +13,21 @@ struct GatewayRequestContext: Sendable {
         case jwksEndpoint
         /// The index of the first matching route in `tables.routes`.
         case route(Int)
+
+        /// The name the access log and the metrics give this destination: the route's name, or
+        /// `endpoint:challenge`, `endpoint:attest`, `endpoint:renew`, ...; nil for no route.
+        func logRoute(in tables: GatewayTables) -> String? {
+            switch self {
+            case .route(let index): return index < tables.routes.count ? tables.routes[index].config.name : nil
+            case .challengeEndpoint: return "endpoint:challenge"
+            case .attestEndpoint: return "endpoint:attest"
+            case .lifecycleEndpoint(let action): return action.route
+            case .registerEndpoint: return "endpoint:register"
+            case .unknownEndpoint: return "endpoint:unknown"
+            case .jwksEndpoint: return "endpoint:jwks"
+            case .noRoute: return nil
+            }
+        }
     }
 
     /// What the head decision found, immutable and shared by every copy of the context: a copy of
@@ -37,8 +52,16 @@ struct GatewayRequestContext: Sendable {
     let decided: Decided
     /// The access-log facts (route, verdict, reason), set with the gateway's answer (at the head for
     /// a refusal, else with the response or the forward); nil when the server answered by itself
-    /// before the gateway did (413, 408, a client gone...), which the log shows as no route.
+    /// before the gateway did (413, 408, a client gone...): `reportedLog` then names the destination.
     var log: RequestLogContext?
+
+    /// What the access log and the metrics record: `log`, or when the server answered before the
+    /// gateway did (a 413 over the route's `max_body`, a 408), the destination the head decision
+    /// found (route name or endpoint), so that such answers count against their route, not "none".
+    var reportedLog: RequestLogContext? {
+        if let log { return log }
+        return destination.logRoute(in: tables).map { RequestLogContext(route: $0) }
+    }
 
     /// Where the request goes (`Decided.destination`).
     var destination: Destination { decided.destination }

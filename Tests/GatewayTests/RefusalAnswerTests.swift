@@ -91,6 +91,11 @@ final class RefusalAnswerTests: XCTestCase {
     func testBodyOverMaxBodyIs413BodyTooLargeDeny() throws {
         let large = try Curl.request(port: gateway.port, method: "POST", target: "/open/upload", body: randomBytes(1025))
         assertRefusal(large, status: 413, code: "body_too_large", action: "deny")
+        // Counted against the route the head matched (the server answered before the gateway's
+        // handler ran: it was counted as route "none" before).
+        let metrics = try Curl.request(port: gateway.adminPort, method: "GET", target: "/metrics")
+        XCTAssertTrue(metrics.text.contains("attest_gateway_requests_total{route=\"open\",status=\"413\","), metrics.text)
+        XCTAssertFalse(metrics.text.contains("attest_gateway_requests_total{route=\"none\",status=\"413\","), metrics.text)
         let fits = try Curl.request(port: gateway.port, method: "POST", target: "/open/upload", body: randomBytes(1024))
         XCTAssertEqual(fits.status, 200, "\(fits)")
     }
