@@ -157,13 +157,9 @@ package final class TLSConnection {
             awaitingPeerBytes = false
             return .done
         }
-        switch outcome(ssl, rc) {
-        case .wantRead:
-            awaitingPeerBytes = true
-            return .wantRead
-        case .wantWrite:
-            awaitingPeerBytes = false
-            return .wantWrite
+        switch inputOutcome(ssl, rc) {
+        case .wantRead: return .wantRead
+        case .wantWrite: return .wantWrite
         case .closed: return .closed
         case .failed(let reason): return .failed(reason)
         }
@@ -182,13 +178,9 @@ package final class TLSConnection {
             awaitingPeerBytes = false
             return .bytes(count)
         }
-        switch outcome(ssl, 0) {
-        case .wantRead:
-            awaitingPeerBytes = true
-            return .wantRead
-        case .wantWrite:
-            awaitingPeerBytes = false
-            return .wantWrite
+        switch inputOutcome(ssl, 0) {
+        case .wantRead: return .wantRead
+        case .wantWrite: return .wantWrite
         case .closed: return .closed
         case .failed(let reason): return .failed(reason)
         }
@@ -337,6 +329,20 @@ package final class TLSConnection {
         case wantWrite
         case closed
         case failed(String)
+    }
+
+    /// `outcome` of a failed read or handshake step, noting whether it now waits for the peer's
+    /// bytes (`.wantRead`: what OpenSSL still buffers is an incomplete record; see
+    /// `hasBufferedInput`) or not (`.wantWrite`).
+    @inline(__always)
+    private func inputOutcome(_ ssl: OpaquePointer, _ rc: Int32) -> Outcome {
+        let result = outcome(ssl, rc)
+        switch result {
+        case .wantRead: awaitingPeerBytes = true
+        case .wantWrite: awaitingPeerBytes = false
+        case .closed, .failed: break
+        }
+        return result
     }
 
     /// Classifies a failed call (SSL_get_error(3)) and empties the error queue.
