@@ -20,13 +20,6 @@ enum YAMLReader {
 
     private static let tagPrefix = "tag:yaml.org,2002:"
 
-    /// The root node, or every problem found.
-    static func read(_ input: [UInt8]) -> Result<YAMLNode, ConfigError> {
-        let (root, issues) = readRecovering(input)
-        if let root, issues.isEmpty { return .success(root) }
-        return .failure(ConfigError(issues: issues))
-    }
-
     /// The tree and every problem found, for a caller that reports later problems too.
     ///
     /// `root` is nil when reading stopped (not UTF-8, too large, a syntax error, a second document,
