@@ -86,6 +86,12 @@ public struct HTTP1ResponseParser: Sendable {
         // `headers` is emptied (its storage kept for reuse) by the status line.
     }
 
+    /// Whether the current response's head has been parsed and its body is being read.
+    public var isReadingBody: Bool {
+        if case .body = state { return true }
+        return false
+    }
+
     /// Whether the body in progress ends only when the upstream closes.
     public var isCloseDelimited: Bool {
         if case .body = state { return body.isCloseDelimited }

@@ -41,8 +41,6 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
     private var requestBytesWritten = 0
     private var requestComplete = false
     private var responseKeepAlive = false
-    /// The current exchange's final response head arrived (reads then restart the response timeout).
-    private var headReceived = false
     private var paused = false
     private var deadline: UInt64 = 0
     private var deadlineKind = Deadline.none
@@ -101,7 +99,6 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         requestBytesWritten = 0
         requestComplete = false
         responseKeepAlive = false
-        headReceived = false
         paused = false
         request = exchange.request
         if state == .idle { state = .active }
@@ -242,7 +239,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
                 // Between reads of the body, each read is progress; before the head it is not: an
                 // upstream dripping its head a byte at a time, or sending 1xx after 1xx, gets the
                 // response timeout from the end of the request to the head, as documented.
-                if deadlineKind == .response && headReceived { setDeadline(.response, responseTimeout, now: now) }
+                if deadlineKind == .response && parser.isReadingBody { setDeadline(.response, responseTimeout, now: now) }
                 process(UnsafeRawBufferPointer(start: buffer.baseAddress, count: n), now: now)
                 exchange?.receivedReadDone()
             case .endOfFile:
@@ -269,7 +266,6 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
                 if wantsPause && state == .active && exchange === ex { pause() }
                 return
             case .head(let head):
-                headReceived = true
                 // A response that has no body by rule (to HEAD; 204, 304) ends the connection's use:
                 // an upstream that sends a body anyway (`do_HEAD = do_GET`) often sends it in a later
                 // write, which arrives after the next client's request went out on the pooled

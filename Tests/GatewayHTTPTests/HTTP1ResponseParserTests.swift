@@ -210,4 +210,23 @@ final class HTTP1ResponseParserTests: XCTestCase {
         XCTAssertEqual(statuses, [200, 404])
         XCTAssertEqual(ends, 2)
     }
+
+    /// `isReadingBody` (what restarts the upstream's response timeout on each read): false through
+    /// interim responses and the head, true from the final head to the end.
+    func testIsReadingBodyFromTheFinalHeadToTheEnd() {
+        var parser = HTTP1ResponseParser()
+        parser.expectResponse(to: .get)
+        func feed(_ text: String) -> HTTP1ResponseParser.Event {
+            Array(text.utf8).withUnsafeBytes { parser.parse($0) }.event
+        }
+        _ = feed("HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 200 OK\r\nContent-Le")
+        XCTAssertFalse(parser.isReadingBody, "an interim response and half a head")
+        guard case .head = feed("ngth: 4\r\n\r\n") else { return XCTFail("no head") }
+        XCTAssertTrue(parser.isReadingBody)
+        _ = feed("ab")
+        XCTAssertTrue(parser.isReadingBody)
+        _ = feed("cd")
+        guard case .end = feed("") else { return XCTFail("no end") }  // reported by the next call
+        XCTAssertFalse(parser.isReadingBody)
+    }
 }
