@@ -20,8 +20,10 @@ import GatewayRules
 /// or an encoded header block over twice the header list size (CVE-2024-27316 class); a decoded
 /// header list past its hard bound (HPACK bomb); more than `maxResetsInWindow` client RST_STREAM
 /// frames within the last `resetWindowStreams` streams opened (rapid reset, CVE-2023-44487); more than
-/// `maxControlFramesPerWindow` SETTINGS/PING/PRIORITY frames per `controlFrameWindow`; more than
-/// `maxEmptyDataFrames` zero-length DATA frames without END_STREAM. Request bodies: the connection
+/// `maxControlFramesPerWindow` SETTINGS, PING, PRIORITY and extension frames (PRIORITY_UPDATE, types
+/// nghttp2 does not know) per `controlFrameWindow`; more than `maxEmptyDataFrames` zero-length DATA
+/// frames without END_STREAM; more WINDOW_UPDATE frames than `5 + 2 × (streams opened +
+/// maxWindowUpdatesPerDataFrame × DATA frames sent)` (Envoy's budget). Request bodies: the connection
 /// window always reopens as DATA arrives, stream windows only while the bodies still arriving stay
 /// within `requestBodyBufferBytes` (the oldest such stream always), so slow uploads cannot pile up.
 ///
@@ -71,6 +73,8 @@ package final class HTTP2Session {
     private var controlFrames = 0
     private let controlWindowNanos: UInt64
     private var emptyDataFrames = 0
+    private var windowUpdatesReceived = 0
+    private var dataFramesSent = 0
 
     // Request body flow control: WINDOW_UPDATE is ours to send (nghttp2's automatic updates are off).
     /// Streams whose request body is still arriving, oldest first.
@@ -113,6 +117,7 @@ package final class HTTP2Session {
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, HTTP2Session.onDataChunkRecv)
         nghttp2_session_callbacks_set_on_frame_send_callback(callbacks, HTTP2Session.onFrameSend)
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, HTTP2Session.onStreamClose)
+        nghttp2_session_callbacks_set_unpack_extension_callback(callbacks, HTTP2Session.unpackExtension)
 
         var options: OpaquePointer?
         guard nghttp2_option_new(&options) == 0, let options else { return nil }
@@ -123,6 +128,11 @@ package final class HTTP2Session {
         nghttp2_option_set_max_outbound_ack(options, s.maxQueuedAcks)
         nghttp2_option_set_no_closed_streams(options, 1)
         nghttp2_option_set_no_auto_window_update(options, 1)  // see bodyChunk(_:_:)
+        // Every frame type past RFC 9113's (0x0a-0xff: ALTSVC, ORIGIN and PRIORITY_UPDATE included,
+        // which a server ignores) as an extension of ours: nghttp2 then announces each one at
+        // `on_begin_frame`, where it is counted, and drops it at `unpackExtension`. Without this it
+        // skips them silently, and a client could send millions for free (RFC 9113 section 5.5).
+        for type in UInt8(0x0a)...UInt8(0xff) { nghttp2_option_set_user_recv_extension_type(options, type) }
 
         var created: OpaquePointer?
         let userData = Unmanaged.passUnretained(self).toOpaque()
@@ -446,8 +456,17 @@ package final class HTTP2Session {
             // Counted here: with SETTINGS_NO_RFC7540_PRIORITIES (RFC 9218) nghttp2 drops PRIORITY
             // frames without an on_frame_recv callback, but it still announces their header.
             return controlFrameReceived()
+        case NGHTTP2_WINDOW_UPDATE.rawValue:
+            // Envoy's budget (`max_inbound_window_update_frames_per_data_frame_sent`): a client
+            // opens windows because it received DATA; updates far beyond the DATA frames sent (and
+            // two per stream opened) are a flood (CVE-2019-9511 class).
+            windowUpdatesReceived += 1
+            let budget = 5 + 2 * (streamsOpened + settings.maxWindowUpdatesPerDataFrame * dataFramesSent)
+            return windowUpdatesReceived > budget ? fail(.enhanceYourCalm) : 0
         default:
-            break
+            // PRIORITY_UPDATE, ALTSVC, ORIGIN and unknown types (registered in `init`), dropped
+            // by `unpackExtension`: counted like PRIORITY.
+            return hd.type >= 0x0a ? controlFrameReceived() : 0
         }
         return 0
     }
@@ -517,7 +536,7 @@ package final class HTTP2Session {
         return 0
     }
 
-    /// One SETTINGS, PING or PRIORITY frame from the client: more than `maxControlFramesPerWindow`
+    /// One SETTINGS, PING, PRIORITY or extension frame from the client: more than `maxControlFramesPerWindow`
     /// within `controlFrameWindow` ends the connection (GOAWAY `ENHANCE_YOUR_CALM`).
     private func controlFrameReceived() -> Int32 {
         if now &- controlWindowStart >= controlWindowNanos {
@@ -539,6 +558,7 @@ package final class HTTP2Session {
     private func frameSent(_ frame: UnsafePointer<nghttp2_frame>) -> Int32 {
         let hd = frame.pointee.hd
         let type = UInt32(hd.type)
+        if type == NGHTTP2_DATA.rawValue { dataFramesSent += 1 }
         if type == NGHTTP2_GOAWAY.rawValue && frame.pointee.goaway.error_code != 0 && terminatedWith == nil {
             // nghttp2 ended the connection by itself (e.g. COMPRESSION_ERROR, too many SETTINGS entries).
             terminatedWith = HTTP2ErrorCode(frame.pointee.goaway.error_code)
@@ -626,6 +646,11 @@ package final class HTTP2Session {
 
     private static let onFrameSend: nghttp2_on_frame_send_callback = { _, frame, userData in
         from(userData).frameSent(frame!)
+    }
+
+    /// Extension frames (every type from 0x0a) are counted at their header and dropped here.
+    private static let unpackExtension: nghttp2_unpack_extension_callback = { _, _, _, _ in
+        NGHTTP2_ERR_CANCEL.rawValue
     }
 
     private static let onStreamClose: nghttp2_on_stream_close_callback = { _, streamID, errorCode, userData in

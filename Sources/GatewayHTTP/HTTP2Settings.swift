@@ -44,8 +44,10 @@ public struct HTTP2Settings: Sendable, Hashable {
     /// Rapid reset: more RST_STREAM frames from the client than this within the last
     /// `resetWindowStreams` streams opened ends the connection. Default 100, bounds 1...100000.
     public var maxResetsInWindow: Int
-    /// SETTINGS and PING floods: most SETTINGS, PING and PRIORITY frames (ACKs not counted) received
-    /// within one `controlFrameWindow`. Default 100, bounds 1...1000000.
+    /// SETTINGS and PING floods: most SETTINGS, PING and PRIORITY frames (ACKs not counted) and
+    /// frames of extension or unknown types (PRIORITY_UPDATE, ALTSVC, ORIGIN, 0x0a-0xff: RFC 9113
+    /// section 5.5 has a server ignore them, not accept them without bound) received within one
+    /// `controlFrameWindow`. Default 100, bounds 1...1000000.
     public var maxControlFramesPerWindow: Int
     /// Length of the control-frame window, in seconds. Default 1, bounds 0.001...3600.
     public var controlFrameWindow: Double
@@ -54,6 +56,11 @@ public struct HTTP2Settings: Sendable, Hashable {
     public var maxEmptyDataFrames: Int
     /// Most entries in one SETTINGS frame (nghttp2 `max_settings`). Default 32, bounds 1...1000.
     public var maxSettingsEntries: Int
+    /// WINDOW_UPDATE floods (CVE-2019-9511 class): a connection may receive at most
+    /// `5 + 2 × (streams opened + this × DATA frames sent)` WINDOW_UPDATE frames (Envoy's
+    /// `max_inbound_window_update_frames_per_data_frame_sent`, same default). A client that answers
+    /// every DATA frame with a connection and a stream update uses 2. Default 10, bounds 1...1000.
+    public var maxWindowUpdatesPerDataFrame: Int
     /// Most SETTINGS and PING acknowledgements queued but not yet written (nghttp2
     /// `max_outbound_ack`): a client that floods without reading. Default 1000, bounds 1...100000.
     public var maxQueuedAcks: Int
@@ -77,7 +84,8 @@ public struct HTTP2Settings: Sendable, Hashable {
     public init(maxConcurrentStreams: Int = 100, initialWindowSize: Int = 65535, maxFrameSize: Int = 16384,
                 maxHeaderListSize: Int? = nil, headerTableSize: Int = 4096, maxContinuationFrames: Int = 8,
                 resetWindowStreams: Int = 200, maxResetsInWindow: Int = 100, maxControlFramesPerWindow: Int = 100,
-                controlFrameWindow: Double = 1, maxEmptyDataFrames: Int = 32, maxSettingsEntries: Int = 32,
+                controlFrameWindow: Double = 1, maxEmptyDataFrames: Int = 32, maxWindowUpdatesPerDataFrame: Int = 10,
+                maxSettingsEntries: Int = 32,
                 maxQueuedAcks: Int = 1000, streamBufferBytes: Int = 65536, connectionBufferBytes: Int = 1 << 20,
                 requestBodyBufferBytes: Int = 4 << 20) {
         self.maxConcurrentStreams = maxConcurrentStreams
@@ -91,6 +99,7 @@ public struct HTTP2Settings: Sendable, Hashable {
         self.maxControlFramesPerWindow = maxControlFramesPerWindow
         self.controlFrameWindow = controlFrameWindow
         self.maxEmptyDataFrames = maxEmptyDataFrames
+        self.maxWindowUpdatesPerDataFrame = maxWindowUpdatesPerDataFrame
         self.maxSettingsEntries = maxSettingsEntries
         self.maxQueuedAcks = maxQueuedAcks
         self.streamBufferBytes = streamBufferBytes
@@ -113,6 +122,7 @@ public struct HTTP2Settings: Sendable, Hashable {
         s.maxControlFramesPerWindow = c(maxControlFramesPerWindow, 1, 1_000_000)
         s.controlFrameWindow = min(max(controlFrameWindow.isNaN ? 1 : controlFrameWindow, 0.001), 3600)
         s.maxEmptyDataFrames = c(maxEmptyDataFrames, 0, 1_000_000)
+        s.maxWindowUpdatesPerDataFrame = c(maxWindowUpdatesPerDataFrame, 1, 1000)
         s.maxSettingsEntries = c(maxSettingsEntries, 1, 1000)
         s.maxQueuedAcks = c(maxQueuedAcks, 1, 100_000)
         s.streamBufferBytes = c(streamBufferBytes, 4096, 16 << 20)

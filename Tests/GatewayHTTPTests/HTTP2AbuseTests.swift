@@ -93,6 +93,24 @@ final class HTTP2AbuseTests: XCTestCase {
         try assertStillServing()
     }
 
+    func testWindowUpdatePriorityUpdateAndUnknownFrameFloodsAreCutOff() throws {
+        // WINDOW_UPDATE frames beyond what the DATA frames sent explain (Envoy's budget).
+        assertGoaway(try run("window-update-flood"), "ENHANCE_YOUR_CALM")
+        // PRIORITY_UPDATE (RFC 9218) and frames of unassigned types count like PRIORITY frames.
+        assertGoaway(try run("priority-update-flood"), "ENHANCE_YOUR_CALM")
+        assertGoaway(try run("unknown-frame-flood"), "ENHANCE_YOUR_CALM")
+        try assertStillServing()
+    }
+
+    func testAClientThatAcknowledgesEveryDataFrameIsNotCutOff() throws {
+        // 1 MB through a 4 KiB stream window: about 256 DATA frames, each answered with a
+        // connection and a stream WINDOW_UPDATE, two per DATA frame, within the budget of ten.
+        let r = try run("window-update-download", "1000000")
+        XCTAssertEqual(r["received"] as? Int, 1_000_000, "\(r)")
+        XCTAssertNil(r["goaway"] as? String, "\(r)")
+        XCTAssertEqual(r["resets"] as? [String], [], "\(r)")
+    }
+
     func testEmptyDataFloodIsCutOff() throws {
         assertGoaway(try run("empty-data-flood"), "ENHANCE_YOUR_CALM")
         try assertStillServing()

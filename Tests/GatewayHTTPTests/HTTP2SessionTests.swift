@@ -341,6 +341,26 @@ final class HTTP2SessionTests: XCTestCase {
         XCTAssertEqual(p.client.goaways.last?.error, NGHTTP2_ENHANCE_YOUR_CALM.rawValue)
     }
 
+    func testWindowUpdateBudgetFollowsTheDataFramesSent() throws {
+        // No stream, no DATA sent: 5 WINDOW_UPDATE frames are allowed, the 6th ends the connection.
+        let update = Client.frame(type: 8, stream: 0, [0, 0, 0, 1])
+        let p = try HTTP2SessionPair()
+        p.send(Client.preface + Client.frame(type: 4) + Array([[UInt8]](repeating: update, count: 5).joined()))
+        XCTAssertNil(p.server.terminatedWith)
+        p.send(update)
+        XCTAssertEqual(p.server.terminatedWith, .enhanceYourCalm)
+        // Extension and unknown frame types count against the control-frame window.
+        var settings = HTTP2Settings()
+        settings.maxControlFramesPerWindow = 10
+        let q = try HTTP2SessionPair(settings: settings)
+        q.send(Client.preface + Client.frame(type: 4))  // SETTINGS: 1
+        q.send(Array([[UInt8]](repeating: Client.frame(type: 0xFA, stream: 0, [1, 2, 3]), count: 8).joined()))
+        q.send(Client.frame(type: 0x10, stream: 0, [0, 0, 0, 1, 0x75, 0x3D, 0x31]))  // PRIORITY_UPDATE u=1: 10
+        XCTAssertNil(q.server.terminatedWith)
+        q.send(Client.frame(type: 0x0C, stream: 0))  // ORIGIN: 11
+        XCTAssertEqual(q.server.terminatedWith, .enhanceYourCalm)
+    }
+
     func testEmptyDataFrameBudget() throws {
         var settings = HTTP2Settings()
         settings.maxEmptyDataFrames = 5

@@ -339,6 +339,57 @@ def priority_flood():
     finish_abuse(c)
 
 
+def raw_frame(type_, stream, payload=b"", flags=0):
+    return len(payload).to_bytes(3, "big") + bytes([type_, flags]) + stream.to_bytes(4, "big") + payload
+
+
+def window_update_flood():
+    # WINDOW_UPDATE frames with nothing sent in return (CVE-2019-9511 class): counted against the
+    # DATA frames the server sent.
+    c = RawConnection()
+    c.send_frames([WindowUpdateFrame(0, window_increment=1)] * 2000)
+    finish_abuse(c)
+
+
+def priority_update_flood():
+    # PRIORITY_UPDATE (RFC 9218 section 7.1, type 0x10) for stream 1, over and over.
+    c = RawConnection()
+    frame = raw_frame(0x10, 0, (1).to_bytes(4, "big") + b"u=3")
+    c.send(frame * 2000)
+    finish_abuse(c)
+
+
+def unknown_frame_flood():
+    # Frames of an unassigned type (0xfa): RFC 9113 section 4.1 has them ignored, not for free.
+    c = RawConnection()
+    c.send(raw_frame(0xFA, 0, b"") * 4000)
+    finish_abuse(c)
+
+
+def window_update_download(size):
+    # A well-behaved client downloading `size` bytes with a small window, sending a connection and
+    # a stream WINDOW_UPDATE after every DATA frame (the most a normal client sends).
+    c = RawConnection(settings={SettingsFrame.INITIAL_WINDOW_SIZE: 4096})
+    c.request(1, "/zero?size=%d" % size)
+    received = 0
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        f = c.read_frame(deadline)
+        if f is None:
+            break
+        if f["type"] == "DATA" and f["stream"] == 1:
+            received += f["length"]
+            if f["length"]:
+                c.send_frames([WindowUpdateFrame(0, window_increment=f["length"]),
+                               WindowUpdateFrame(1, window_increment=f["length"])])
+            if "END_STREAM" in f["flags"]:
+                break
+        if f["type"] in ("GOAWAY", "RST_STREAM"):
+            break
+    g = c.goaway()
+    result(received=received, goaway=g and g["error"], resets=[f.get("error") for f in c.frames if f["type"] == "RST_STREAM"])
+
+
 def settings_entries():
     c = RawConnection()
     f = SettingsFrame(0)
@@ -605,6 +656,14 @@ def main():
         ping_flood()
     elif s == "priority-flood":
         priority_flood()
+    elif s == "window-update-flood":
+        window_update_flood()
+    elif s == "priority-update-flood":
+        priority_update_flood()
+    elif s == "unknown-frame-flood":
+        unknown_frame_flood()
+    elif s == "window-update-download":
+        window_update_download(int(args.arg))
     elif s == "settings-entries":
         settings_entries()
     elif s == "empty-data-flood":
