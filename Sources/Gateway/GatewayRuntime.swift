@@ -214,7 +214,20 @@ public final class GatewayRuntime: Sendable {
             connectTimeout: GatewayRuntime.seconds(upstream.connectTimeout),
             responseTimeout: GatewayRuntime.seconds(upstream.responseTimeout),
             maxIdlePerLoop: max(1, upstream.maxIdleConnections / max(1, group.loops.count * endpoints.count)))
-        if let metrics { settings.observer = { metrics.record($0) } }
+        // A malformed upstream response is a 502 with `upstream_bad_response`; the operator also
+        // gets its reason, at most one line a second per upstream (`upstream_bad_response`).
+        let badResponses = events.map { RateLimitedEvents(sink: $0, now: { EventLoop.now() }) }
+        if metrics != nil || badResponses != nil {
+            settings.observer = { report in
+                metrics?.record(report)
+                if case .failed(.upstreamBadResponse) = report.outcome, let badResponses {
+                    let detail = report.detail ?? .upstreamBadResponse
+                    badResponses.emit("upstream_bad_response", [
+                        ("upstream", report.upstream),
+                        ("detail", detail == .badRequestLine ? "bad_status_line" : detail.code)])
+                }
+            }
+        }
         if let tls = upstream.tls {
             do {
                 let context = try TLSClientContext(settings: TLSClientSettings(verify: tls.verify, caPath: tls.ca))

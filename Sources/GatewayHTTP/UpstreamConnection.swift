@@ -334,7 +334,8 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
             && (nothingSent || (ex?.method.isIdempotent ?? false))
         close()
         if connecting { pool.connectFailed(endpoint) }
-        ex?.failed(error, retryable: retryable, connectFailed: connecting)
+        ex?.failed(error, retryable: retryable, connectFailed: connecting,
+                   detail: error == .upstreamBadResponse ? parser.failureDetail : nil)
     }
 
     func tick(now: UInt64) {

@@ -42,6 +42,8 @@ final class UpstreamExchange {  // confined to the loop of `pool`
     /// Nanoseconds to the response head, 0 before it; status of that head.
     private var headNanoseconds: UInt64 = 0
     private var status = 0
+    /// Why the response was malformed (`UpstreamExchangeReport.detail`).
+    private var failureDetail: HTTPError?
 
     /// The one endpoint this exchange may use (health checks), nil: any, by the balancing policy.
     let pinned: Int?
@@ -101,7 +103,8 @@ final class UpstreamExchange {  // confined to the loop of `pool`
         guard pinned == nil, let observer = pool.settings.observer else { return }
         observer(UpstreamExchangeReport(
             upstream: pool.settings.name, loopIndex: pool.loop.index, outcome: outcome, status: status,
-            nanoseconds: headNanoseconds != 0 ? headNanoseconds : max(1, EventLoop.now() &- started), retried: attempts > 1))
+            nanoseconds: headNanoseconds != 0 ? headNanoseconds : max(1, EventLoop.now() &- started), retried: attempts > 1,
+            detail: failureDetail))
     }
 
     // MARK: from the connection
@@ -132,9 +135,12 @@ final class UpstreamExchange {  // confined to the loop of `pool`
         sink?.upstreamEnd()
     }
 
-    func failed(_ error: HTTPError, retryable: Bool, connectFailed: Bool) {
+    /// The connection failed with `error`; `detail` is the response parser's reason behind an
+    /// `.upstreamBadResponse` (reported, not answered).
+    func failed(_ error: HTTPError, retryable: Bool, connectFailed: Bool, detail: HTTPError? = nil) {
         guard !isFinished else { return }
         connection = nil
+        failureDetail = detail
         if connectFailed && pinned == nil && tried.count < pool.endpoints.count {
             pool.counters.connectRetries.add(1, ordering: .relaxed)
             attempt(allowIdle: true, now: EventLoop.now())  // another endpoint: nothing was sent

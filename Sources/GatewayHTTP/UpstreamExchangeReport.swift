@@ -26,4 +26,8 @@ public struct UpstreamExchangeReport: Sendable {
     public var nanoseconds: UInt64
     /// Whether it was retried once on a fresh connection (stale pooled connection).
     public var retried: Bool
+    /// Behind `.failed(.upstreamBadResponse)`: what the response parser found wrong
+    /// (`HTTP1ResponseParser.failureDetail`: `.badTransferEncoding`, `.headerTooLarge`,
+    /// `.badRequestLine` for a bad status line, ...); nil otherwise.
+    public var detail: HTTPError? = nil
 }

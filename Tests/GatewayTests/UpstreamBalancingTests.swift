@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 @testable import Gateway
 import GatewayConfig
 import GatewayTestSupport
@@ -159,6 +160,44 @@ final class UpstreamBalancingTests: XCTestCase {
         XCTAssertEqual(ghost.header("Retry-After"), "1")
         XCTAssertEqual(try Curl.request(port: port, method: "GET", target: "/x").status, 200, "the other upstream works")
         XCTAssertEqual(runtime.upstreamEndpoints("ghost")?.map(\.addresses), [[]])
+    }
+
+    /// A malformed upstream response is a 502 `upstream_bad_response` for the client, and the
+    /// operator gets the parser's reason in an `upstream_bad_response` line (rate-limited by
+    /// `RateLimitedEvents`, tested on its own with a manual clock).
+    func testMalformedUpstreamResponseIsLoggedWithItsReason() throws {
+        let up = try UpstreamProcess()
+        upstreams = [up]
+        let yaml = """
+        listen: 127.0.0.1:0
+        store: memory
+        apps:
+          - app_id: ABCDE12345.com.example.app
+        upstreams:
+          app: http://127.0.0.1:\(up.port)
+        routes:
+          - path_prefix: /
+            upstream: app
+            mode: off
+        log:
+          access: false
+        """
+        let lines = Mutex<[(String, [(String, String)])]>([])
+        let runtime = try GatewayRuntime(loaded: GatewayConfiguration.parse(yaml: yaml, baseDirectory: "/tmp"), loopCount: 1,
+                                         events: { name, fields in lines.withLock { $0.append((name, fields)) } })
+        defer { let done = DispatchSemaphore(value: 0); runtime.shutdown { done.signal() }; _ = done.wait(timeout: .now() + 10) }
+        let port = try XCTUnwrap(try runtime.start().data.first?.port)
+        for _ in 0..<3 {
+            let reply = try Curl.request(port: port, method: "GET", target: "/x?malformed=1")  // bare LF line endings
+            XCTAssertEqual(reply.status, 502, "\(reply)")
+            XCTAssertEqual(reply.errorCode, "upstream_bad_response")
+        }
+        XCTAssertEqual(try Curl.request(port: port, method: "GET", target: "/x").status, 200)
+        let bad = lines.withLock { $0.filter { $0.0 == "upstream_bad_response" } }
+        XCTAssertTrue((1...3).contains(bad.count), "\(bad)")
+        let fields = Dictionary(bad.first?.1 ?? [], uniquingKeysWith: { a, _ in a })
+        XCTAssertEqual(fields["upstream"], "app")
+        XCTAssertEqual(fields["detail"], "bare_line_ending")
     }
 
     /// A listener whose accept queue is full: connects to it neither complete nor fail (the SYN is
