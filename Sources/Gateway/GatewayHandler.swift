@@ -194,7 +194,7 @@ final class GatewayHandler: HTTPHandler {
             // Made complete in the call: a local forward edited through `inout` cost one more whole copy.
             responder.forward(HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
                                           optionsRemoved: consume received, body: request.body,
-                                          responseHeadFilter: NextChallengeHeaders.dropUpstreamCopies,
+                                          responseHeadFilter: family.dropUpstreamCopies,
                                           responseField: responseField, connectTimeout: route.connectTimeout,
                                           responseTimeout: route.responseTimeout),
                               context: head.logging(RequestLogContext(route: route.config.name)))
@@ -270,7 +270,7 @@ final class GatewayHandler: HTTPHandler {
         // Made complete in the call: a local forward edited through `inout` cost one more whole copy.
         responder.forward(HTTPForward(upstream: route.upstream, method: request.head.method, target: request.head.target,
                                       optionsRemoved: consume headers, body: request.body,
-                                      responseHeadFilter: NextChallengeHeaders.filter(decision.next),
+                                      responseHeadFilter: NextChallengeHeaders.filter(decision.next, family: tables.family),
                                       responseField: responseField, upstreamFailureAnswer: failureAnswer,
                                       connectTimeout: route.connectTimeout, responseTimeout: route.responseTimeout),
                           context: context)

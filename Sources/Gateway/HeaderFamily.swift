@@ -16,6 +16,11 @@ final class HeaderFamily: Sendable {
     private let assertionLower: [UInt8]
     private let clientDataLower: [UInt8]
     private let signatureLower: [UInt8]
+    /// The response-head edit of every forward without a next challenge: drops each upstream field
+    /// of `NextChallengeHeaders.responseFamily` (`App-Attest-`) and, when `headers.error` is named
+    /// outside it, each copy of that name too, so that no upstream field passes for a gateway
+    /// refusal. One closure per family, shared by every request (nothing allocated per request).
+    let dropUpstreamCopies: @Sendable (inout HTTPResponseHead) -> Void
 
     init(_ configuration: HeadersConfiguration) {
         self.configuration = configuration
@@ -25,6 +30,15 @@ final class HeaderFamily: Sendable {
         assertionLower = HeaderFamily.lower(configuration.evidence.assertion)
         clientDataLower = HeaderFamily.lower(configuration.evidence.clientData)
         signatureLower = HeaderFamily.lower(configuration.evidence.signature)
+        let error = configuration.error
+        if HeaderFamily.lower(error).starts(with: HeaderFamily.lower(NextChallengeHeaders.responseFamily)) {
+            dropUpstreamCopies = NextChallengeHeaders.dropUpstreamCopies
+        } else {
+            dropUpstreamCopies = { head in
+                NextChallengeHeaders.dropUpstreamCopies(&head)
+                head.headers.remove(error)
+            }
+        }
     }
 
     /// Removes every field of the family from `headers` and returns the evidence fields it held

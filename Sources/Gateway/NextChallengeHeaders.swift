@@ -30,18 +30,21 @@ enum NextChallengeHeaders {
     /// The namespace of the fields the gateway answers clients with (fixed, as the SDK reads it).
     static let responseFamily = "App-Attest-"
 
-    /// The response-head edit of a forward that carries no next challenge: drops every upstream
-    /// field of `responseFamily`. One shared closure (nothing allocated per request).
+    /// Drops every upstream field of `responseFamily`. One shared closure (nothing allocated per
+    /// request); forwards use `HeaderFamily.dropUpstreamCopies`, which adds a `headers.error` named
+    /// outside the family.
     static let dropUpstreamCopies: @Sendable (inout HTTPResponseHead) -> Void = { head in
         head.headers.removeAll(namePrefix: responseFamily)
     }
 
-    /// The response-head edit of a forward whose answer carries `issued` (upstream fields of
-    /// `responseFamily` dropped first); `dropUpstreamCopies` when there is none.
-    static func filter(_ issued: ChallengeIssuer.Issued?) -> @Sendable (inout HTTPResponseHead) -> Void {
-        guard let issued else { return dropUpstreamCopies }
+    /// The response-head edit of a forward whose answer carries `issued` (the upstream fields
+    /// `family.dropUpstreamCopies` drops are dropped first); `family.dropUpstreamCopies` when there
+    /// is none.
+    static func filter(_ issued: ChallengeIssuer.Issued?, family: HeaderFamily) -> @Sendable (inout HTTPResponseHead) -> Void {
+        let drop = family.dropUpstreamCopies
+        guard let issued else { return drop }
         return { head in
-            head.headers.removeAll(namePrefix: responseFamily)
+            drop(&head)
             set(issued, on: &head.headers)
         }
     }

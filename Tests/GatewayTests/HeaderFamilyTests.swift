@@ -25,6 +25,30 @@ final class HeaderFamilyTests: XCTestCase {
         XCTAssertNil(evidence.duplicated)
     }
 
+    /// Upstream responses lose every `App-Attest-` field, and the configured `headers.error` name
+    /// when it lies outside that family: no upstream field passes for a gateway refusal. With the
+    /// default name, a field of the same custom name is the upstream's own and passes.
+    func testUpstreamResponseLosesTheFamilyAndACustomErrorName() throws {
+        let fields: [(String, String)] = [
+            ("App-Attest-Error", "key_unknown"), ("x-gateway-error", "key_unknown"), ("X-Gateway-Error", "again"),
+            ("App-Attest-Next-Challenge", "forged"), ("X-Other", "keep"),
+        ]
+        let custom = HeaderFamily(HeadersConfiguration(error: "X-Gateway-Error"))
+        var head = HTTPResponseHead(status: 200, headers: try HTTPHeaders(fields))
+        custom.dropUpstreamCopies(&head)
+        XCTAssertEqual(head.headers.map(\.name), ["X-Other"])
+        let issued = ChallengeIssuer.Issued(bytes: Array(repeating: 7, count: 32), expiresAt: 1_900_000_000)
+        head = HTTPResponseHead(status: 200, headers: try HTTPHeaders(fields))
+        NextChallengeHeaders.filter(issued, family: custom)(&head)
+        XCTAssertEqual(head.headers.map(\.name), ["X-Other", "App-Attest-Next-Challenge", "App-Attest-Next-Challenge-Expires"])
+        XCTAssertEqual(head.headers.values("App-Attest-Next-Challenge"), [Base64.encode(issued.bytes)])
+
+        let standard = HeaderFamily(HeadersConfiguration())
+        head = HTTPResponseHead(status: 200, headers: try HTTPHeaders(fields))
+        standard.dropUpstreamCopies(&head)
+        XCTAssertEqual(head.headers.map(\.name), ["x-gateway-error", "X-Gateway-Error", "X-Other"])
+    }
+
     /// CGI, WSGI, PHP and Rack read `App_Attest_Verdict` as `HTTP_APP_ATTEST_VERDICT`, the name of
     /// the field the gateway sets: underscore spellings of the family are stripped too, and never
     /// read as evidence.
