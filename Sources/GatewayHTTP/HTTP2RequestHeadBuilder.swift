@@ -15,7 +15,8 @@ import GatewayRules
 /// `content-length` values. This builder adds what nghttp2 leaves to the application:
 /// - field values with control bytes other than HTAB (RFC 9110 section 5.5; the HTTP/1.1 rule);
 /// - `:authority` with userinfo, several `host` fields, or a `host` that differs from `:authority`
-///   (RFC 9113 section 8.3.1);
+///   (RFC 9113 section 8.3.1); an authority that is not `host[:port]` (`a:b:c`, `h:99999`, `[::1`,
+///   `user@h` in `host`) is refused `400 host_invalid`, as HTTP/1.1 refuses such a `Host`;
 /// - the request-target rules of `RequestTargetPolicy` on `:path`, `CONNECT` refused, `Expect` other than
 ///   `100-continue` (the same answers as HTTP/1.1);
 /// - the decoded header list size (name + value + 32 per field, RFC 9113 section 6.5.2) and field
@@ -178,6 +179,9 @@ struct HTTP2RequestHeadBuilder {
         case .failure(let error): return .refused(error)
         }
         let f = HTTP1FramingFields(fields)
+        // `:authority` (now also `host`) or a lone `host` must be `host[:port]` as over HTTP/1.1
+        // (RFC 9112 section 3.2, RFC 3986 section 3.2.2): the same `400 host_invalid`.
+        if f.hostMalformed { return .refused(.hostInvalid) }
         if f.expectOther { return .refused(.expectationFailed) }
         let framing: HTTPBodyFraming
         if endStream {

@@ -265,7 +265,8 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             return
         }
         stream.body.append(contentsOf: bytes)
-        if stream.deadline != 0 { stream.deadline = deadline(context.bodyTimeout) }
+        // The deadline set at the HEADERS frame stands: `timeouts.body` bounds the whole body, not
+        // the gap between DATA frames (a byte a second would otherwise hold the stream forever).
     }
 
     func http2StreamEnded(_ streamID: Int32, trailers: HTTPHeaders) {
@@ -781,6 +782,14 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         }
         if state == .draining && !finalGoawaySent && now &- drainStarted > HTTP2ServerConnection.drainNoticeNanoseconds {
             sendFinalGoaway()
+        }
+        // A header block (HEADERS, CONTINUATION...) gets `timeouts.header` from its first frame, on
+        // every stream as on the first (HTTP/1.1 bounds every request head the same way): nothing
+        // else can arrive on the connection until it ends, so it is the connection that is cut.
+        if let started = session?.headerBlockStarted, context.headerTimeout > 0, now &- started > context.headerTimeout {
+            terminate(.noError)
+            if state == .closing && out.isEmpty { startLinger() }
+            return
         }
         let idleLimit = anyStream ? context.idleTimeout : context.headerTimeout
         if streams.isEmpty && out.isEmpty && idleLimit > 0 && now &- idleSince > idleLimit {

@@ -56,12 +56,17 @@ package final class HTTP2Session {
     @exclusivity(unchecked) private var block: HTTP2RequestHeadBuilder?
     #endif
     private var blockEncodedBytes = 0
+    private var blockStartedAt: UInt64 = 0
     private var continuations = 0
     private var termination: HTTP2ErrorCode?
     /// The GOAWAY error code once the connection is ending with an error: set when this type decided
     /// it, or once nghttp2's own GOAWAY (e.g. `COMPRESSION_ERROR`) is handed out for sending.
     package private(set) var terminatedWith: HTTP2ErrorCode?
     /// Whether nghttp2 is running (receive or send): nested calls are refused.
+    /// When the header block being received (request or trailers, HEADERS then CONTINUATION
+    /// frames) began, monotonic nanoseconds; nil between blocks. The connection bounds it with
+    /// `timeouts.header`.
+    package var headerBlockStarted: UInt64? { block == nil ? nil : blockStartedAt }
     package private(set) var isBusy = false
     private var now: UInt64 = 0
 
@@ -475,6 +480,7 @@ package final class HTTP2Session {
         let id = frame.pointee.hd.stream_id
         let category = frame.pointee.headers.cat
         discardBlock()
+        blockStartedAt = now
         if category == NGHTTP2_HCAT_REQUEST {
             resetRing[streamsOpened % resetRing.count] = resetsReceived
             streamsOpened += 1

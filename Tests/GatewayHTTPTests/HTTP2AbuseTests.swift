@@ -111,6 +111,28 @@ final class HTTP2AbuseTests: XCTestCase {
         XCTAssertEqual(r["resets"] as? [String], [], "\(r)")
     }
 
+    /// `timeouts.body` bounds the whole body from the HEADERS frame, not the gap between DATA frames:
+    /// one byte every 0.1 s (the harness's body timeout is 0.3 s) is answered 408 long before the
+    /// tenth byte, as over HTTP/1.1.
+    func testBodyDribbledByteByByteTimesOut() throws {
+        let r = try HTTP2Client.run(port: harness.port, "dribble-body", "10", "0.1")
+        XCTAssertEqual(r["outcome"] as? [AnyHashable], ["status", 408], "\(r)")
+        XCTAssertLessThan(r["sent"] as? Int ?? 99, 10, "answered before the body was complete: \(r)")
+        let record = try XCTUnwrap(harness.handler.completed.first { $0.targetString == "/local/dribble" })
+        XCTAssertEqual(record.error, .bodyTimeout)
+        try assertStillServing()
+    }
+
+    /// A header block left unfinished after a first request is bounded by `timeouts.header` (0.3 s
+    /// in the harness), not by the idle timeout (2 s): the connection ends.
+    func testUnfinishedHeaderBlockAfterARequestIsBoundedByTheHeaderTimeout() throws {
+        let r = try run("unfinished-block")
+        XCTAssertEqual(r["first"] as? [AnyHashable], ["status", 200], "\(r)")
+        XCTAssertEqual(r["closed"] as? Bool, true, "\(r)")
+        XCTAssertLessThan(r["seconds"] as? Double ?? 99, 1.5, "the header timeout, not the idle timeout: \(r)")
+        XCTAssertFalse(harness.handler.completed.contains { $0.targetString == "/local/second" }, "never handled")
+    }
+
     func testEmptyDataFloodIsCutOff() throws {
         assertGoaway(try run("empty-data-flood"), "ENHANCE_YOUR_CALM")
         try assertStillServing()
@@ -146,16 +168,24 @@ final class HTTP2AbuseTests: XCTestCase {
         XCTAssertEqual(outcomes["asterisk form"], ["status", 400])
         XCTAssertEqual(outcomes["CONNECT"], ["status", 400])
         XCTAssertEqual(outcomes["expect other than 100-continue"], ["status", 417])
+        for name in ["authority with two ports", "authority port out of range", "authority unclosed IPv6 literal",
+                     "host not host-port", "userinfo in host"] {
+            XCTAssertEqual(outcomes[name], ["status", 400], name)
+        }
         XCTAssertEqual(outcomes["te trailers"], ["status", 200])
         XCTAssertEqual(outcomes["host equal to :authority"], ["status", 200])
         XCTAssertEqual(outcomes["host without :authority"], ["status", 200])
         XCTAssertEqual(outcomes["after"], ["status", 200], "the connection survives: \(r)")
         XCTAssertNil(r["goaway"] as? String)
-        XCTAssertEqual(outcomes.count, malformed.count + 8, "every case was checked: \(outcomes.keys.sorted())")
+        XCTAssertEqual(outcomes.count, malformed.count + 13, "every case was checked: \(outcomes.keys.sorted())")
         // Malformed streams are logged as refusals (400, no response), the refused ones with their error.
         let dot = try XCTUnwrap(harness.handler.completed.first { $0.targetString == "/a/../b" })
         XCTAssertEqual(dot.error, .targetDotSegment)
         XCTAssertEqual(dot.status, 400)
+        for target in ["/local/auth1", "/local/auth2", "/local/auth3", "/local/auth4", "/local/auth5"] {
+            let record = try XCTUnwrap(harness.handler.completed.first { $0.targetString == target }, target)
+            XCTAssertEqual(record.error, .hostInvalid, target)
+        }
         let badHeaderRecords = harness.handler.completed.filter { $0.error == .badHeader }
         XCTAssertEqual(badHeaderRecords.count, malformed.count, badHeaderRecords.map { "\($0.targetString ?? "-")" }.description)
         XCTAssertTrue(badHeaderRecords.allSatisfy { $0.status == 400 && !$0.aborted && $0.connection.protocolName == "h2" })

@@ -390,6 +390,43 @@ def window_update_download(size):
     result(received=received, goaway=g and g["error"], resets=[f.get("error") for f in c.frames if f["type"] == "RST_STREAM"])
 
 
+def dribble_body(count, interval):
+    # A body of `count` bytes sent one byte every `interval` seconds: each gap is within the body
+    # timeout, the whole body is not.
+    c = RawConnection()
+    c.request(1, "/local/dribble", method="POST", extra=[("content-length", str(count))], end_stream=False)
+    start = time.monotonic()
+    sent = 0
+    outcome = None
+    for i in range(count):
+        last = i == count - 1
+        if not c.send_frames([DataFrame(1, data=b"x", flags=["END_STREAM"] if last else [])]):
+            break
+        sent += 1
+        f = c.read_until(lambda f: f["stream"] == 1 and f["type"] in ("RST_STREAM", "HEADERS"), timeout=interval)
+        if f is not None:
+            outcome = ["rst", f["error"]] if f["type"] == "RST_STREAM" else ["status", f["status"]]
+            break
+    if outcome is None:
+        outcome = list(c.stream_outcome(1))
+    result(outcome=outcome, sent=sent, seconds=time.monotonic() - start)
+
+
+def unfinished_block():
+    # One complete request, then a HEADERS frame without END_HEADERS and no CONTINUATION.
+    c = RawConnection()
+    c.request(1, "/local/first")
+    first = list(c.stream_outcome(1))
+    if not any(f["stream"] == 1 and "END_STREAM" in f["flags"] for f in c.frames):
+        c.read_until(lambda f: f["stream"] == 1 and "END_STREAM" in f["flags"], timeout=2)
+    block = c.block([(":method", "GET"), (":scheme", "http"), (":path", "/local/second"), (":authority", "h")])
+    start = time.monotonic()
+    c.send_frames([HeadersFrame(3, data=block[:2], flags=["END_STREAM"])])
+    c.read_all(timeout=10)
+    g = c.goaway()
+    result(first=first, goaway=g and g["error"], closed=c.closed, seconds=time.monotonic() - start)
+
+
 def settings_entries():
     c = RawConnection()
     f = SettingsFrame(0)
@@ -467,6 +504,12 @@ REFUSED_CASES = [
     ("asterisk form", [(":method", "OPTIONS"), (":scheme", "http"), (":path", "*"), (":authority", "h")]),
     ("CONNECT", [(":method", "CONNECT"), (":authority", "a.test:443")]),
     ("expect other than 100-continue", [(":method", "GET"), (":scheme", "http"), (":path", "/local/x"), (":authority", "h"), ("expect", "teapot")]),
+    # Not host[:port]: the 400 host_invalid HTTP/1.1 gives the same Host.
+    ("authority with two ports", [(":method", "GET"), (":scheme", "http"), (":path", "/local/auth1"), (":authority", "evil.com:80:80")]),
+    ("authority port out of range", [(":method", "GET"), (":scheme", "http"), (":path", "/local/auth2"), (":authority", "h:99999")]),
+    ("authority unclosed IPv6 literal", [(":method", "GET"), (":scheme", "http"), (":path", "/local/auth3"), (":authority", "[::1")]),
+    ("host not host-port", [(":method", "GET"), (":scheme", "http"), (":path", "/local/auth4"), ("host", "a:b:c")]),
+    ("userinfo in host", [(":method", "GET"), (":scheme", "http"), (":path", "/local/auth5"), ("host", "user@evil.com")]),
 ]
 GOOD_CASES = [
     ("te trailers", [(":method", "GET"), (":scheme", "http"), (":path", "/local/te"), (":authority", "h"), ("te", "trailers")]),
@@ -664,6 +707,10 @@ def main():
         unknown_frame_flood()
     elif s == "window-update-download":
         window_update_download(int(args.arg))
+    elif s == "dribble-body":
+        dribble_body(int(args.arg), float(args.arg2))
+    elif s == "unfinished-block":
+        unfinished_block()
     elif s == "settings-entries":
         settings_entries()
     elif s == "empty-data-flood":
