@@ -37,8 +37,16 @@ package final class TLSServerContext: Sendable {
         + "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305"
     /// Key exchange groups (RFC 8446 section 4.2.7 / RFC 8422), OpenSSL names.
     package static let groups = "X25519:P-256"
-    /// Session ID context (SSL_CTX_set_session_id_context(3)): sessions are only resumed by this program.
-    static let sessionIDContext: StaticString = "attest-gateway"
+    /// Session ID context (SSL_CTX_set_session_id_context(3)) of a certificate's context: the SHA-256
+    /// of its leaf (DER), 32 bytes, so that a session (ticket or cache entry) resumes only under the
+    /// certificate it was made with (RFC 6066 section 3), and still does after a reload that keeps
+    /// that certificate. The certificate is chosen before resumption is looked at (`clientHello`).
+    static func sessionIDContext(leaf: OpaquePointer) -> [UInt8]? {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        guard X509_digest(leaf, EVP_sha256(), &digest, &length) == 1, length == 32 else { return nil }
+        return Array(digest[0..<32])
+    }
 
     private let current: Mutex<Generation>
     /// The ticket keys (shared by all generations).
@@ -184,7 +192,10 @@ package final class TLSServerContext: Sendable {
         _ = cshim_SSL_CTX_set_mode(ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
                                             | SSL_MODE_RELEASE_BUFFERS))
         _ = cshim_SSL_CTX_set_read_ahead(ctx, 1)
-        try check(SSL_CTX_set_session_id_context(ctx, sessionIDContext.utf8Start, UInt32(sessionIDContext.utf8CodeUnitCount)) == 1,
+        guard let sessionContext = sessionIDContext(leaf: chain[0].pointer) else {
+            throw .openSSL(call: "X509_digest(\(certificate.chainPath))", reason: TLSOpenSSLErrors.drain(or: "failed"))
+        }
+        try check(SSL_CTX_set_session_id_context(ctx, sessionContext, UInt32(sessionContext.count)) == 1,
                   "SSL_CTX_set_session_id_context")
         if settings.sessionCacheSize > 0 {
             _ = cshim_SSL_CTX_set_session_cache_mode(ctx, Int(SSL_SESS_CACHE_SERVER))
@@ -196,6 +207,7 @@ package final class TLSServerContext: Sendable {
         if settings.sessionTickets {
             try check(SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticketKey) == 1, "SSL_CTX_set_tlsext_ticket_key_evp_cb")
         }
+        SSL_CTX_set_client_hello_cb(ctx, clientHello, nil)
         _ = cshim_SSL_CTX_set_tlsext_servername_callback(ctx, serverName)
 
         try check(SSL_CTX_use_certificate(ctx, chain[0].pointer) == 1, "SSL_CTX_use_certificate(\(certificate.chainPath))")
@@ -216,15 +228,55 @@ package final class TLSServerContext: Sendable {
         return Unmanaged<Generation>.fromOpaque(raw).takeUnretainedValue()
     }
 
-    /// Servername callback (SSL_CTX_set_tlsext_servername_callback(3)): switches the connection to
-    /// the matching certificate's context (SSL_set_SSL_CTX(3)); no SNI or no match keeps the default.
-    private static let serverName: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _, _ in
-        guard let generation = generation(ssl), let name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name) else {
-            return SSL_TLSEXT_ERR_OK
+    /// Client hello callback (SSL_CTX_set_client_hello_cb(3)), the first step of a ClientHello:
+    /// switches the connection to the certificate its server name selects (SSL_set_SSL_CTX(3), which
+    /// also takes that context's session ID context) before OpenSSL looks at a session to resume,
+    /// so a session made under another certificate is refused and a full handshake follows. No
+    /// server name, or no match, keeps the default certificate.
+    private static let clientHello: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = { ssl, _, _ in
+        guard let generation = generation(ssl) else { return SSL_CLIENT_HELLO_SUCCESS }
+        var data: UnsafePointer<UInt8>?
+        var length = 0
+        guard SSL_client_hello_get0_ext(ssl, UInt32(TLSEXT_TYPE_server_name), &data, &length) == 1, let data,
+              let name = TLSServerContext.hostName(inServerNameExtension: UnsafeRawBufferPointer(start: data, count: length)) else {
+            return SSL_CLIENT_HELLO_SUCCESS
         }
-        let index = generation.certificateIndex(serverName: name)
-        if index != 0 { _ = SSL_set_SSL_CTX(ssl, generation.entries[index].context.pointer) }
-        return SSL_TLSEXT_ERR_OK
+        let index = name.withUnsafeBufferPointer { generation.certificateIndex(serverName: $0.baseAddress!) }
+        let context = generation.entries[index].context.pointer
+        if SSL_get_SSL_CTX(ssl) != context { _ = SSL_set_SSL_CTX(ssl, context) }
+        return SSL_CLIENT_HELLO_SUCCESS
+    }
+
+    /// The `host_name` of a `server_name` extension's body (RFC 6066 section 3: a 2-byte list length,
+    /// then entries of a type byte, a 2-byte length and the name), NUL-terminated for OpenSSL; nil
+    /// when the body is malformed, has no `host_name`, or the name is empty, over 255 bytes or holds
+    /// a NUL (OpenSSL refuses such a ClientHello itself, after this).
+    static func hostName(inServerNameExtension body: UnsafeRawBufferPointer) -> [CChar]? {
+        guard body.count >= 2, Int(body[0]) << 8 | Int(body[1]) == body.count - 2 else { return nil }
+        var i = 2
+        while i + 3 <= body.count {
+            let type = body[i]
+            let length = Int(body[i + 1]) << 8 | Int(body[i + 2])
+            i += 3
+            guard i + length <= body.count else { return nil }
+            if type == 0 {  // host_name
+                guard (1...255).contains(length) else { return nil }
+                var name = [CChar](repeating: 0, count: length + 1)
+                for k in 0..<length {
+                    guard body[i + k] != 0 else { return nil }
+                    name[k] = CChar(bitPattern: body[i + k])
+                }
+                return name
+            }
+            i += length
+        }
+        return nil
+    }
+
+    /// Servername callback (SSL_CTX_set_tlsext_servername_callback(3)): acknowledges the server name;
+    /// the certificate was chosen by `clientHello`.
+    private static let serverName: @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutableRawPointer?) -> Int32 = { _, _, _ in
+        SSL_TLSEXT_ERR_OK
     }
 
     /// ALPN select callback (SSL_CTX_set_alpn_select_cb(3)).

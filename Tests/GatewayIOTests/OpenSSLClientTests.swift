@@ -121,6 +121,33 @@ final class OpenSSLClientTests: XCTestCase {
         XCTAssertTrue(output.contains("\nhello\n"), "application data went through, then our close_notify ended s_client")
     }
 
+    /// RFC 6066 section 3: a session made under one certificate is never resumed under another
+    /// server name's certificate (the certificate is chosen before resumption is considered, and
+    /// each has its own session ID context): TLS 1.3 ticket, TLS 1.2 ticket, TLS 1.2 session ID. The
+    /// same name resumes (the failing variant's control).
+    func testASessionResumesOnlyUnderTheCertificateItWasMadeWith() throws {
+        let context = try context([pki.a, pki.b])
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sni-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for (label, flags) in [("TLS 1.3 ticket", ["-tls1_3"]), ("TLS 1.2 ticket", ["-tls1_2"]),
+                               ("TLS 1.2 session ID", ["-tls1_2", "-no_ticket"])] {
+            let session = dir.appendingPathComponent(label.replacingOccurrences(of: " ", with: "-")).path
+            let first = try sClient(context, flags + ["-servername", "a.test", "-sess_out", session, "-ign_eof"])
+            XCTAssertEqual(first.status, 0, "\(label): \(first.output)")
+            XCTAssertNotNil(line(first.output, "New, "), "\(label): \(first.output)")
+            let same = try sClient(context, flags + ["-servername", "a.test", "-sess_in", session, "-ign_eof"])
+            XCTAssertNotNil(line(same.output, "Reused, "), "\(label): the same name resumes: \(same.output)")
+            let other = try sClient(context, flags + ["-servername", "b.test", "-sess_in", session, "-ign_eof",
+                                                      "-verify_hostname", "b.test", "-verify_return_error"])
+            XCTAssertEqual(other.status, 0, "\(label): \(other.output)")
+            XCTAssertNotNil(line(other.output, "New, "), "\(label): another name's certificate gets a full handshake: \(other.output)")
+            XCTAssertNil(line(other.output, "Reused, "), label)
+            XCTAssertTrue(other.output.contains("subject=CN = b.test"), "\(label): \(other.output)")
+            XCTAssertEqual(other.server.serverName, "b.test")
+        }
+    }
+
     func testSClientWithoutALPNAndWithHTTP11() throws {
         let context = try context([pki.a])
         let none = try sClient(context, ["-servername", "a.test"])
