@@ -470,6 +470,15 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             stream.upstreamPaused = true
             pausedStreams += 1
         }
+        if bufferedBytes >= settings.connectionBufferBytes {
+            // Over the connection's bound: every stream's upstream read pauses now, not after its own
+            // next read (100 streams would each add a read of up to 64 KiB first).
+            for other in streams.values where other !== stream && other.phase == .forwarding && !other.upstreamPaused {
+                other.upstreamPaused = true
+                pausedStreams += 1
+                other.exchange?.pause()
+            }
+        }
         return more
     }
 

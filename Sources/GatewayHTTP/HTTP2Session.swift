@@ -87,6 +87,13 @@ package final class HTTP2Session {
     /// Per such stream: body bytes received, and bytes not yet given back to its window.
     private var bodyBytes: [Int32: (held: Int, unconsumed: Int)] = [:]
     private var heldBodyBytes = 0
+    /// `SETTINGS_INITIAL_WINDOW_SIZE` as advertised (`HTTP2Settings.advertisedWindow`): what any
+    /// stream may send before a WINDOW_UPDATE.
+    private let advertisedWindow: Int
+    /// Window granted beyond `advertisedWindow` to streams whose body is expected, per stream and in
+    /// all (`grantWindow`), counted against `requestBodyBufferBytes` until the body is complete.
+    private var grantedWindow: [Int32: Int] = [:]
+    private var grantedWindowTotal = 0
 
     // Response header scratch, reused.
     private var scratch: [UInt8] = []
@@ -109,6 +116,7 @@ package final class HTTP2Session {
         listLimit = s.effectiveHeaderListSize(limits)
         countLimit = max(1, limits.clamped.maxHeaderCount)
         resetRing = Array(repeating: 0, count: s.resetWindowStreams)
+        advertisedWindow = s.advertisedWindow
         controlWindowNanos = UInt64(s.controlFrameWindow * 1e9)
 
         var callbacks: OpaquePointer?
@@ -151,9 +159,9 @@ package final class HTTP2Session {
                                    value: UInt32(listLimit)),
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES.rawValue), value: 1),
         ]
-        if s.initialWindowSize != 65535 {
+        if advertisedWindow != 65535 {
             entries.append(nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue),
-                                                  value: UInt32(s.initialWindowSize)))
+                                                  value: UInt32(advertisedWindow)))
         }
         if s.maxFrameSize != 16384 {
             entries.append(nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_FRAME_SIZE.rawValue),
@@ -511,8 +519,13 @@ package final class HTTP2Session {
             block = nil  // `b` is now the only owner of the fields: `finish` moves them without a copy
             switch b.finish(endStream: endStream, policy: policy) {
             case .head(let head):
+                let expected = head.framing.hasBody ? head.contentLength : 0
                 delegate.http2StreamOpened(id, head: head)
-                if endStream { delegate.http2StreamEnded(id, trailers: HTTPHeaders()) }
+                if endStream {
+                    delegate.http2StreamEnded(id, trailers: HTTPHeaders())
+                } else if expected != 0 {
+                    grantWindow(id, expected: expected)
+                }
             case .trailers(let trailers):
                 delegate.http2StreamEnded(id, trailers: trailers)
             case .refused(let error):
@@ -598,9 +611,26 @@ package final class HTTP2Session {
         bodyBytes[id] = entry
     }
 
-    /// The body of `id` is complete (or the stream is gone): its bytes leave the budget, and windows
-    /// held back are opened again, oldest stream first, while within the budget.
+    /// Raises the window of `id`, whose request body is expected (`expected` bytes when its
+    /// `content-length` says, nil for unknown), from `advertisedWindow` up to `initialWindowSize`
+    /// (WINDOW_UPDATE, RFC 9113 section 6.9), when the bytes held and the windows already granted
+    /// leave room within `requestBodyBufferBytes`: a few uploads at a time get the whole window, and
+    /// `maxConcurrentStreams` streams cannot make the connection hold their count times it.
+    private func grantWindow(_ id: Int32, expected: Int?) {
+        guard let session else { return }
+        var extra = settings.initialWindowSize - advertisedWindow
+        if let expected { extra = min(extra, expected - advertisedWindow) }
+        guard extra > 0, heldBodyBytes + grantedWindowTotal + extra <= settings.requestBodyBufferBytes,
+              nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id,
+                                                    Int32(advertisedWindow + extra)) == 0 else { return }
+        grantedWindow[id] = extra
+        grantedWindowTotal += extra
+    }
+
+    /// The body of `id` is complete (or the stream is gone): its bytes and its granted window leave
+    /// the budget, and windows held back are opened again, oldest stream first, while within it.
     private func releaseBody(_ id: Int32) {
+        if !grantedWindow.isEmpty, let extra = grantedWindow.removeValue(forKey: id) { grantedWindowTotal -= extra }
         // Most requests have no body: no hashing for them (this runs on every END_STREAM and close).
         guard !bodyBytes.isEmpty, let session, let entry = bodyBytes.removeValue(forKey: id) else { return }
         heldBodyBytes -= entry.held

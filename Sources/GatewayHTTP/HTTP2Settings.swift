@@ -80,6 +80,17 @@ public struct HTTP2Settings: Sendable, Hashable {
     /// gateway hold its concurrency limit times the body limit. Default 4 MiB, bounds 64 KiB...1 GiB.
     public var requestBodyBufferBytes: Int
 
+    /// The `SETTINGS_INITIAL_WINDOW_SIZE` advertised: `initialWindowSize`, but at most an equal share
+    /// of `requestBodyBufferBytes` per stream the client may open (`maxConcurrentStreams`), and at
+    /// least 16 KiB: what every stream may send before any WINDOW_UPDATE. A stream whose body is
+    /// expected is raised to `initialWindowSize` by WINDOW_UPDATE while the budget has room, so that
+    /// one connection's request bodies stay near `requestBodyBufferBytes` (about twice it, plus one
+    /// body, at worst) instead of `maxConcurrentStreams × initialWindowSize`.
+    public var advertisedWindow: Int {
+        let s = clamped
+        return min(s.initialWindowSize, max(16_384, s.requestBodyBufferBytes / s.maxConcurrentStreams))
+    }
+
     /// Settings with the given values (the defaults suit a public-facing reverse proxy).
     public init(maxConcurrentStreams: Int = 100, initialWindowSize: Int = 65535, maxFrameSize: Int = 16384,
                 maxHeaderListSize: Int? = nil, headerTableSize: Int = 4096, maxContinuationFrames: Int = 8,

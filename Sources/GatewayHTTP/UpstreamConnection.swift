@@ -118,6 +118,13 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         setDeadline(.idle, pool.settings.idleTimeout, now: now)
     }
 
+    /// Stops reading the response until `resumeReading()` (the downstream's buffers are full); the
+    /// response timeout stops meanwhile, as when `receivedBody` asks for the pause.
+    func pauseReading() {
+        guard !paused, state == .active else { return }
+        pause()
+    }
+
     func resumeReading() {
         guard paused, state == .active else { return }
         paused = false

@@ -161,6 +161,10 @@ final class UpstreamExchange {  // confined to the loop of `pool`
     /// The downstream drained: read the upstream again.
     func resume() { connection?.resumeReading() }
 
+    /// The downstream's buffers are full (another stream of its HTTP/2 connection filled them): stop
+    /// reading the upstream until `resume()`.
+    func pause() { connection?.pauseReading() }
+
     /// The downstream went away: drop the exchange and close its connection (it cannot be reused mid-response).
     func cancel() {
         guard !isFinished else { return }

@@ -49,6 +49,39 @@ final class HTTP2FlowControlTests: XCTestCase {
         XCTAssertTrue(waitUntil(5) { self.bufferSamples(h).isEmpty }, "the connection is gone")
     }
 
+    /// 100 streams whose responses all wait on a zero window: once the connection holds
+    /// `connectionBufferBytes`, every stream's upstream read pauses at once (not each after a read
+    /// of its own: 100 reads of up to 64 KiB would be 6.4 MiB).
+    func testManyZeroWindowStreamsStayWithinTheConnectionBuffer() throws {
+        let h = try ProxyHarness(timeouts: HTTPServerTimeouts(headerRead: 5, bodyRead: 5, idle: 30, write: 3, linger: 0.5))
+        defer { h.stop() }
+        let client = try HTTP2Client.start(port: h.port, "zero-window-streams", "100", "/zero?size=1000000")
+        XCTAssertTrue(waitUntil(5) { client.output.contains("READY") }, client.output)
+        let seen = maxBuffered(h, seconds: 1.5)
+        XCTAssertTrue(seen.seen)
+        XCTAssertGreaterThan(seen.buffered, HTTP2Settings().connectionBufferBytes / 2, "the responses filled the buffer")
+        XCTAssertLessThanOrEqual(seen.buffered, HTTP2Settings().connectionBufferBytes + 2 * 65536,
+                                 "the connection's bound and the read that crossed it")
+        _ = client.wait()
+    }
+
+    /// 100 uploads that never finish, on a server whose `initialWindowSize` is 1 MiB: the client may
+    /// send each stream only the advertised share of `requestBodyBufferBytes` (plus the window granted
+    /// to the first few while the budget has room), not 100 times 1 MiB.
+    func testUnfinishedUploadsOnManyStreamsStayNearTheBodyBudget() throws {
+        var http2 = HTTP2Settings()
+        http2.initialWindowSize = 1 << 20
+        let h = try ProxyHarness(timeouts: HTTPServerTimeouts(headerRead: 5, bodyRead: 10, idle: 30, write: 5, linger: 0.5),
+                                 http2: http2)
+        defer { h.stop() }
+        let r = try HTTP2Client.run(port: h.port, "body-hold", "100", String(1 << 20))
+        let total = try XCTUnwrap(r["total"] as? Int, "\(r)")
+        let budget = http2.requestBodyBufferBytes
+        XCTAssertLessThanOrEqual(total, 2 * budget + 100 * http2.advertisedWindow + (1 << 20), "\(r)")
+        XCTAssertGreaterThanOrEqual(r["largest"] as? Int ?? 0, (1 << 20) - 1, "the first uploads got the whole window: \(r)")
+        XCTAssertGreaterThanOrEqual(r["smallest"] as? Int ?? 0, http2.advertisedWindow, "every stream got the advertised window: \(r)")
+    }
+
     func testClientThatStopsReadingTheSocketIsBoundedThenCutOff() throws {
         let h = try ProxyHarness(timeouts: HTTPServerTimeouts(headerRead: 5, bodyRead: 5, idle: 30, write: 1, linger: 0.5))
         defer { h.stop() }

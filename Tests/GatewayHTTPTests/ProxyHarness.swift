@@ -71,7 +71,7 @@ final class ProxyHarness {
     init(timeouts: HTTPServerTimeouts = ProxyHarness.testTimeouts, limits: HTTP1ParserLimits = HTTP1ParserLimits(),
          withUnixUpstream: Bool = false, extraListeners: [HTTPListenerConfiguration] = [], tls: TLSServerContext? = nil,
          maxRequestsPerConnection: Int = 0,
-         maxConnections: Int = 0) throws {
+         maxConnections: Int = 0, http2: HTTP2Settings = HTTP2Settings()) throws {
         tempDir = FileManager.default.temporaryDirectory.appendingPathComponent("gwhttp-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: tempDir, withIntermediateDirectories: true)
         group = EventLoopGroup(loopCount: 2, timerResolution: 0.02)
@@ -106,7 +106,7 @@ final class ProxyHarness {
                                                         + extraListeners,
                                                     limits: limits, timeouts: timeouts,
                                                     maxRequestsPerConnection: maxRequestsPerConnection,
-                                                    maxConnections: maxConnections)
+                                                    maxConnections: maxConnections, http2: http2)
         server = HTTPServer(configuration: configuration, group: group, handler: handler)
         let bound = try server.start()
         guard let p = bound.first?.port, p != 0 else { throw ChildProcessError.notReady("no bound port") }

@@ -40,6 +40,7 @@ import time
 import h2.config
 import h2.connection
 import h2.events
+import h2.exceptions
 import h2.settings
 from hpack import Decoder, Encoder
 from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, GoAwayFrame, HeadersFrame, PingFrame, PriorityFrame,
@@ -427,6 +428,69 @@ def unfinished_block():
     result(first=first, goaway=g and g["error"], closed=c.closed, seconds=time.monotonic() - start)
 
 
+def body_hold(count, size, seconds):
+    # `count` POST streams declaring `size` bytes each, sending everything flow control allows and
+    # never finishing a body: how much the server let in (it holds all of it until the body timeout).
+    sock = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+    h2c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+    h2c.initiate_connection()
+    sock.sendall(h2c.data_to_send())
+    ids = []
+    for i in range(count):
+        sid = h2c.get_next_available_stream_id()
+        h2c.send_headers(sid, [(":method", "POST"), (":scheme", "http"), (":path", "/local/hold%d" % i),
+                               (":authority", "127.0.0.1:%d" % PORT), ("content-length", str(size))])
+        ids.append(sid)
+    sock.sendall(h2c.data_to_send())
+    sent = {sid: 0 for sid in ids}
+    deadline = time.monotonic() + seconds
+    quiet_since = time.monotonic()
+    closed = False
+    sock.settimeout(0.05)
+    while time.monotonic() < deadline and not closed:
+        progress = False
+        for sid in ids:
+            room = min(h2c.local_flow_control_window(sid), size - 1 - sent[sid], h2c.max_outbound_frame_size)
+            if room > 0:
+                h2c.send_data(sid, b"x" * room)
+                sent[sid] += room
+                progress = True
+        out = h2c.data_to_send()
+        if out:
+            try:
+                sock.sendall(out)
+            except OSError:
+                closed = True
+        try:
+            chunk = sock.recv(65536)
+            if not chunk:
+                closed = True
+            else:
+                h2c.receive_data(chunk)
+                sock.sendall(h2c.data_to_send())
+        except socket.timeout:
+            pass
+        except (OSError, h2.exceptions.ProtocolError):
+            closed = True
+        if progress:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 0.5:
+            break
+    result(total=sum(sent.values()), largest=max(sent.values()), smallest=min(sent.values()), closed=closed)
+
+
+def zero_window_streams(count, path):
+    # `count` GET streams with a zero flow-control window: every response waits in the server.
+    c = RawConnection(settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0})
+    c.read_until(lambda f: f["type"] == "SETTINGS" and "ACK" not in f["flags"])
+    c.send_frames([SettingsFrame(0, flags=["ACK"])])
+    for i in range(count):
+        c.request(1 + 2 * i, path)
+    print("READY", flush=True)
+    c.read_all(timeout=3)
+    result(headers=sum(1 for f in c.frames if f["type"] == "HEADERS"), goaway=c.goaway() and c.goaway()["error"])
+
+
 def settings_entries():
     c = RawConnection()
     f = SettingsFrame(0)
@@ -711,6 +775,10 @@ def main():
         dribble_body(int(args.arg), float(args.arg2))
     elif s == "unfinished-block":
         unfinished_block()
+    elif s == "body-hold":
+        body_hold(int(args.arg), int(args.arg2), 3.0)
+    elif s == "zero-window-streams":
+        zero_window_streams(int(args.arg), args.arg2)
     elif s == "settings-entries":
         settings_entries()
     elif s == "empty-data-flood":
