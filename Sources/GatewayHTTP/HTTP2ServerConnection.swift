@@ -224,6 +224,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             if head.framing.hasBody {
                 if let length = head.contentLength { stream.body.reserveCapacity(min(length, 1 << 20)) }
                 if head.expectsContinue { session?.submitContinue(streamID: streamID) }
+                session?.grantWindow(streamID, bodyBytes: min(stream.bodyLimit, head.contentLength ?? stream.bodyLimit))
             }
         }
     }

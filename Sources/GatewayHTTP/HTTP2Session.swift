@@ -519,13 +519,8 @@ package final class HTTP2Session {
             block = nil  // `b` is now the only owner of the fields: `finish` moves them without a copy
             switch b.finish(endStream: endStream, policy: policy) {
             case .head(let head):
-                let expected = head.framing.hasBody ? head.contentLength : 0
                 delegate.http2StreamOpened(id, head: head)
-                if endStream {
-                    delegate.http2StreamEnded(id, trailers: HTTPHeaders())
-                } else if expected != 0 {
-                    grantWindow(id, expected: expected)
-                }
+                if endStream { delegate.http2StreamEnded(id, trailers: HTTPHeaders()) }
             case .trailers(let trailers):
                 delegate.http2StreamEnded(id, trailers: trailers)
             case .refused(let error):
@@ -611,15 +606,15 @@ package final class HTTP2Session {
         bodyBytes[id] = entry
     }
 
-    /// Raises the window of `id`, whose request body is expected (`expected` bytes when its
-    /// `content-length` says, nil for unknown), from `advertisedWindow` up to `initialWindowSize`
+    /// Raises the window of stream `id`, whose request body of at most `bodyBytes` is accepted (its
+    /// `content-length`, or the body limit), from `advertisedWindow` up to `initialWindowSize`
     /// (WINDOW_UPDATE, RFC 9113 section 6.9), when the bytes held and the windows already granted
     /// leave room within `requestBodyBufferBytes`: a few uploads at a time get the whole window, and
-    /// `maxConcurrentStreams` streams cannot make the connection hold their count times it.
-    private func grantWindow(_ id: Int32, expected: Int?) {
+    /// `maxConcurrentStreams` streams cannot make the connection hold their count times it. Called
+    /// by the connection once the stream's head is accepted (`http2StreamOpened`).
+    package func grantWindow(_ id: Int32, bodyBytes: Int) {
         guard let session else { return }
-        var extra = settings.initialWindowSize - advertisedWindow
-        if let expected { extra = min(extra, expected - advertisedWindow) }
+        let extra = min(settings.initialWindowSize, bodyBytes) - advertisedWindow
         guard extra > 0, heldBodyBytes + grantedWindowTotal + extra <= settings.requestBodyBufferBytes,
               nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id,
                                                     Int32(advertisedWindow + extra)) == 0 else { return }

@@ -410,7 +410,10 @@ final class HTTP2SessionTests: XCTestCase {
             entries[id] = Int(bytes[i + 2]) << 24 | Int(bytes[i + 3]) << 16 | Int(bytes[i + 4]) << 8 | Int(bytes[i + 5])
         }
         XCTAssertEqual(entries[0x3], 7, "SETTINGS_MAX_CONCURRENT_STREAMS")
-        XCTAssertEqual(entries[0x4], 1 << 20, "SETTINGS_INITIAL_WINDOW_SIZE")
+        // 1 MiB configured, advertised as the share of the 4 MiB body budget per stream (7 streams);
+        // uploads are raised to 1 MiB by WINDOW_UPDATE while the budget has room.
+        XCTAssertEqual(entries[0x4], (4 << 20) / 7, "SETTINGS_INITIAL_WINDOW_SIZE")
+        XCTAssertEqual(settings.advertisedWindow, (4 << 20) / 7)
         XCTAssertEqual(entries[0x5], 32768, "SETTINGS_MAX_FRAME_SIZE")
         XCTAssertEqual(entries[0x6], 12345, "SETTINGS_MAX_HEADER_LIST_SIZE: the HTTP/1.1 header limit by default")
         XCTAssertEqual(entries[0x9], 1, "SETTINGS_NO_RFC7540_PRIORITIES")
