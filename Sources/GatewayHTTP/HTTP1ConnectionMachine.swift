@@ -338,6 +338,9 @@ struct HTTP1ConnectionMachine {
     private(set) var output = OutputBuffer()
     /// Pipelined input kept while it cannot be parsed.
     private(set) var pending: [UInt8] = []
+    /// Reading is paused because `pending` outgrew `Settings.pendingLimit` (`stash`); it resumes as
+    /// soon as parsing has taken `pending` below it again (`resumeParsing`, `continueAfterResponse`).
+    private var pausedForPending = false
     /// Number of the current request on this connection (from 1), as given to its responder.
     private(set) var sequence: UInt64 = 0
     /// Requests finished (answered or aborted) on this connection.
@@ -780,7 +783,10 @@ struct HTTP1ConnectionMachine {
 
     private mutating func stash(_ bytes: UnsafeRawBufferPointer, _ actions: inout Actions) {
         pending.append(contentsOf: bytes)
-        if pending.count > settings.pendingLimit { actions.append(.pauseReading) }
+        if pending.count > settings.pendingLimit {
+            pausedForPending = true
+            actions.append(.pauseReading)
+        }
     }
 
     /// Parses `input` until the input is used up or the machine must wait (head decision, handler
@@ -826,7 +832,8 @@ struct HTTP1ConnectionMachine {
         }
         var data = pending
         pending = []
-        let consumed = data.withUnsafeBytes { parse($0, now: now, &actions) }
+        var parsed = Actions()
+        let consumed = data.withUnsafeBytes { parse($0, now: now, &parsed) }
         switch phase {
         case .closing, .lingering, .closed:
             break  // never parsed
@@ -835,7 +842,15 @@ struct HTTP1ConnectionMachine {
                 data.removeSubrange(0..<consumed)  // keeps the storage
                 pending = data
             }
+            // The stash paused reading; parsing took it below the limit (the rest of a pipelined
+            // request's body is still in the socket): read on, or that body never completes.
+            // Listed first: the parse's last action may await an answer.
+            if pausedForPending && !peerClosed && pending.count <= settings.pendingLimit {
+                pausedForPending = false
+                actions.append(.resumeReading)
+            }
         }
+        actions.append(contentsOf: parsed)
     }
 
     private mutating func beginRequest(now: UInt64) {
@@ -934,7 +949,10 @@ struct HTTP1ConnectionMachine {
         resumeParsing(now: now, &parsed)
         // Resuming only enables readiness for later turns: listed first, it keeps the action that
         // waits for an answer last.
-        if phase != .closed && !peerClosed && pending.count <= settings.pendingLimit { actions.append(.resumeReading) }
+        if phase != .closed && !peerClosed && pending.count <= settings.pendingLimit {
+            pausedForPending = false
+            actions.append(.resumeReading)
+        }
         actions.append(contentsOf: parsed)
     }
 

@@ -284,6 +284,28 @@ final class HTTP1ConnectionMachineTests: XCTestCase {
         XCTAssertTrue(d.machine.pending.isEmpty)
     }
 
+    /// A pipelined request whose body outgrew the bound while the previous one was answered: reading
+    /// paused with part of the body kept. Once parsing takes the kept bytes the rest of the body must
+    /// be read again, or the request waits for `timeouts.body` (a probe: 408 after 30 s, and the
+    /// requests behind it never served).
+    func testReadingResumesOnceAPipelinedBodyTakesTheKeptBytes() {
+        let d = Driver()
+        let answerLater = d.respond
+        d.respond = { $0.head.targetString == "/1" ? nil : answerLater($0) }
+        let limit = d.machine.settings.pendingLimit
+        let length = limit + 20_000
+        let kept = limit + 5_000
+        d.receive("GET /1 HTTP/1.1\r\nHost: h\r\n\r\nPOST /2 HTTP/1.1\r\nHost: h\r\nContent-Length: \(length)\r\n\r\n"
+                  + String(repeating: "b", count: kept))
+        XCTAssertTrue(d.readingPaused, "past the bound while /1 is answered")
+        d.answer(.response(HTTPResponse(status: 200)))
+        XCTAssertTrue(d.machine.pending.isEmpty, "the kept body bytes went to /2")
+        XCTAssertFalse(d.readingPaused, "the rest of /2's body is read")
+        d.receive(String(repeating: "b", count: length - kept) + "GET /3 HTTP/1.1\r\nHost: h\r\n\r\n")
+        XCTAssertEqual(d.handled.map(\.head.targetString), ["/1", "/2", "/3"])
+        XCTAssertEqual(d.responses().map(\.status), [200, 200, 200])
+    }
+
     // MARK: persistence
 
     func testHTTP10ClosesUnlessKeepAliveIsAsked() {
