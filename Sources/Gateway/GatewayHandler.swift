@@ -130,10 +130,12 @@ final class GatewayHandler: HTTPHandler {
     func connectionEnded(_ connection: HTTPConnectionInfo) { metrics.connection(connection, started: false) }
 
     /// Counted by listener, result and version; a failure is also logged, at most once a second
-    /// (the next line carries how many were suppressed).
+    /// (the next line carries how many were suppressed), except a peer that closed before the end
+    /// (`closed`: a load balancer's TCP health check connects and closes without a ClientHello) and
+    /// a drain: counted only.
     func tlsHandshakeFinished(_ report: TLSHandshakeReport) {
         metrics.record(report)
-        guard let failure = report.failure, failure != "draining" else { return }
+        guard let failure = report.failure, failure != "draining", failure != "closed" else { return }
         events?.emit("tls_handshake_failed", [("listener", report.localAddress), ("client", report.remoteAddress),
                                               ("reason", failure)])
     }

@@ -289,6 +289,26 @@ final class ObservabilityBinaryTests: XCTestCase {
         }
     }
 
+    /// A TCP connection closed before any ClientHello (a load balancer's TCP health check) is counted
+    /// as a failed handshake (`reason="closed"`) but writes no `tls_handshake_failed` line; a real
+    /// failure (plain HTTP to the TLS listener) does, with OpenSSL's reason.
+    func testHealthCheckClosesAreCountedNotLoggedAndRealFailuresAreLogged() throws {
+        let gateway = try ObservedGateway()
+        for _ in 0..<3 { close(try LoopbackSocket.connect(port: gateway.tlsPort)) }
+        let listener = "127.0.0.1:\(gateway.tlsPort)"
+        waitFor("three closed handshakes counted", timeout: 10) {
+            let text = (try? Curl.get("http://127.0.0.1:\(gateway.adminPort)/metrics").text) ?? ""
+            return (Scrape(text).value("attest_gateway_tls_handshake_failures_total", ["listener": listener, "reason": "closed"]) ?? 0) >= 3
+        }
+        XCTAssertFalse(gateway.process.output.contains("tls_handshake_failed"), gateway.process.output)
+        let plainToTLS = try ChildProcess.run("curl", ["-s", "--max-time", "5", "-o", "/dev/null", "http://127.0.0.1:\(gateway.tlsPort)/"])
+        XCTAssertNotEqual(plainToTLS.status, 0)
+        waitFor("a tls_handshake_failed line", timeout: 10) { gateway.process.output.contains("\"tls_handshake_failed\"") }
+        let line = gateway.process.output.split(separator: "\n").first { $0.contains("\"tls_handshake_failed\"") } ?? ""
+        XCTAssertTrue(line.contains("\"reason\""), String(line))
+        XCTAssertFalse(line.contains("\"reason\":\"closed\""), String(line))
+    }
+
     func testLiveScrapeIsPromtoolCleanWithEveryFamilyAndItsLabels() throws {
         let gateway = try ObservedGateway()
         try gateway.traffic()
