@@ -197,7 +197,13 @@ final class AssertionEnforcer: Sendable {
             withChallenge(invalid(refusal, keyId: keyId), keyId: keyId, known: true, shard: shard, intoRefusal: false,
                           completion: completion)
         }
-        // Route and app policy (403): valid evidence refused by configuration.
+        // Route and app policy (403): valid evidence refused by configuration. The app must still be
+        // configured: the key cache outlives reloads, and a reload that removed the app cuts its keys
+        // off at once, as the store path does (`apps[record.appId]`).
+        guard let app = apps[key.app.appId] else {
+            refuse(.appNotAllowed(key.app.appId))
+            return
+        }
         if let allowed = route.allowedApps, !allowed.contains(key.app.appId) {
             refuse(.appNotAllowed(key.app.appId))
             return
@@ -207,7 +213,7 @@ final class AssertionEnforcer: Sendable {
             refuse(.environmentNotAllowed(key.environment.rawValue))
             return
         }
-        if key.platformAttested, let app = apps[key.app.appId], !app.policy.environment.allows(key.environment) {
+        if key.platformAttested, !app.policy.environment.allows(key.environment) {
             refuse(.environmentNotAllowed(key.environment.rawValue))
             return
         }

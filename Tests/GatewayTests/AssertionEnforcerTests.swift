@@ -290,6 +290,29 @@ final class AssertionEnforcerTests: XCTestCase {
         XCTAssertEqual(decision.refusal?.status, 401)
     }
 
+    /// The key cache outlives a reload (the tables are rebuilt, the cache is handed on): a key whose
+    /// app the reload removed is refused `app_not_allowed` at once, cached or not, and its challenge
+    /// is not consumed.
+    func testAKeyOfAnAppRemovedByAReloadIsRefusedFromTheCache() throws {
+        let f = try Fixture()
+        let first = try f.challenge(.assert)
+        XCTAssertNil(try f.evaluate(try f.request(challenge: first, assertion: try f.assertion(challenge: first)), route: f.route()).refusal)
+        XCTAssertNotNil(f.keys.get(try KeyID(f.device.keyId), shard: 0), "the key is cached")
+        // The reloaded tables: the same cache, the app gone.
+        let reloaded = AssertionEnforcer(store: f.store, keys: f.keys, apps: f.enforcer.apps.filter { $0.key != Self.appId },
+                                         issuer: f.issuer, clock: f.enforcer.clock, family: f.family)
+        let challenge = try f.challenge(.assert)
+        let request = try f.request(challenge: challenge, assertion: try f.assertion(challenge: challenge, counter: 2))
+        var headers = request.head.headers
+        let evidence = f.family.stripAndExtract(&headers)
+        let decision = try Self.wait { done in reloaded.evaluate(evidence, request: request, route: f.route(), completion: done) }
+        XCTAssertEqual(decision.refusal?.code, "app_not_allowed")
+        XCTAssertEqual(decision.refusal?.status, 403)
+        XCTAssertEqual(try f.storedCounter(), 1, "nothing committed")
+        // The challenge was not consumed: the original tables accept the same request.
+        XCTAssertNil(try f.evaluate(request, route: f.route()).refusal)
+    }
+
     func testStoreOutageFailsClosedOrOpen() throws {
         let f = try Fixture()
         let challenge = try f.challenge(.assert)
