@@ -18,7 +18,7 @@ struct EndpointRequest {
             throw EndpointRequestError("the body is not valid JSON")
         }
         guard let dict = object as? [String: Any] else { throw EndpointRequestError("expected a JSON object") }
-        guard JSONMemberCount.topLevelMembers(body) == dict.count else {
+        guard !JSONMemberCount.repeatsAName(body, parsed: dict) else {
             throw EndpointRequestError("a member appears twice: send each name once")
         }
         var members: [String: String] = [:]

@@ -3,13 +3,32 @@
 /// and a component in front of the gateway that keeps the first would see another request (RFC 8259
 /// section 4: names "SHOULD be unique"; RFC 7493 (I-JSON) section 2.3: "MUST NOT" repeat).
 ///
-/// One home for the endpoints' bodies (`EndpointRequest`, `RegistrationBody`): compare
-/// `topLevelMembers(body)` with the parsed dictionary's count; a difference is a repeated name (also
-/// one written twice in different escapes, `"a"` and `"\u0061"`, which decode to one key).
+/// One home for the endpoints' bodies (`EndpointRequest`, `RegistrationBody`): `repeatsAName(body,
+/// parsed:)` compares the members as written, in every object at any depth (`/register`'s nested
+/// `appAttest` and `deviceKey` objects too), with the members the parse kept; a difference is a
+/// repeated name (also one written twice in different escapes, `"a"` and `"\u0061"`, which decode
+/// to one key).
 enum JSONMemberCount {
+    /// Whether some object of `body` (valid JSON, `parsed` its `JSONSerialization` value) names a
+    /// member twice.
+    static func repeatsAName(_ body: [UInt8], parsed: Any) -> Bool {
+        members(body, topLevelOnly: false) != parsedMembers(parsed)
+    }
+
+    /// The members of every object of a parsed JSON value (dictionaries and arrays, recursively).
+    static func parsedMembers(_ value: Any) -> Int {
+        if let object = value as? [String: Any] { return object.count + object.values.reduce(0) { $0 + parsedMembers($1) } }
+        if let array = value as? [Any] { return array.reduce(0) { $0 + parsedMembers($1) } }
+        return 0
+    }
+
     /// The `:` separators at depth 1 outside strings of `body`, which must already be valid JSON
     /// whose top level is an object: its members as written.
-    static func topLevelMembers(_ body: [UInt8]) -> Int {
+    static func topLevelMembers(_ body: [UInt8]) -> Int { members(body, topLevelOnly: true) }
+
+    /// The `:` separators outside strings of valid JSON `body` (each one a member as written), at
+    /// depth 1 only or at any depth.
+    private static func members(_ body: [UInt8], topLevelOnly: Bool) -> Int {
         var depth = 0
         var inString = false
         var escaped = false
@@ -29,7 +48,7 @@ enum JSONMemberCount {
             case 0x22: inString = true
             case 0x7B, 0x5B: depth += 1  // { [
             case 0x7D, 0x5D: depth -= 1  // } ]
-            case 0x3A where depth == 1: count += 1  // :
+            case 0x3A where depth == 1 || !topLevelOnly: count += 1  // :
             default: break
             }
         }

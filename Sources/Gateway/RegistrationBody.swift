@@ -29,7 +29,7 @@ struct RegistrationBody {
               let fields = object as? [String: Any] else {
             throw RegistrationBodyError(.jsonInvalid("the body is not a JSON object"))
         }
-        guard JSONMemberCount.topLevelMembers(body) == fields.count else {
+        guard !JSONMemberCount.repeatsAName(body, parsed: fields) else {
             throw RegistrationBodyError(.jsonInvalid("a member appears twice: send each name once"))
         }
         func text(_ name: String, in object: [String: Any], required: Bool = true) throws(RegistrationBodyError) -> String? {

@@ -391,6 +391,12 @@ final class DeviceKeyRegistrationTests: XCTestCase {
         fields = try env.registrationFields(key, challenge: challenge)
         fields.removeValue(forKey: "signature")
         assertRefusal(try env.register(fields), status: 400, code: "json_invalid")
+        // A name repeated inside the nested appAttest object: refused as a whole (JSONSerialization
+        // would keep the last copy), not read as a bad keyId.
+        let valid = String(decoding: try JSONSerialization.data(withJSONObject: try env.registrationFields(key, challenge: challenge)), as: UTF8.self)
+        let nested = #"{"appAttest":{"keyId":"AAAA","keyId":"AAAA","attestation":"AAAA"},"# + valid.dropFirst()
+        assertRefusal(try env.send("POST", "/app-attest/v1/register", headers: [("Content-Type", "application/json")], body: Array(nested.utf8)),
+                      status: 400, code: "json_invalid")
         XCTAssertEqual(try env.register(try env.registrationFields(key, challenge: challenge)).status, 201)
     }
 }

@@ -15,6 +15,20 @@ final class JSONMemberCountTests: XCTestCase {
         XCTAssertEqual(members(#"{"a":1,"a":2}"#), 2, "a repeated name is counted twice")
     }
 
+    /// A repeated name in a nested object (`/register`'s `appAttest`, `deviceKey`) counts too; equal
+    /// names in different objects are no repetition.
+    func testARepeatedNameAtAnyDepthIsSeen() throws {
+        func repeats(_ text: String) throws -> Bool {
+            let parsed = try JSONSerialization.jsonObject(with: Data(text.utf8))
+            return JSONMemberCount.repeatsAName(Array(text.utf8), parsed: parsed)
+        }
+        XCTAssertFalse(try repeats(#"{"a":"1","b":{"a":"2","c":[{"a":3},{"a":4}]}}"#))
+        XCTAssertTrue(try repeats(#"{"a":"1","a":"2"}"#))
+        XCTAssertTrue(try repeats(#"{"appAttest":{"keyId":"bogus","keyId":"real","assertion":"x"}}"#))
+        XCTAssertTrue(try repeats(#"{"b":[{"c":1,"c":2}]}"#), "in an object inside an array, another escape")
+        XCTAssertFalse(try repeats(#"{"a":"x:y","b":["{:}"]}"#), "colons inside strings are text")
+    }
+
     func testARepeatedNameDiffersFromTheParsedCount() throws {
         for text in [#"{"a":"1","a":"2"}"#, #"{"a":"1","\u0061":"2"}"#] {
             let parsed = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
