@@ -152,18 +152,31 @@ public struct AttestationVerifier: Sendable {
 
         // Receipt (risk signal).
         var receiptVerification: ReceiptVerification? = nil
+        var keptReceipt = object.receipt
         if let receipt = object.receipt {
-            let result = ReceiptVerifier(trust: trust).verify(receipt)
-            receiptVerification = result
+            var result = ReceiptVerifier(trust: trust).verify(receipt)
             trace.record(.receiptSignature, result.isValid)
-            if let clientHash = result.receipt?.clientHash {
-                trace.record(.receiptClientHashMatches, ConstantTime.equals(clientHash, clientDataHash))
+            if let decoded = result.receipt {
+                let clientHashMatches = decoded.clientHash.map { ConstantTime.equals($0, clientDataHash) } ?? false
+                if decoded.clientHash != nil { trace.record(.receiptClientHashMatches, clientHashMatches) }
+                // A receipt is this attestation's only when it names this key, this app and this
+                // client hash: another device's receipt (a valid Apple signature over another key)
+                // would otherwise be stored as this key's risk metric and later sent to Apple for it.
+                let keyMatches = decoded.attestedKeyId.map { ConstantTime.equals($0, keyId) } ?? false
+                if !(clientHashMatches && keyMatches && app != nil && decoded.appId == app?.appId) {
+                    result = ReceiptVerification(receipt: decoded, signedAttributesPresent: result.signedAttributesPresent,
+                                                 signedContent: nil, signatureValid: false, signerChainValid: result.signerChainValid,
+                                                 failure: .receiptNotBound,
+                                                 detail: "the receipt names another key, app or client hash (\(decoded.appId ?? "no app"))")
+                    keptReceipt = nil
+                }
             }
+            receiptVerification = result
         }
 
         guard failure == nil, let leaf, let leafKey, let app, let environment else { return finish(failure, trace, nil) }
         let key = AttestedKey(keyId: keyId, publicKey: leafKey, environment: environment, appId: app.appId, counter: 0,
-                              attestedAt: now, certificateNotAfter: leaf.notAfter, receipt: object.receipt,
+                              attestedAt: now, certificateNotAfter: leaf.notAfter, receipt: keptReceipt,
                               receiptVerification: receiptVerification, signals: authData.signals)
         return .accepted(key, trace: trace)
     }

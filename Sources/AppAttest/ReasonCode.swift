@@ -66,4 +66,8 @@ public enum ReasonCode: String, Sendable, CaseIterable, Equatable {
     case receiptSignatureInvalid = "receipt_signature_invalid"
     /// The receipt signer does not chain to Apple Root CA - G3 at the receipt's creation time.
     case receiptChainInvalid = "receipt_chain_invalid"
+    /// The receipt in an attestation is not this attestation's: its attested key, App ID or client
+    /// hash differ (Apple: "Assessing fraud risk", the receipt fields); it is neither kept nor reported
+    /// as valid.
+    case receiptNotBound = "receipt_not_bound"
 }

@@ -169,6 +169,43 @@ final class RealVectorTests: XCTestCase {
         XCTAssertEqual(quirk, 8)
     }
 
+    /// A real attestation keeps its own receipt (it names this key, app and client hash); the same
+    /// attestation carrying another device's real receipt is still accepted (the receipt is a risk
+    /// signal, not a gate) but the foreign receipt is neither kept nor reported valid
+    /// (`receipt_not_bound`): stored, it would become this key's risk metric and be sent to Apple.
+    func testAReceiptIsKeptOnlyWhenItIsThisAttestations() throws {
+        let vectors = try VectorFixture.all(kind: "attestation").filter { $0.expected.allSatisfy { $0.value } }
+        XCTAssertGreaterThan(vectors.count, 2)
+        var swaps = 0
+        func header(_ count: Int) -> [UInt8] { count < 256 ? [0x58, UInt8(count)] : [0x59, UInt8(count >> 8), UInt8(count & 0xFF)] }
+        func verify(_ v: VectorFixture, _ object: [UInt8]) throws -> AttestedKey? {
+            let env: EnvironmentPolicy = v.string("environment") == "production" ? .production : .development
+            let verifier = AttestationVerifier(apps: [AppPolicy(teamId: v.string("teamId") ?? "", bundleId: v.string("bundleId") ?? "", environment: env)])
+            let time = try XCTUnwrap(v.string("validationTime").flatMap(CivilTime.parseISO8601))
+            return verifier.verify(attestationObject: object, keyId: try XCTUnwrap(v.bytes("keyId")),
+                                   clientDataHash: try XCTUnwrap(v.bytes("clientDataHash")), now: time).attestedKey
+        }
+        for (index, vector) in vectors.enumerated() {
+            let bytes = try XCTUnwrap(vector.bytes("attestationObject"))
+            let own = try XCTUnwrap(AttestationObject(bytes).receipt)
+            let key = try XCTUnwrap(try verify(vector, bytes), vector.id)
+            XCTAssertEqual(key.receipt, own, "\(vector.id): its own receipt is kept")
+            XCTAssertNotEqual(key.receiptVerification?.failure, .receiptNotBound, vector.id)
+            // Another device's receipt (the next vector with a different key) in its place.
+            let other = vectors[(index + 1) % vectors.count]
+            let foreign = try XCTUnwrap(AttestationObject(XCTUnwrap(other.bytes("attestationObject"))).receipt)
+            guard foreign != own, let at = bytes.firstRange(of: header(own.count) + own) else { continue }
+            var swapped = bytes
+            swapped.replaceSubrange(at, with: header(foreign.count) + foreign)
+            let accepted = try XCTUnwrap(try verify(vector, swapped), "\(vector.id): the receipt is no gate")
+            XCTAssertNil(accepted.receipt, "\(vector.id): a foreign receipt is not kept")
+            XCTAssertEqual(accepted.receiptVerification?.failure, .receiptNotBound, vector.id)
+            XCTAssertEqual(accepted.receiptVerification?.isValid, false, vector.id)
+            swaps += 1
+        }
+        XCTAssertGreaterThan(swaps, vectors.count / 2, "the foreign receipts went in")
+    }
+
     func testEmbeddedAppleRoots() throws {
         XCTAssertEqual(hex(AppleRootCertificates.appAttestRootCA.sha256Fingerprint), "1cb9823ba28ba6ad2d33a006941de2ae4f513ef1d4e831b9f7e0fa7b6242c932")
         XCTAssertEqual(hex(AppleRootCertificates.rootCAG3.sha256Fingerprint), "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179")
