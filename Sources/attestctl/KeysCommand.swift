@@ -96,13 +96,26 @@ enum KeysCommand {
             let revocation = try wait({ store.fetchRevocation(keyId, completion: $0) })
             print(describe(record, revocation).pretty())
         default:
+            let record = try wait({ store.fetchKey(keyId, completion: $0) })
             let existed = try wait({ store.deleteKey(keyId, completion: $0) })
+            if existed { try leaveAccount(record, store) }
             print(JSONText.object([("keyId", DeviceCommand.base64(keyId.bytes)), ("deleted", .bool(existed))]).pretty())
             if !existed { throw KeysCommandError(.nothingMatched, "no key record for \(keyId)") }
         }
     }
 
     // MARK: Shared
+
+    /// Takes revoked or deleted keys out of their account's index (`removeAccountKey`), so that they
+    /// no longer count towards `max_keys_per_account`: the next registration of the account must not
+    /// revoke a live key for a slot a dead one holds (README "Keys per account").
+    static func leaveAccount(_ records: [KeyRecord?], _ store: RedisStore) throws {
+        let indexed = records.compactMap { $0 }.filter { $0.accountHash != nil }
+        _ = try waitAll(indexed) { record, done in store.removeAccountKey(record.accountHash!, keyId: record.keyId, completion: done) }
+    }
+
+    /// `leaveAccount` for one record.
+    static func leaveAccount(_ record: KeyRecord?, _ store: RedisStore) throws { try leaveAccount([record], store) }
 
     /// The keyId of a `--key-id` value (standard or URL-safe base64 of 32 bytes).
     static func keyID(_ text: String) throws -> KeyID {

@@ -40,6 +40,7 @@ enum KeysRevokeCommand {
             defer { store.close() }
             let outcome = try KeysCommand.wait { store.revokeKey(keyId, reason: reason, revokedBy: revokedBy, now: now, completion: $0) }
             guard outcome != .notFound else { throw KeysCommandError(.nothingMatched, "no key record for \(keyId)") }
+            try KeysCommand.leaveAccount(try KeysCommand.wait { store.fetchKey(keyId, completion: $0) }, store)
             print(JSONText.object([("keyId", DeviceCommand.base64(keyId.bytes)), ("status", .string("revoked")),
                                    ("result", .string(outcome == .revoked ? "revoked" : "already_revoked"))]).pretty())
             return
@@ -72,6 +73,7 @@ enum KeysRevokeCommand {
                     case .notFound: results[i] = "not_found"
                     }
                 }
+                try KeysCommand.leaveAccount(chosen, store)
             }
             for (record, result) in zip(chosen, results) {
                 print(JSONText.object([("keyId", DeviceCommand.base64(record.keyId.bytes)), ("appId", .string(record.appId)),

@@ -115,6 +115,28 @@ final class KeysPerAccountTests: XCTestCase {
         XCTAssertEqual(try env.protectedRequest(bob, counter: 2).status, 200)
     }
 
+    /// Keys an operator revoked (`keys revoke --key-id`; the bulk revocation uses the same step) or deleted (`keys delete`)
+    /// leave their account: the next registration does not revoke a live key for their slot (before,
+    /// they kept counting and the oldest live key was revoked).
+    func testOperatorRevokedOrDeletedKeysLeaveTheAccount() throws {
+        let store = ["--store", env.redis.url]
+        let first = try env.attestedRefDevice(account: "carol")
+        let second = try env.attestedRefDevice(account: "carol")
+        let revoked = try attestctl(["keys", "revoke", "--key-id", second.keyId, "--reason", "lost phone"] + store, environment: [:])
+        XCTAssertEqual(revoked.status, 0, revoked.stderr)
+        try expectRevoked(second, counter: 1, "revoked by the operator")
+        let third = try env.attestedRefDevice(account: "carol")
+        XCTAssertEqual(try env.protectedRequest(first, counter: 1).status, 200, "the revoked key no longer counts: the oldest live key stays")
+        XCTAssertEqual(try env.protectedRequest(third, counter: 1).status, 200)
+        let deleted = try attestctl(["keys", "delete", "--key-id", third.keyId] + store, environment: [:])
+        XCTAssertEqual(deleted.status, 0, deleted.stderr)
+        let fourth = try env.attestedRefDevice(account: "carol")
+        XCTAssertEqual(try env.protectedRequest(first, counter: 2).status, 200, "the deleted key no longer counts")
+        XCTAssertEqual(try env.protectedRequest(fourth, counter: 1).status, 200)
+        let listed = try attestctl(["keys", "list", "--account", "carol"] + store, environment: ["ATTESTCTL_ACCOUNT_KEY": LifecycleGateway.accountKey])
+        XCTAssertEqual(keyIds(listed.stdout), [first.keyId, fourth.keyId], listed.stderr)
+    }
+
     /// `--account` without the account key, with `--key-id`, or a revocation without `--reason` or
     /// without `--yes`/`--dry-run`: usage errors (exit 2) that touch nothing.
     func testAccountOptionUsageErrors() throws {
