@@ -69,7 +69,7 @@ extension AssertionEnforcer {
                 report.bodySHA256 = bodySHA256
                 finish(Decision(report: report, refusal: nil))
             case .success(.refused(let refusal)):
-                if refusal == .keyUnknown { keys.remove(keyId) }
+                if refusal.keyIsGone { keys.remove(keyId) }
                 let answer = invalid(.store(refusal), keyId: keyId)
                 let challengeProblem = refusal == .challengeUnknown || refusal == .challengeExpired
                     || refusal == .challengeWrongPurpose

@@ -285,7 +285,7 @@ final class AssertionEnforcer: Sendable {
                     decision.next = issued
                     completion(decision)
                 case .refused(let refusal):
-                    if refusal == .keyUnknown { keys.remove(keyId) }
+                    if refusal.keyIsGone { keys.remove(keyId) }
                     var answer = invalid(.store(refusal), keyId: keyId)
                     answer.next = issued
                     let challengeProblem = refusal == .challengeUnknown || refusal == .challengeExpired

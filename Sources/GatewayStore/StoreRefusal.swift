@@ -24,4 +24,8 @@ public enum StoreRefusal: String, Error, Sendable, CaseIterable {
 
     /// The stable reason code (same as `rawValue`).
     public var code: String { rawValue }
+
+    /// The key can never pass again (unknown, revoked, expired): a gateway drops it from its key
+    /// cache, so that its next challenge request asks the store and is refused there.
+    public var keyIsGone: Bool { self == .keyUnknown || self == .keyRevoked || self == .keyExpired }
 }

@@ -313,6 +313,23 @@ final class AssertionEnforcerTests: XCTestCase {
         XCTAssertNil(try f.evaluate(request, route: f.route()).refusal)
     }
 
+    /// A key revoked in the store (by an operator, another gateway) while this gateway caches it: the
+    /// commit refuses it `key_revoked`, and the key leaves the cache, so the next challenge request
+    /// asks the store (which refuses it) instead of being served from the cache.
+    func testARevokedKeyLeavesTheCacheAtItsRefusedCommit() throws {
+        let f = try Fixture()
+        let keyId = try KeyID(f.device.keyId)
+        let first = try f.challenge(.assert)
+        XCTAssertNil(try f.evaluate(try f.request(challenge: first, assertion: try f.assertion(challenge: first)), route: f.route()).refusal)
+        XCTAssertNotNil(f.keys.get(keyId, shard: 0))
+        XCTAssertTrue(try Self.wait { done in f.store.revokeKey(keyId, completion: done) }.get())
+        let challenge = try f.challenge(.assert)
+        let decision = try f.evaluate(try f.request(challenge: challenge, assertion: try f.assertion(challenge: challenge, counter: 2)),
+                                      route: f.route())
+        XCTAssertEqual(decision.refusal?.code, "key_revoked")
+        XCTAssertNil(f.keys.get(keyId, shard: 0), "dropped from the cache")
+    }
+
     func testStoreOutageFailsClosedOrOpen() throws {
         let f = try Fixture()
         let challenge = try f.challenge(.assert)
