@@ -62,11 +62,11 @@ package final class HTTP2Session {
     /// The GOAWAY error code once the connection is ending with an error: set when this type decided
     /// it, or once nghttp2's own GOAWAY (e.g. `COMPRESSION_ERROR`) is handed out for sending.
     package private(set) var terminatedWith: HTTP2ErrorCode?
-    /// Whether nghttp2 is running (receive or send): nested calls are refused.
     /// When the header block being received (request or trailers, HEADERS then CONTINUATION
     /// frames) began, monotonic nanoseconds; nil between blocks. The connection bounds it with
     /// `timeouts.header`.
     package var headerBlockStarted: UInt64? { block == nil ? nil : blockStartedAt }
+    /// Whether nghttp2 is running (receive or send): nested calls are refused.
     package private(set) var isBusy = false
     private var now: UInt64 = 0
 

@@ -84,8 +84,9 @@ public struct HTTP2Settings: Sendable, Hashable {
     /// of `requestBodyBufferBytes` per stream the client may open (`maxConcurrentStreams`), and at
     /// least 16 KiB: what every stream may send before any WINDOW_UPDATE. A stream whose body is
     /// expected is raised to `initialWindowSize` by WINDOW_UPDATE while the budget has room, so that
-    /// one connection's request bodies stay near `requestBodyBufferBytes` (about twice it, plus one
-    /// body, at worst) instead of `maxConcurrentStreams × initialWindowSize`.
+    /// one connection's request bodies stay near `requestBodyBufferBytes` (about three times it, plus
+    /// one body, at worst: bytes held, windows granted, advertised windows) instead of
+    /// `maxConcurrentStreams × initialWindowSize`.
     public var advertisedWindow: Int {
         let s = clamped
         return min(s.initialWindowSize, max(16_384, s.requestBodyBufferBytes / s.maxConcurrentStreams))
