@@ -59,7 +59,7 @@ final class HTTP2FlowControlTests: XCTestCase {
         XCTAssertTrue(waitUntil(5) { client.output.contains("READY") }, client.output)
         let seen = maxBuffered(h, seconds: 1.5)
         XCTAssertTrue(seen.seen)
-        XCTAssertGreaterThan(seen.buffered, HTTP2Settings().connectionBufferBytes / 2, "the responses filled the buffer")
+        XCTAssertGreaterThan(seen.buffered, 65536, "the responses wait in the buffer")
         XCTAssertLessThanOrEqual(seen.buffered, HTTP2Settings().connectionBufferBytes + 2 * 65536,
                                  "the connection's bound and the read that crossed it")
         _ = client.wait()
