@@ -248,9 +248,11 @@ package final class TLSServerContext: Sendable {
     }
 
     /// The `host_name` of a `server_name` extension's body (RFC 6066 section 3: a 2-byte list length,
-    /// then entries of a type byte, a 2-byte length and the name), NUL-terminated for OpenSSL; nil
-    /// when the body is malformed, has no `host_name`, or the name is empty, over 255 bytes or holds
-    /// a NUL (OpenSSL refuses such a ClientHello itself, after this).
+    /// then entries of a type byte, a 2-byte length and the name), NUL-terminated for OpenSSL, one
+    /// trailing dot removed (RFC 6066 says a client sends none; nginx strips it too, so
+    /// `b.example.` selects `b.example`'s certificate); nil when the body is malformed, has no
+    /// `host_name`, or the name is empty, over 255 bytes or holds a NUL (OpenSSL refuses such a
+    /// ClientHello itself, after this).
     static func hostName(inServerNameExtension body: UnsafeRawBufferPointer) -> [CChar]? {
         guard body.count >= 2, Int(body[0]) << 8 | Int(body[1]) == body.count - 2 else { return nil }
         var i = 2
@@ -261,10 +263,11 @@ package final class TLSServerContext: Sendable {
             guard i + length <= body.count else { return nil }
             if type == 0 {  // host_name
                 guard (1...255).contains(length) else { return nil }
-                var name = [CChar](repeating: 0, count: length + 1)
+                let kept = length > 1 && body[i + length - 1] == 0x2E ? length - 1 : length
+                var name = [CChar](repeating: 0, count: kept + 1)
                 for k in 0..<length {
                     guard body[i + k] != 0 else { return nil }
-                    name[k] = CChar(bitPattern: body[i + k])
+                    if k < kept { name[k] = CChar(bitPattern: body[i + k]) }
                 }
                 return name
             }

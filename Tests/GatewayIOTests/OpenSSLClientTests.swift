@@ -148,6 +148,13 @@ final class OpenSSLClientTests: XCTestCase {
         }
     }
 
+    /// A server name with a trailing dot selects the certificate of the name without it.
+    func testATrailingDotInTheServerNameSelectsTheSameCertificate() throws {
+        let dotted = try sClient(try context([pki.a, pki.b]), ["-servername", "b.test.", "-ign_eof"])
+        XCTAssertEqual(dotted.status, 0, dotted.output)
+        XCTAssertTrue(dotted.output.contains("subject=CN = b.test"), dotted.output)
+    }
+
     func testSClientWithoutALPNAndWithHTTP11() throws {
         let context = try context([pki.a])
         let none = try sClient(context, ["-servername", "a.test"])

@@ -20,6 +20,8 @@ final class TLSServerNameExtensionTests: XCTestCase {
         XCTAssertEqual(name(body([(0, Array("b.test".utf8))])), "b.test")
         XCTAssertEqual(name(body([(7, Array("other".utf8)), (0, Array("a.test".utf8))])), "a.test", "an unknown type is skipped")
         XCTAssertEqual(name(body([(0, Array(repeating: 0x61, count: 255))]))?.count, 255)
+        XCTAssertEqual(name(body([(0, Array("b.test.".utf8))])), "b.test", "one trailing dot removed")
+        XCTAssertEqual(name(body([(0, Array(".".utf8))])), ".", "a lone dot stays (it matches nothing)")
     }
 
     func testMalformedBodiesGiveNoName() {
