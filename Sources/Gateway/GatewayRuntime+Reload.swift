@@ -48,6 +48,21 @@ extension GatewayRuntime {
         report.warnings = next.warnings
         let config = next.configuration
         report.restartRequired = RestartOnlySettings.changes(from: started.configuration, to: config)
+        // An upstream name this reload brings in must resolve now: a typo must not replace a working
+        // upstream with one that answers 503 (README, "Signals, reload and handover"). A name the
+        // running configuration already has (unresolved since the start, say) is as at start: the
+        // background resolution goes on, and other reloads are not blocked by it.
+        let knownHosts = Set(loaded.configuration.upstreams.flatMap(\.hostNames))
+        var unresolved: [ConfigIssue] = []
+        for upstream in config.upstreams {
+            for host in upstream.hostNames where !knownHosts.contains(host) {
+                guard let problem = UpstreamHostChecker.problem(resolving: host) else { continue }
+                unresolved.append(ConfigIssue(severity: .error, path: "upstreams.\(upstream.name)",
+                                              message: "\(host) does not resolve (\(problem)): the running configuration stays",
+                                              mark: nil))
+            }
+        }
+        guard unresolved.isEmpty else { return refuse(unresolved) }
 
         // 2. Build: TLS generations for listeners that stay TLS at the same address, then the tables.
         var tlsReloads: [(index: Int, context: TLSServerContext, settings: TLSServerSettings)] = []

@@ -5,8 +5,8 @@ import GatewayConfig
 ///
 /// | key paths | why |
 /// |---|---|
-/// | `listen` (count), `listen[N].address`, `listen[N].tls` (added or removed) | bound sockets; a TLS listener's certificates and `min_version` do reload |
-/// | `admin` | a bound socket |
+/// | `listen` (count), `listen[N].address`, `listen[N].tls` (added or removed), `listen[N].proxy_protocol` | bound sockets and their accept path; a TLS listener's certificates and `min_version` do reload |
+/// | `admin`, `admin.ready_requires_store` | a bound socket, and its handler's readiness rule |
 /// | `apps[N].risk`, `trust.extra_receipt_roots` | the receipt refresher (keys, TLS contexts, receipt roots) is built at start |
 /// | `store` (`store.url`, `store.command_timeout`, `store.connect_timeout`, any other store key) | store connections live in the event loops |
 /// | `limits.max_header_bytes`, `limits.max_headers`, `limits.max_connections` | every connection's parser and the accept gate |
@@ -27,8 +27,10 @@ enum RestartOnlySettings {
         for (i, (old, next)) in zip(started.listen, new.listen).enumerated() {
             if old.address != next.address { paths.append("listen[\(i)].address") }
             if old.isTLS != next.isTLS { paths.append("listen[\(i)].tls") }
+            if old.proxyProtocol != next.proxyProtocol { paths.append("listen[\(i)].proxy_protocol") }
         }
         if started.admin != new.admin { paths.append("admin") }
+        if started.readyRequiresStore != new.readyRequiresStore { paths.append("admin.ready_requires_store") }
         // The receipt refresher (keys, TLS contexts, receipt roots) is built at start.
         let startedRisk = Dictionary(started.apps.map { ($0.appID, $0.risk) }, uniquingKeysWith: { a, _ in a })
         for (i, app) in new.apps.enumerated() where (startedRisk[app.appID] ?? nil) != app.risk {

@@ -162,6 +162,57 @@ final class UpstreamBalancingTests: XCTestCase {
         XCTAssertEqual(runtime.upstreamEndpoints("ghost")?.map(\.addresses), [[]])
     }
 
+    /// A reload that brings in an upstream name that does not resolve now fails and changes nothing
+    /// (README "Signals, reload and handover"): a typo never replaces a working upstream (before, the
+    /// reload applied and every request answered 503 upstream_unresolved). A name the running
+    /// configuration already had, unresolved since the start, does not block other reloads.
+    func testReloadBringingInANameThatDoesNotResolveChangesNothing() throws {
+        let up = try UpstreamProcess()
+        upstreams = [up]
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("reload-dns-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let file = dir.appendingPathComponent("gateway.yaml")
+        func write(app: String, routeName: String) throws {
+            try """
+            listen: 127.0.0.1:0
+            store: memory
+            apps:
+              - app_id: ABCDE12345.com.example.app
+            upstreams:
+              ghost: {endpoints: [http://ghost.gateway-test.invalid:8080]}
+              app: \(app)
+            routes:
+              - path_prefix: /ghost
+                upstream: ghost
+                mode: off
+              - name: \(routeName)
+                path_prefix: /
+                upstream: app
+                mode: off
+            log:
+              access: false
+            """.write(to: file, atomically: true, encoding: .utf8)
+        }
+        let working = "http://127.0.0.1:\(up.port)"
+        try write(app: working, routeName: "main")
+        let runtime = try GatewayRuntime(loaded: GatewayConfiguration.load(path: file.path), loopCount: 1, events: { _, _ in })
+        defer { let done = DispatchSemaphore(value: 0); runtime.shutdown { done.signal() }; _ = done.wait(timeout: .now() + 10) }
+        let port = try XCTUnwrap(try runtime.start().data.first?.port)
+        XCTAssertEqual(try Curl.request(port: port, method: "GET", target: "/x").status, 200)
+
+        try write(app: "http://typo.gateway-test.invalid:8081", routeName: "main")
+        let failed = runtime.reload()
+        XCTAssertFalse(failed.succeeded, "\(failed)")
+        XCTAssertEqual(failed.errors.map(\.path), ["upstreams.app"], "\(failed.errors)")
+        XCTAssertEqual(try Curl.request(port: port, method: "GET", target: "/x").status, 200, "the working upstream stays")
+
+        try write(app: working, routeName: "renamed")
+        let applied = runtime.reload()
+        XCTAssertTrue(applied.succeeded, "the start's unresolved ghost does not block a reload: \(applied.errors)")
+        XCTAssertEqual(try Curl.request(port: port, method: "GET", target: "/x").status, 200)
+    }
+
     /// A malformed upstream response is a 502 `upstream_bad_response` for the client, and the
     /// operator gets the parser's reason in an `upstream_bad_response` line (rate-limited by
     /// `RateLimitedEvents`, tested on its own with a manual clock).
