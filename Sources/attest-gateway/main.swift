@@ -103,9 +103,11 @@ default:
 
 let path = arguments[1]
 let loaded: LoadedConfiguration
-do {
-    loaded = try GatewayConfiguration.load(path: path)
-} catch {
+// The checks `check-config` and a reload run, TLS files included (expiry, chain order, key match):
+// a file `check-config` refuses never starts (names that do not resolve stay warnings, as there).
+switch ConfigCheckReport.validate(path: path, checkFiles: { TLSFileChecker.check($0) }) {
+case .success(let checked): loaded = checked
+case .failure(let error):
     startFailed("\(path) does not load; nothing started", config: path, issues: error.issues + error.warnings)
 }
 setMinimumLevel(loaded.configuration.log.level)

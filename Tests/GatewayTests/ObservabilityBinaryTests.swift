@@ -88,6 +88,27 @@ final class ObservabilityBinaryTests: XCTestCase {
         XCTAssertEqual(json.count, tlsRun.output.split(separator: "\n").count, "every line is JSON: \(tlsRun.output)")
         XCTAssertEqual(json.last?["type"] as? String, "start_failed", tlsRun.output)
         XCTAssertTrue(json.allSatisfy { $0["ts"] is String }, tlsRun.output)
+
+        // A certificate that loads but check-config refuses (expired): the gateway refuses it too,
+        // with check-config's message at its key path (it used to start and serve the expired chain).
+        let pki = TestPKI.shared
+        let expired = try pki.leaf("start-expired", names: ["expired.start.test"], start: "20200101000000Z", end: "20210101000000Z")
+        let expiredChain = try pki.certificate(expired).chainPath
+        let expiredYAML = E2EEnvironment.yaml(store: "memory", upstreamPort: dead.port, deadPort: dead.port,
+                                              roots: try TestCAs.shared().trustedRoots,
+                                              listen: "[{address: \"127.0.0.1:0\", tls: {certificates: [{chain: \"\(expiredChain)\", key: \"\(expired.key)\"}]}}]")
+        let expiredFile = dir.appendingPathComponent("expired.yaml")
+        try expiredYAML.write(to: expiredFile, atomically: true, encoding: .utf8)
+        let check = try ChildProcess.run(try E2EPaths.gatewayBinary(), ["check-config", expiredFile.path])
+        XCTAssertEqual(check.status, 1, "check-config refuses it: \(check.output)")
+        // Under `timeout`: a gateway that started would serve until killed (status 124).
+        let expiredRun = try ChildProcess.run("timeout", ["20", try E2EPaths.gatewayBinary(), "--config", expiredFile.path])
+        XCTAssertEqual(expiredRun.status, 1, "and the gateway does not start: \(expiredRun.output)")
+        let refused = GatewayBinaryTests.jsonLines(expiredRun.output).last
+        XCTAssertEqual(refused?["type"] as? String, "start_failed", expiredRun.output)
+        let expiredIssues = refused?["issues"] as? [[String: Any]] ?? []
+        XCTAssertTrue(expiredIssues.contains { ($0["path"] as? String ?? "").hasPrefix("listen[0].tls.certificates[0]")
+                                                && ($0["message"] as? String ?? "").contains("expired on") }, "\(expiredIssues)")
     }
 
     // MARK: - A live scrape
