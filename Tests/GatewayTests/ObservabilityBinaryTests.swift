@@ -74,14 +74,19 @@ final class ObservabilityBinaryTests: XCTestCase {
         XCTAssertTrue(issues.contains { $0["path"] as? String == "routes" }, "\(issues)")
 
         // A file that loads but cannot start (its TLS certificate is missing) is one JSON line too.
-        let missing = dir.appendingPathComponent("absent.pem").path
         let dead = try ReservedPort()  // never started: nothing needs to answer there
         defer { withExtendedLifetime(dead) {} }
-        let tls = E2EEnvironment.yaml(store: "memory", upstreamPort: dead.port, deadPort: dead.port,
-                                      roots: try TestCAs.shared().trustedRoots,
-                                      listen: "[{address: \"127.0.0.1:0\", tls: {certificates: [{chain: \"\(missing)\", key: \"\(missing)\"}]}}]")
-        let tlsFile = dir.appendingPathComponent("tls.yaml")
-        try tls.write(to: tlsFile, atomically: true, encoding: .utf8)
+        /// A configuration file `name` whose one listener is TLS with `chain` and `key`.
+        func tlsConfig(_ name: String, chain: String, key: String) throws -> URL {
+            let yaml = E2EEnvironment.yaml(store: "memory", upstreamPort: dead.port, deadPort: dead.port,
+                                           roots: try TestCAs.shared().trustedRoots,
+                                           listen: "[{address: \"127.0.0.1:0\", tls: {certificates: [{chain: \"\(chain)\", key: \"\(key)\"}]}}]")
+            let file = dir.appendingPathComponent(name)
+            try yaml.write(to: file, atomically: true, encoding: .utf8)
+            return file
+        }
+        let missing = dir.appendingPathComponent("absent.pem").path
+        let tlsFile = try tlsConfig("tls.yaml", chain: missing, key: missing)
         let tlsRun = try ChildProcess.run(try E2EPaths.gatewayBinary(), ["--config", tlsFile.path])
         XCTAssertEqual(tlsRun.status, 1, tlsRun.output)
         let json = GatewayBinaryTests.jsonLines(tlsRun.output)
@@ -93,12 +98,7 @@ final class ObservabilityBinaryTests: XCTestCase {
         // with check-config's message at its key path (it used to start and serve the expired chain).
         let pki = TestPKI.shared
         let expired = try pki.leaf("start-expired", names: ["expired.start.test"], start: "20200101000000Z", end: "20210101000000Z")
-        let expiredChain = try pki.certificate(expired).chainPath
-        let expiredYAML = E2EEnvironment.yaml(store: "memory", upstreamPort: dead.port, deadPort: dead.port,
-                                              roots: try TestCAs.shared().trustedRoots,
-                                              listen: "[{address: \"127.0.0.1:0\", tls: {certificates: [{chain: \"\(expiredChain)\", key: \"\(expired.key)\"}]}}]")
-        let expiredFile = dir.appendingPathComponent("expired.yaml")
-        try expiredYAML.write(to: expiredFile, atomically: true, encoding: .utf8)
+        let expiredFile = try tlsConfig("expired.yaml", chain: try pki.certificate(expired).chainPath, key: expired.key)
         let check = try ChildProcess.run(try E2EPaths.gatewayBinary(), ["check-config", expiredFile.path])
         XCTAssertEqual(check.status, 1, "check-config refuses it: \(check.output)")
         // Under `timeout`: a gateway that started would serve until killed (status 124).

@@ -14,9 +14,17 @@ final class UpstreamBalancingTests: XCTestCase {
     private var reserved: [ReservedPort] = []
     private var gateway: GatewayUnderTest?
     private var work: URL?
+    /// Runtimes a test built itself (`started`), stopped at tearDown.
+    private var runtimes: [GatewayRuntime] = []
 
     override func tearDown() {
         gateway?.stop()
+        for runtime in runtimes {
+            let done = DispatchSemaphore(value: 0)
+            runtime.shutdown { done.signal() }
+            _ = done.wait(timeout: .now() + 10)
+        }
+        runtimes = []
         for u in upstreams { u.stop() }
         reserved = []
         if let work { try? FileManager.default.removeItem(at: work) }
@@ -52,6 +60,36 @@ final class UpstreamBalancingTests: XCTestCase {
         let made = try GatewayUnderTest(yaml: yaml, baseDirectory: dir.path, clock: .system)
         gateway = made
         return made
+    }
+
+    /// Starts `runtime` (stopped at tearDown) and returns its first data port.
+    private func started(_ runtime: GatewayRuntime) throws -> UInt16 {
+        runtimes.append(runtime)
+        return try XCTUnwrap(try runtime.start().data.first?.port)
+    }
+
+    /// An upstream `ghost` whose name never resolves (`.invalid`, RFC 6761) on `/ghost`, and `app` at
+    /// `app` on everything else (route `routeName`).
+    private static func ghostYAML(app: String, routeName: String = "main") -> String {
+        """
+        listen: 127.0.0.1:0
+        store: memory
+        apps:
+          - app_id: ABCDE12345.com.example.app
+        upstreams:
+          ghost: {endpoints: [http://ghost.gateway-test.invalid:8080]}
+          app: \(app)
+        routes:
+          - path_prefix: /ghost
+            upstream: ghost
+            mode: off
+          - name: \(routeName)
+            path_prefix: /
+            upstream: app
+            mode: off
+        log:
+          access: false
+        """
     }
 
     private func get(_ gateway: GatewayUnderTest, _ target: String = "/x") throws -> HTTPReply {
@@ -130,29 +168,11 @@ final class UpstreamBalancingTests: XCTestCase {
     func testUnresolvableNameAtStartAnswers503AndTheGatewayRuns() throws {
         let up = try UpstreamProcess()
         upstreams = [up]
-        let yaml = """
-        listen: 127.0.0.1:0
-        store: memory
-        apps:
-          - app_id: ABCDE12345.com.example.app
-        upstreams:
-          ghost: {endpoints: [http://ghost.gateway-test.invalid:8080]}
-          app: http://127.0.0.1:\(up.port)
-        routes:
-          - path_prefix: /ghost
-            upstream: ghost
-            mode: off
-          - path_prefix: /
-            upstream: app
-            mode: off
-        log:
-          access: false
-        """
         let recorder = EventRecorder()
-        let runtime = try GatewayRuntime(loaded: GatewayConfiguration.parse(yaml: yaml, baseDirectory: "/tmp"), loopCount: 2,
+        let runtime = try GatewayRuntime(loaded: GatewayConfiguration.parse(yaml: Self.ghostYAML(app: "http://127.0.0.1:\(up.port)"),
+                                                                            baseDirectory: "/tmp"), loopCount: 2,
                                          events: { name, _ in recorder.record(name) })
-        defer { let done = DispatchSemaphore(value: 0); runtime.shutdown { done.signal() }; _ = done.wait(timeout: .now() + 10) }
-        let port = try XCTUnwrap(try runtime.start().data.first?.port)
+        let port = try started(runtime)
         XCTAssertTrue(recorder.all.contains("upstream_unresolved"), "\(recorder.all)")
         let ghost = try Curl.request(port: port, method: "GET", target: "/ghost/x")
         XCTAssertEqual(ghost.status, 503, "\(ghost)")
@@ -174,31 +194,12 @@ final class UpstreamBalancingTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: dir) }
         let file = dir.appendingPathComponent("gateway.yaml")
         func write(app: String, routeName: String) throws {
-            try """
-            listen: 127.0.0.1:0
-            store: memory
-            apps:
-              - app_id: ABCDE12345.com.example.app
-            upstreams:
-              ghost: {endpoints: [http://ghost.gateway-test.invalid:8080]}
-              app: \(app)
-            routes:
-              - path_prefix: /ghost
-                upstream: ghost
-                mode: off
-              - name: \(routeName)
-                path_prefix: /
-                upstream: app
-                mode: off
-            log:
-              access: false
-            """.write(to: file, atomically: true, encoding: .utf8)
+            try Self.ghostYAML(app: app, routeName: routeName).write(to: file, atomically: true, encoding: .utf8)
         }
         let working = "http://127.0.0.1:\(up.port)"
         try write(app: working, routeName: "main")
         let runtime = try GatewayRuntime(loaded: GatewayConfiguration.load(path: file.path), loopCount: 1, events: { _, _ in })
-        defer { let done = DispatchSemaphore(value: 0); runtime.shutdown { done.signal() }; _ = done.wait(timeout: .now() + 10) }
-        let port = try XCTUnwrap(try runtime.start().data.first?.port)
+        let port = try started(runtime)
         XCTAssertEqual(try Curl.request(port: port, method: "GET", target: "/x").status, 200)
 
         try write(app: "http://typo.gateway-test.invalid:8081", routeName: "main")
@@ -234,10 +235,8 @@ final class UpstreamBalancingTests: XCTestCase {
           access: false
         """
         let lines = Mutex<[(String, [(String, String)])]>([])
-        let runtime = try GatewayRuntime(loaded: GatewayConfiguration.parse(yaml: yaml, baseDirectory: "/tmp"), loopCount: 1,
-                                         events: { name, fields in lines.withLock { $0.append((name, fields)) } })
-        defer { let done = DispatchSemaphore(value: 0); runtime.shutdown { done.signal() }; _ = done.wait(timeout: .now() + 10) }
-        let port = try XCTUnwrap(try runtime.start().data.first?.port)
+        let port = try started(try GatewayRuntime(loaded: GatewayConfiguration.parse(yaml: yaml, baseDirectory: "/tmp"), loopCount: 1,
+                                                  events: { name, fields in lines.withLock { $0.append((name, fields)) } }))
         for _ in 0..<3 {
             let reply = try Curl.request(port: port, method: "GET", target: "/x?malformed=1")  // bare LF line endings
             XCTAssertEqual(reply.status, 502, "\(reply)")
