@@ -174,6 +174,7 @@ extension Refusal {
         case .duplicateContentLength: return "more than one Content-Length"
         case .badTransferEncoding: return "only Transfer-Encoding: chunked is accepted"
         case .hostInvalid: return "the request needs exactly one Host field (HTTP/1.1) whose value is host[:port]"
+        case .methodInvalid: return "the method must not hold lower-case letters (GET, POST, PROPFIND, ...)"
         case .upstreamUnavailable, .upstreamReset, .upstreamBadResponse: return "the upstream could not be reached or failed"
         case .upstreamConnectTimeout, .upstreamTimeout: return "the upstream did not answer in time"
         case .upstreamTLSFailed: return "the TLS handshake with the upstream failed"

@@ -219,7 +219,8 @@ public struct HTTP1RequestParser: Sendable {
         let targetBytes = UnsafeRawBufferPointer(rebasing: line[(sp1 + 1)..<sp2])
         let pathLength: Int
         do throws(TargetViolation) { pathLength = try targetPolicy.validate(targetBytes) } catch { return HTTPError(error) }
-        method = HTTPMethod(validatedToken: UnsafeRawBufferPointer(rebasing: line[0..<sp1]))
+        guard let m = HTTPMethod(requestToken: UnsafeRawBufferPointer(rebasing: line[0..<sp1])) else { return .methodInvalid }
+        method = m
         target = Array(targetBytes)
         self.pathLength = pathLength
         version = v

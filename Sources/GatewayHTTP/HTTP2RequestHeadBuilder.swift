@@ -94,7 +94,13 @@ struct HTTP2RequestHeadBuilder {
             switch name.count {
             case 7 where HTTP1Syntax.equalsLowercaseLiteral(name, ":method"):
                 if !value.isEmpty && value.allSatisfy(HTTP1Syntax.isTchar) {
-                    method = HTTPMethod(validatedToken: value)
+                    if let m = HTTPMethod(requestToken: value) {
+                        method = m
+                    } else {
+                        // The same `400 method_invalid` as over HTTP/1.1 (answered on the stream).
+                        method = HTTPMethod(validatedToken: value)
+                        if refusal == nil { refusal = .methodInvalid }
+                    }
                 } else {
                     malformed = true
                 }

@@ -25,6 +25,10 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
     /// `uri-host [ ":" port ]` (`a b`, `a/b`, empty, ...; RFC 9112 section 3.2, RFC 9110 section 7.2,
     /// `HTTPHostSyntax`).
     case hostInvalid = "host_invalid"
+    /// The method holds a lower-case letter (`post`, `Delete`): applications behind the gateway often
+    /// fold the method's case, so a route matched on `POST` could be passed by `post` (RFC 9110
+    /// section 9.1 makes methods case-sensitive; nginx refuses such methods too). `HTTPMethod.init(requestToken:)`.
+    case methodInvalid = "method_invalid"
     /// Content-Length is not a single `1*DIGIT` value (RFC 9110 section 8.6).
     case badContentLength = "bad_content_length"
     /// Several Content-Length fields or a list value, even when equal (refused as smuggling risk).

@@ -63,6 +63,20 @@ public struct HTTPMethod: Sendable, Hashable, CustomStringConvertible {
         self.init(storage: .other(Array(b)))
     }
 
+    /// A request's method from its token (non-empty, every byte a `tchar`: checked by the caller);
+    /// nil when a method other than the standard ones holds a lower-case ASCII letter (`post`,
+    /// `Delete`). Methods are case-sensitive (RFC 9110 section 9.1), but applications behind a
+    /// gateway often fold them (werkzeug and Django upper-case `REQUEST_METHOD`): a route that takes
+    /// only `POST` would let `post` fall through to the next route while the upstream ran its POST
+    /// handler. Such requests are refused (`400 method_invalid`, as nginx refuses them), over HTTP/1.1
+    /// (`HTTP1RequestParser`) and HTTP/2 (`HTTP2RequestHeadBuilder`) alike.
+    @inline(__always) init?(requestToken b: UnsafeRawBufferPointer) {
+        self.init(validatedToken: b)
+        if case .other = storage {
+            for byte in b where byte &- 0x61 < 26 { return nil }
+        }
+    }
+
     /// The token as written on the request line.
     public var description: String {
         switch storage {

@@ -21,6 +21,22 @@ final class HTTP1RequestParserTests: XCTestCase {
         expectError("GET / HTTP/1.1\r\nHost: h\r\nX-Name\u{1}: v\r\n\r\n", .badHeader)  // no CR: its own error
     }
 
+    /// A method with a lower-case letter is `400 method_invalid`: applications behind the gateway
+    /// often fold the case (werkzeug, Django), so `post` would pass a POST-only route and run as POST.
+    /// Upper-case extension methods (tokens with digits, `-`, `_` too) are still taken.
+    func testMethodWithALowerCaseLetterIsRefused() {
+        for method in ["post", "get", "Post", "GEt", "delete", "propfind", "x-custom", "M-SEARCh"] {
+            expectError("\(method) / HTTP/1.1\r\nHost: h\r\n\r\n", .methodInvalid)
+        }
+        XCTAssertEqual(HTTPError.methodInvalid.status, 400)
+        XCTAssertEqual(HTTPError.methodInvalid.code, "method_invalid")
+        for method in ["GET", "POST", "PROPFIND", "M-SEARCH", "X_CUSTOM", "BREW2", "!#$%&'*+.^`|~"] {
+            let o = ParserHarness.parseAllWays("\(method) / HTTP/1.1\r\nHost: h\r\n\r\n")
+            XCTAssertNil(o.error, method)
+            XCTAssertEqual(o.requests.first?.method, method)
+        }
+    }
+
     func testSimpleGet() {
         let o = ParserHarness.parseAllWays("GET /a/b?x=1&y=%2F HTTP/1.1\r\nHost: example.com\r\nX-Case: Value  \r\n\r\n")
         XCTAssertNil(o.error)

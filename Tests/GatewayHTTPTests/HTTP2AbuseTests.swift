@@ -172,12 +172,15 @@ final class HTTP2AbuseTests: XCTestCase {
                      "host not host-port", "userinfo in host"] {
             XCTAssertEqual(outcomes[name], ["status", 400], name)
         }
+        XCTAssertEqual(outcomes["lower-case method"], ["status", 400])
+        XCTAssertEqual(outcomes["mixed-case method"], ["status", 400])
+        XCTAssertEqual(outcomes["upper-case extension method"], ["status", 200])
         XCTAssertEqual(outcomes["te trailers"], ["status", 200])
         XCTAssertEqual(outcomes["host equal to :authority"], ["status", 200])
         XCTAssertEqual(outcomes["host without :authority"], ["status", 200])
         XCTAssertEqual(outcomes["after"], ["status", 200], "the connection survives: \(r)")
         XCTAssertNil(r["goaway"] as? String)
-        XCTAssertEqual(outcomes.count, malformed.count + 13, "every case was checked: \(outcomes.keys.sorted())")
+        XCTAssertEqual(outcomes.count, malformed.count + 16, "every case was checked: \(outcomes.keys.sorted())")
         // Malformed streams are logged as refusals (400, no response), the refused ones with their error.
         let dot = try XCTUnwrap(harness.handler.completed.first { $0.targetString == "/a/../b" })
         XCTAssertEqual(dot.error, .targetDotSegment)
@@ -185,6 +188,10 @@ final class HTTP2AbuseTests: XCTestCase {
         for target in ["/local/auth1", "/local/auth2", "/local/auth3", "/local/auth4", "/local/auth5"] {
             let record = try XCTUnwrap(harness.handler.completed.first { $0.targetString == target }, target)
             XCTAssertEqual(record.error, .hostInvalid, target)
+        }
+        for target in ["/local/method1", "/local/method2"] {
+            let record = try XCTUnwrap(harness.handler.completed.first { $0.targetString == target }, target)
+            XCTAssertEqual(record.error, .methodInvalid, target)
         }
         let badHeaderRecords = harness.handler.completed.filter { $0.error == .badHeader }
         XCTAssertEqual(badHeaderRecords.count, malformed.count, badHeaderRecords.map { "\($0.targetString ?? "-")" }.description)

@@ -22,6 +22,7 @@ final class EnforcementOverH2CTests: E2ETestCase {
     func testAttestChallengeOnAssertionIsWrongPurpose() throws { try scenarioWrongPurpose(.sim) }
     func testWrongChallengeValueDoesNotBurnPendingOne() throws { try scenarioWrongChallengeKeepsPending(.sim) }
     func testUnknownKeyIsKeyUnknownReattest() throws { try scenarioUnknownKey(.sim) }
+    func testLowerCaseMethodIsRefusedOnEveryRoute() throws { try scenarioLowerCaseMethodRefused() }
 }
 
 /// The enforcement scenario table over HTTP/2 on a TLS listener (ALPN `h2`, curl `--http2`
@@ -43,6 +44,7 @@ final class EnforcementOverH2TLSTests: E2ETestCase {
     func testAttestChallengeOnAssertionIsWrongPurpose() throws { try scenarioWrongPurpose(.sim) }
     func testWrongChallengeValueDoesNotBurnPendingOne() throws { try scenarioWrongChallengeKeepsPending(.sim) }
     func testUnknownKeyIsKeyUnknownReattest() throws { try scenarioUnknownKey(.sim) }
+    func testLowerCaseMethodIsRefusedOnEveryRoute() throws { try scenarioLowerCaseMethodRefused() }
 
     /// Requests over h2 on TLS are counted with their protocol and TLS version, and the handshakes
     /// with their listener, result and version.

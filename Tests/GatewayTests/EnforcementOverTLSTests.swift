@@ -22,6 +22,7 @@ final class EnforcementOverTLSTests: E2ETestCase {
     func testAttestChallengeOnAssertionIsWrongPurpose() throws { try scenarioWrongPurpose(.sim) }
     func testWrongChallengeValueDoesNotBurnPendingOne() throws { try scenarioWrongChallengeKeepsPending(.sim) }
     func testUnknownKeyIsKeyUnknownReattest() throws { try scenarioUnknownKey(.sim) }
+    func testLowerCaseMethodIsRefusedOnEveryRoute() throws { try scenarioLowerCaseMethodRefused() }
 
     /// The upstream learns the request came over TLS: `X-Forwarded-Proto: https` (the client's own
     /// copy is not believed).

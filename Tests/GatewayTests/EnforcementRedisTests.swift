@@ -18,6 +18,7 @@ final class EnforcementRedisTests: E2ETestCase {
     func testAttestChallengeOnAssertionIsWrongPurpose() throws { try scenarioWrongPurpose(.ref) }
     func testWrongChallengeValueDoesNotBurnPendingOne() throws { try scenarioWrongChallengeKeepsPending(.ref) }
     func testUnknownKeyIsKeyUnknownReattest() throws { try scenarioUnknownKey(.ref) }
+    func testLowerCaseMethodIsRefusedOnEveryRoute() throws { try scenarioLowerCaseMethodRefused() }
 
     /// Monitor mode forwards what enforce would refuse, telling the upstream why.
     func testMonitorModeForwardsInvalidAndMissingWithVerdict() throws {

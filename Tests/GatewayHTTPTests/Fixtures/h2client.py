@@ -574,11 +574,16 @@ REFUSED_CASES = [
     ("authority unclosed IPv6 literal", [(":method", "GET"), (":scheme", "http"), (":path", "/local/auth3"), (":authority", "[::1")]),
     ("host not host-port", [(":method", "GET"), (":scheme", "http"), (":path", "/local/auth4"), ("host", "a:b:c")]),
     ("userinfo in host", [(":method", "GET"), (":scheme", "http"), (":path", "/local/auth5"), ("host", "user@evil.com")]),
+    # A lower-case letter in the method: the 400 method_invalid HTTP/1.1 gives (an application that
+    # folds the case would run POST where a POST-only route was passed by).
+    ("lower-case method", [(":method", "post"), (":scheme", "http"), (":path", "/local/method1"), (":authority", "h")]),
+    ("mixed-case method", [(":method", "Delete"), (":scheme", "http"), (":path", "/local/method2"), (":authority", "h")]),
 ]
 GOOD_CASES = [
     ("te trailers", [(":method", "GET"), (":scheme", "http"), (":path", "/local/te"), (":authority", "h"), ("te", "trailers")]),
     ("host equal to :authority", [(":method", "GET"), (":scheme", "http"), (":path", "/local/h"), (":authority", "A.test"), ("host", "a.TEST")]),
     ("host without :authority", [(":method", "GET"), (":scheme", "http"), (":path", "/local/h2"), ("host", "a.test")]),
+    ("upper-case extension method", [(":method", "PROPFIND"), (":scheme", "http"), (":path", "/local/m"), (":authority", "h")]),
 ]
 
 

@@ -251,6 +251,29 @@ extension E2ETestCase {
         XCTAssertEqual(try env.send(right).status, 200, "the pending challenge still works")
     }
 
+    /// A method with a lower-case letter is `400 method_invalid` (action `deny`) on every route, never
+    /// forwarded: applications behind the gateway often fold the method's case (werkzeug and Django
+    /// upper-case it), so `post` on a `mode: off` route next to a POST-only enforced one would run the
+    /// protected POST handler without evidence (probe: `Config/gateway.yaml`'s own route pair). Upper-
+    /// case extension methods still pass.
+    func scenarioLowerCaseMethodRefused() throws {
+        let before = try env.upstream.requestCount()
+        for (method, target) in [("post", "/v1/open/buy"), ("Post", "/v1/open/buy"), ("get", "/v1/open/x"),
+                                 ("post", "/v1/protected/buy")] {
+            // No body: over HTTP/2 a refusal answered before END_STREAM ends with RST_STREAM NO_ERROR,
+            // which Debian's curl 7.88 drops now and then (README, "Tenth pass").
+            let reply = try env.send(method, target)
+            assertRefusal(reply, status: 400, code: "method_invalid", action: "deny")
+            XCTAssertEqual(reply.header("App-Attest-Error"), "method_invalid", "\(method) \(target)")
+        }
+        XCTAssertEqual(try env.upstream.requestCount(), before, "none reached the upstream")
+        XCTAssertEqual(try env.send("POST", "/v1/open/buy", body: Array("sku=1".utf8)).status, 200)
+        // upstream.py answers a method it has no handler for with its own 501: forwarded, not refused.
+        let dav = try env.send("PROPFIND", "/v1/open/dav")
+        XCTAssertEqual(dav.status, 501, "\(dav)")
+        XCTAssertNil(dav.header("App-Attest-Error"), "the upstream answered, not the gateway: \(dav)")
+    }
+
     /// A key the gateway never attested: `401 key_unknown`, action `reattest` (challenge endpoint and
     /// protected route); nothing reaches the upstream.
     func scenarioUnknownKey(_ kind: DeviceKind) throws {
