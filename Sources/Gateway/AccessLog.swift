@@ -118,10 +118,26 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
         }
     }
 
-    /// Writes whatever is buffered and returns once it is written (shutdown, tests; never call it
-    /// on an event loop).
-    func flush() {
-        writer.sync { writeBuffered() }
+    /// Writes whatever is buffered and waits at most `timeout` for it to be written (shutdown, tests;
+    /// never call it on an event loop).
+    /// - Returns: true when everything buffered was written in time; false when the output did not
+    ///   take it (a reader that stopped reading: a stalled journald, container log driver or pipe).
+    ///   The write goes on in the background meanwhile; the caller is never held longer than
+    ///   `timeout` (a probe's SIGTERM never finished, waiting on a pipe nobody read).
+    @discardableResult
+    func flush(waitingAtMost timeout: DispatchTimeInterval) -> Bool {
+        let written = DispatchSemaphore(value: 0)
+        writer.async { [self] in
+            writeBuffered()
+            written.signal()
+        }
+        return written.wait(timeout: .now() + timeout) == .success
+    }
+
+    /// Asks the writer to write whatever is buffered, without waiting (SIGUSR1: the signal handlers
+    /// share the main queue, so a wait there would hold up SIGHUP and SIGTERM behind a stalled output).
+    func flushSoon() {
+        writer.async { [self] in writeBuffered() }
     }
 
     /// Takes every loop's buffer and writes it (on the writer queue). A loop's lock is held only for

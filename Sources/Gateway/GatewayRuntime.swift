@@ -37,6 +37,8 @@ public final class GatewayRuntime: Sendable {
     private let adminGroup: EventLoopGroup?
     private let adminHandler: AdminHandler
     private let accessLog: AccessLog?
+    /// Set when the shutdown gave up waiting for the last access lines (`accessLogUnflushedAtStop`).
+    private let accessLogUnflushed = Atomic<Bool>(false)
     /// Each loop's store connection health (readiness, metrics, outage lines).
     let storeHealth: StoreHealth
     /// The data listeners' handler (tests drive it directly).
@@ -297,7 +299,7 @@ public final class GatewayRuntime: Sendable {
         let accessLog = self.accessLog
         let group = self.group
         let adminGroup = self.adminGroup
-        server.shutdown(gracePeriod: grace) {
+        server.shutdown(gracePeriod: grace) { [self] in
             // Off the event loops: the last connection to close calls this on its own loop, and
             // `group.shutdown()` waits on every loop's queue (a sync onto the caller's queue traps:
             // SIGILL when SIGTERM came while an admin answer was in flight).
@@ -305,7 +307,10 @@ public final class GatewayRuntime: Sendable {
                 DispatchQueue.global().async {
                     for pool in pools { pool.shutdown() }
                     store.close()
-                    accessLog?.flush()
+                    // Bounded: a stalled standard output must not keep the process from exiting.
+                    if accessLog?.flush(waitingAtMost: GatewayRuntime.finalFlushWait) == false {
+                        self.accessLogUnflushed.store(true, ordering: .relaxed)
+                    }
                     group.shutdown()
                     adminGroup?.shutdown()
                     completion()
@@ -362,8 +367,17 @@ public final class GatewayRuntime: Sendable {
         tables.latestTables.pools[name]?.pool.statistics
     }
 
-    /// Writes buffered access-log lines now.
-    public func flushLogs() { accessLog?.flush() }
+    /// Asks for the buffered access-log lines to be written now, without waiting for the output
+    /// (SIGUSR1).
+    public func flushLogs() { accessLog?.flushSoon() }
+
+    /// How long a shutdown waits for the last access lines to be written (a stalled output never
+    /// holds the exit longer).
+    static let finalFlushWait = DispatchTimeInterval.seconds(2)
+
+    /// Whether the shutdown gave up waiting for the last access lines (the output did not take them
+    /// within `finalFlushWait`): the `stopped` line says so.
+    public var accessLogUnflushedAtStop: Bool { accessLogUnflushed.load(ordering: .relaxed) }
 
     /// Requests the drain deadline cut so far (for the `stopped` line): they were closed by the
     /// gateway without a complete answer, and their access lines carry `"cut": "drain_deadline"`.

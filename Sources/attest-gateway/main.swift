@@ -143,7 +143,12 @@ for sig in [SIGTERM, SIGINT] {
             // Requests still in progress when timeouts.drain ran out were cut by the gateway (their
             // access lines say "cut": "drain_deadline").
             let cut = runtime.requestsCutByDrain
-            event("stopped", [("reason", cut == 0 ? "drained" : "drain deadline")], more: { $0.field("requests_cut", cut) })
+            // A stalled standard output held the last access lines past the bounded final flush.
+            let unflushed = runtime.accessLogUnflushedAtStop
+            event("stopped", [("reason", cut == 0 ? "drained" : "drain deadline")], more: {
+                $0.field("requests_cut", cut)
+                if unflushed { $0.field("access_log", "unflushed") }
+            })
             exit(0)
         }
     }
@@ -167,7 +172,9 @@ hangUp.resume()
 sources.append(hangUp)
 
 // SIGUSR1: the logrotate signal. Access lines go to standard output and lifecycle lines to standard
-// error (never to files the gateway opens), so there is nothing to reopen: flush, and say so.
+// error (never to files the gateway opens), so there is nothing to reopen: flush, and say so. The
+// flush is only asked for, never waited on: every signal handler runs on the main queue, and a wait
+// on a stalled output would hold up SIGHUP and SIGTERM behind it.
 let user1 = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .main)
 user1.setEventHandler {
     activeRuntime?.flushLogs()

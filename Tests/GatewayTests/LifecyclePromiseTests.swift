@@ -30,7 +30,10 @@ final class LifecyclePromiseTests: XCTestCase {
         /// The `down` upstream's port: bound, never listening, held while the gateway runs.
         let dead: ReservedPort
 
-        init(store: String = "memory", access: Bool = false, drain: String = "10s", tls: Bool = false) throws {
+        /// `standardOutput`: a path the gateway's standard output is redirected to (a FIFO nobody reads,
+        /// say) instead of the pipe the test reads.
+        init(store: String = "memory", access: Bool = false, drain: String = "10s", tls: Bool = false,
+             standardOutput: String? = nil) throws {
             cas = try TestCAs.shared()
             work = try E2EPaths.temporaryDirectory("lifecycle")
             upstream = try UpstreamProcess()
@@ -47,7 +50,14 @@ final class LifecyclePromiseTests: XCTestCase {
 
             let config = work.appendingPathComponent("gateway.yaml")
             try yaml.write(to: config, atomically: true, encoding: .utf8)
-            process = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path], separateStandardError: true)
+            if let standardOutput {
+                // `exec`: the shell becomes the gateway (same pid, checked below), stdout redirected.
+                process = try ChildProcess("/bin/sh", ["-c", "exec \"$0\" --config \"$1\" > \"$2\"",
+                                                       try E2EPaths.gatewayBinary(), config.path, standardOutput],
+                                           separateStandardError: true)
+            } else {
+                process = try ChildProcess(try E2EPaths.gatewayBinary(), ["--config", config.path], separateStandardError: true)
+            }
             guard let started = StartedLine.wait(for: process, output: { $0.errorOutput }), let port = started.port,
                   let adminPort = started.adminPort else {
                 throw SetupFailure("attest-gateway did not start: \(process.output)\n\(process.errorOutput)")
@@ -158,6 +168,43 @@ final class LifecyclePromiseTests: XCTestCase {
 
     /// `timeouts.drain` bounds the drain: a request still running when it ends is cut and the process
     /// exits 0 (drain 1 s; the upstream would answer after 30 s).
+    /// Standard output read by nobody (a stalled journald or log driver: a FIFO held open, never
+    /// read): SIGUSR1 answers at once and the signals after it still work; SIGTERM drains and the
+    /// process exits 0 (the final flush waits at most 2 s), its `stopped` line saying the access log
+    /// was left unflushed. Before, SIGUSR1 and SIGTERM both waited on the stuck write forever (probe:
+    /// only SIGKILL ended the process).
+    func testAStalledStandardOutputNeverBlocksTheSignalsOrTheExit() throws {
+        let fifoDirectory = try E2EPaths.temporaryDirectory("stuck-stdout")
+        defer { try? FileManager.default.removeItem(at: fifoDirectory) }
+        let fifo = fifoDirectory.appendingPathComponent("stdout").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK)  // held open, never read
+        XCTAssertGreaterThanOrEqual(reader, 0)
+        defer { close(reader) }
+        let gateway = try GatewayProcess(access: true, standardOutput: fifo)
+        // About 600 KB of access lines: far more than the 64 KiB the pipe holds.
+        let load = try ChildProcess("python3", ["-c", """
+            import http.client, sys
+            c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+            for i in range(2000):
+                c.request("GET", "/v1/open/fill?n=%d" % i, headers={"User-Agent": "x" * 200})
+                c.getresponse().read()
+            print("done")
+            """, String(gateway.port)])
+        XCTAssertEqual(load.waitForExit(timeout: 60), 0, load.output)
+        XCTAssertEqual(load.output.trimmingCharacters(in: .whitespacesAndNewlines), "done")
+
+        Glibc.kill(gateway.process.pid, SIGUSR1)
+        XCTAssertTrue(eventually(timeout: 10) { LifecyclePromiseTests.types(gateway.process.errorOutput).contains("log_reopen") },
+                      "SIGUSR1 answered: \(gateway.process.errorOutput)")
+        Glibc.kill(gateway.process.pid, SIGTERM)
+        XCTAssertEqual(exitStatus(gateway, within: 30, "with its standard output stalled"), 0)
+        let events = LifecyclePromiseTests.events(gateway.process.errorOutput)
+        XCTAssertEqual(events.last?["type"] as? String, "stopped", gateway.process.errorOutput)
+        XCTAssertEqual(events.last?["reason"] as? String, "drained", gateway.process.errorOutput)
+        XCTAssertEqual(events.last?["access_log"] as? String, "unflushed", gateway.process.errorOutput)
+    }
+
     func testTheDrainLimitCutsRequestsStillRunning() throws {
         let gateway = try GatewayProcess(drain: "1s")
         let client = try gateway.slowRequest(delay: 30_000)

@@ -64,7 +64,7 @@ final class PerLoopStateTests: XCTestCase {
             let (r, c) = record(loop: loop, route: "route-\(loop)")
             log.write(r, context: c)
         }
-        log.flush()
+        XCTAssertTrue(log.flush(waitingAtMost: .seconds(30)))
         close(fds[1])
         var text = [UInt8]()
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -122,6 +122,11 @@ final class PerLoopStateTests: XCTestCase {
         let returned = finished.wait(timeout: .now() + 60) == .success
         XCTAssertTrue(returned, "logging blocked on a stuck output")
         XCTAssertGreaterThan(log.droppedLines, 0, "lines beyond the per-loop bound are dropped and counted")
+        // A flush on a stuck output gives up at its bound (shutdown), and an asked-for one never waits
+        // (SIGUSR1, on the main queue with the other signal handlers); the unbounded wait that was
+        // here before held SIGTERM forever.
+        XCTAssertFalse(log.flush(waitingAtMost: .milliseconds(200)), "the stuck output did not take the lines")
+        log.flushSoon()
         // Unstick the writer: drain the pipe until the writer has written everything it took.
         let readEnd = fds[0]
         let reader = DispatchQueue(label: "drain")
@@ -131,7 +136,7 @@ final class PerLoopStateTests: XCTestCase {
             while read(readEnd, &buffer, buffer.count) > 0 {}
             drained.store(true, ordering: .relaxed)
         }
-        log.flush()
+        XCTAssertTrue(log.flush(waitingAtMost: .seconds(30)))
         close(fds[1])
         reader.sync {}
         XCTAssertTrue(drained.load(ordering: .relaxed))
