@@ -9,7 +9,8 @@ import GatewayStore
 /// - a reply that is not a cluster error is delivered (error replies included: the store decides);
 /// - `MOVED`: follow at once to the named node, patch the map and refresh it;
 /// - `ASK`: send once to the named node with `ASKING`, the map unchanged;
-/// - at most `maximumRedirects` MOVED/ASK per command (a loop means a broken map): then fail;
+/// - at most `maximumRedirects` MOVED/ASK in a row per command (a loop means a broken map): then
+///   fail; a `TRYAGAIN` ends the row (its retry waits, so the deadline bounds ASK-TRYAGAIN cycles);
 /// - `TRYAGAIN`, `CLUSTERDOWN`, no primary known for the slot, and a node that is not connected
 ///   (fail-fast: nothing was sent) are retried after a short delay (10 ms doubling to 100 ms) while
 ///   the retry still starts before the command's deadline (its start plus the command timeout);
@@ -71,6 +72,11 @@ struct RedisClusterAttempt: Sendable {
                 }
                 return .ask(endpoint)
             case .tryAgain:
+                // TRYAGAIN ends a redirect chain: the retry after its delay starts a new one. An
+                // importing node answers it to a multi-key script while the slot's keys are split
+                // between two nodes, after the source's ASK; counting those ASKs used up the redirect
+                // budget in about 250 ms, long before the command timeout (probe).
+                redirects = 0
                 return retry(now: now, refresh: false, failure: RedisStore.errorReply(reply))
             case .clusterDown:
                 return retry(now: now, refresh: true, failure: RedisStore.errorReply(reply))

@@ -39,6 +39,13 @@ final class RedisClusterRouter: @unchecked Sendable {  // every mutable field is
     /// The connection of each primary of `table`, by its index in `table.nodes` (no hashing per command).
     private var primaryConnections: [RedisConnection] = []
     private var generation: UInt64 = 0
+    /// `topology.completedRefreshes` when a MOVED reply last patched `table` (nil: not patched since
+    /// the last snapshot): the next refresh to end replaces the patch with the cluster's own map.
+    private var patchedAt: UInt64?
+    /// Delay before retrying a map refresh that failed while no map is known yet, nanoseconds.
+    private var firstMapRetry: UInt64 = RedisClusterRouter.firstMapRetryStart
+    private static let firstMapRetryStart: UInt64 = 100_000_000
+    private static let firstMapRetryMaximum: UInt64 = 2_000_000_000
     private var reported = RedisConnectionHealth.connecting
     private var closed = false
     private var refreshToken: UInt64 = 0
@@ -109,8 +116,17 @@ final class RedisClusterRouter: @unchecked Sendable {  // every mutable field is
             syncTable()
             let primaries = table.primaries
             guard !closed, !primaries.isEmpty else {
+                if !closed { refresh() }
                 return completion(.failure(StoreUnavailable(closed ? .closed : .notConnected,
                                                             detail: topology.lastFailure ?? "no Redis Cluster map yet")))
+            }
+            // Every primary answers PING during CLUSTERDOWN: a slot without a primary is what says
+            // that some requests cannot reach the store (cluster-require-full-coverage, the default,
+            // makes the whole cluster refuse them then).
+            guard table.coveredSlots == RedisClusterSlot.count else {
+                refresh()
+                return completion(.failure(StoreUnavailable(.notConnected,
+                    detail: "\(RedisClusterSlot.count - table.coveredSlots) of \(RedisClusterSlot.count) slots have no primary in the cluster map")))
             }
             let gather = PingGather(count: primaries.count, completion: completion)
             for endpoint in primaries {
@@ -192,6 +208,7 @@ final class RedisClusterRouter: @unchecked Sendable {  // every mutable field is
             finish(result ?? .failure(StoreUnavailable(.protocolError, detail: "no reply")), connection, inline: inline, completion)
         case .moved(let slot, let endpoint):
             table.move(slot: slot, to: endpoint)
+            if patchedAt == nil { patchedAt = topology.completedRefreshes }
             ensurePrimaryConnections()
             refresh()
             send(attempt, bytes, to: endpoint, asking: false, inline: inline, completion)
@@ -231,6 +248,16 @@ final class RedisClusterRouter: @unchecked Sendable {  // every mutable field is
         guard !closed, index < candidates.count else {
             topology.refreshFailed("cluster map: " + lastError)
             recomputeHealth()
+            // No map yet (start-up, or every node down since): try again soon, backing off, rather
+            // than only at the next timer refresh (5 s by default) or request.
+            if table.primaries.isEmpty && !closed {
+                let delay = firstMapRetry
+                firstMapRetry = min(firstMapRetry * 2, RedisClusterRouter.firstMapRetryMaximum)
+                loop.queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay))) { [self] in
+                    syncTable()
+                    if table.primaries.isEmpty { refresh() }
+                }
+            }
             return
         }
         let endpoint = candidates[index]
@@ -265,8 +292,11 @@ final class RedisClusterRouter: @unchecked Sendable {  // every mutable field is
     private func syncTable() {
         guard !closed else { return }
         let latest = topology.generation
-        if latest != generation {
+        let patchOutdated = patchedAt.map { topology.completedRefreshes > $0 } ?? false
+        if latest != generation || patchOutdated {
             (table, generation) = topology.snapshot()
+            patchedAt = nil
+            if !table.primaries.isEmpty { firstMapRetry = RedisClusterRouter.firstMapRetryStart }
             ensurePrimaryConnections()
             closeStaleConnections()
         }

@@ -24,6 +24,7 @@ final class RedisClusterTopology: Sendable {
     let minimumInterval: UInt64
     private let state = Mutex(State())
     private let published = Atomic<UInt64>(0)
+    private let refreshed = Atomic<UInt64>(0)
 
     init(seeds: [RedisURL.Endpoint], minimumInterval: UInt64 = 50_000_000) {
         self.seeds = seeds
@@ -32,6 +33,11 @@ final class RedisClusterTopology: Sendable {
 
     /// The generation of the latest map (0: none yet).
     var generation: UInt64 { published.load(ordering: .acquiring) }
+
+    /// Refreshes that ended with a map, whether it changed or not: a loop whose copy a MOVED reply
+    /// patched takes the shared map again once one more refresh ended (`RedisClusterRouter`), even when
+    /// the cluster's map did not change (the patch was wrong: the generation alone never moves then).
+    var completedRefreshes: UInt64 { refreshed.load(ordering: .acquiring) }
 
     /// The latest map and its generation.
     func snapshot() -> (table: RedisSlotTable, generation: UInt64) {
@@ -73,6 +79,7 @@ final class RedisClusterTopology: Sendable {
         let listeners: [@Sendable () -> Void] = state.withLock { s in
             s.refreshing = false
             s.lastFailure = nil
+            refreshed.add(1, ordering: .releasing)
             guard table != s.table else { return [] }
             s.table = table
             s.generation += 1

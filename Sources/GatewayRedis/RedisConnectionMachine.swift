@@ -203,6 +203,14 @@ struct RedisConnectionMachine<Token> {
         switch state {
         case .closed:
             return [.fail(token, StoreUnavailable(.closed, detail: "store closed"))]
+        case .backoff(let until) where until == 0 && failedAttempts == 0:
+            // Never tried yet (just made; its `start` may still be queued): connect now and keep the
+            // command, as while connecting. Failing it "not connected yet" made a Redis Cluster's first
+            // map request fail on its new connections, and the store unavailable until the next
+            // refresh 5 s later (probe).
+            state = .connecting(deadline: now &+ connectTimeout)
+            waiting.append(Waiting(token: token, bytes: bytes, deadline: now &+ commandTimeout))
+            return [.connect]
         case .backoff:
             return [.fail(token, StoreUnavailable(.notConnected, detail: lastError))]
         case .connecting, .handshaking:

@@ -128,6 +128,28 @@ final class RedisClusterRoutingTests: XCTestCase {
         XCTAssertEqual(error.reason, .errorReply("ASK"))
     }
 
+    /// ASK then TRYAGAIN (a multi-key script while its slot's keys are split between the migrating
+    /// and the importing node) is retried until the command's deadline, not cut short by the redirect
+    /// budget: each TRYAGAIN ends the row of redirects.
+    func testAskThenTryAgainCyclesRunToTheDeadline() {
+        var attempt = RedisClusterAttempt(slot: 1, now: 0, timeout: 500 * ms)
+        var now: UInt64 = 0
+        var cycles = 0
+        while true {
+            XCTAssertEqual(attempt.decide(.success(error("ASK 1 b:1")), now: now, fallbackHost: "h"), .ask(.tcp(host: "b", port: 1)))
+            let decision = attempt.decide(.success(error("TRYAGAIN Multiple keys request during rehashing of slot")), now: now, fallbackHost: "h")
+            guard case .retry(let delay, _) = decision else {
+                guard case .fail(let failure, _) = decision else { return XCTFail("\(decision)") }
+                XCTAssertEqual(failure.reason, .errorReply("TRYAGAIN"))
+                break
+            }
+            now += delay
+            cycles += 1
+        }
+        XCTAssertGreaterThan(cycles, RedisClusterAttempt.maximumRedirects, "more ASKs than the redirect budget")
+        XCTAssertGreaterThanOrEqual(now, 400 * ms, "retried for about the whole command timeout")
+    }
+
     func testTopologyRefreshesOneAtATime() {
         let topology = RedisClusterTopology(seeds: [.tcp(host: "h", port: 1)], minimumInterval: 50 * ms)
         XCTAssertTrue(topology.beginRefresh(now: 1_000 * ms))

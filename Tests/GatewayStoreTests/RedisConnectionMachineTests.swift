@@ -51,6 +51,26 @@ final class RedisConnectionMachineTests: XCTestCase {
         XCTAssertEqual(machine.pendingCount, 0)
     }
 
+    /// A command given to a connection that never tried yet (made, its `start` still queued) starts
+    /// the connection and waits for it; once an attempt failed, commands fail fast during the back-off.
+    /// (A Redis Cluster store's first map request went out on new connections and failed "not
+    /// connected yet": the store stayed unavailable until the next refresh, 5 s later.)
+    func testACommandBeforeTheFirstAttemptConnectsAndWaits() {
+        var machine = makeMachine()
+        XCTAssertEqual(describe(machine.submit(1, bytes: Array("A".utf8), now: 0)), ["connect"])
+        XCTAssertEqual(machine.state, .connecting(deadline: 1_000 * ms))
+        XCTAssertEqual(describe(machine.start(now: 1)), [], "the queued start finds it connecting")
+        XCTAssertEqual(describe(machine.connected(now: 2)), ["write AUTHLOAD"])
+        XCTAssertEqual(describe(machine.received(ok, now: 3)), [])
+        XCTAssertEqual(describe(machine.received(.bulk(Array("sha".utf8)), now: 4)), ["write A"])
+        XCTAssertEqual(describe(machine.received(.integer(1), now: 5)), ["deliver 1 integer(1)"])
+        // Failing variant: after a failed attempt the back-off still fails commands fast.
+        var failed = makeMachine()
+        _ = failed.start(now: 0)
+        _ = failed.connectFailed(now: 10, detail: "refused")
+        XCTAssertEqual(describe(failed.submit(2, bytes: [1], now: 11)), ["fail 2 notConnected"])
+    }
+
     func testHandshakeRefusalFailsWaitingCommandsAndBacksOff() {
         var machine = makeMachine()
         _ = machine.start(now: 0)
