@@ -20,6 +20,18 @@ struct DataServerToken: Sendable {
     /// The cached token and when it must be replaced (unix seconds).
     private(set) var cached: (token: String, issuedAt: Int64, replaceAt: Int64)?
 
+    /// The DeviceCheck key in the PEM file at `path` (`apps[N].risk.private_key_file`, Apple's `.p8`),
+    /// as start, reload and `check-config` read it (`TLSFileChecker`, `.deviceCheckKey`).
+    /// - Throws: `GatewayStartupError` when the file cannot be read, is not a PEM private key, or the
+    ///   key is not on P-256 (ES256).
+    static func key(inFile path: String) throws(GatewayStartupError) -> ECPrivateKey {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw GatewayStartupError("cannot read \(path)") }
+        let key: ECPrivateKey
+        do { key = try ECPrivateKey(pem: text) } catch { throw GatewayStartupError("\(path): \(error)") }
+        guard key.curve == .p256 else { throw GatewayStartupError("\(path): the DeviceCheck key must be P-256 (ES256)") }
+        return key
+    }
+
     /// - Throws: `CryptoError.invalidKey` unless `key` is on P-256.
     init(teamID: String, keyID: String, key: ECPrivateKey) throws {
         guard key.curve == .p256 else { throw CryptoError.invalidKey("the DeviceCheck key must be P-256 (ES256)") }

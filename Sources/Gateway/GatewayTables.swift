@@ -57,13 +57,8 @@ final class GatewayTables: Sendable {
         // Trust: Apple's pinned roots plus, for test devices only, the configured extra roots.
         var extraRoots: [X509Certificate] = []
         for path in config.trust.extraRoots {
-            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw GatewayStartupError("trust.extra_roots: cannot read \(path)")
-            }
-            do {
-                extraRoots += try X509Certificate.parseAll(pem: text)
-            } catch {
-                throw GatewayStartupError("trust.extra_roots: \(path) holds no usable PEM certificate (\(error))")
+            do { extraRoots += try GatewayTables.trustRoots(inFile: path) } catch {
+                throw GatewayStartupError("trust.extra_roots: \(error.description)")
             }
         }
         let anchors = try GatewayTables.addingReceiptRoots(config.trust,

@@ -95,10 +95,8 @@ final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFligh
             guard let risk = app.risk else { continue }
             let path = "apps[\(index)].risk"
             let key: ECPrivateKey
-            do {
-                key = try ECPrivateKey(pem: try String(contentsOfFile: risk.privateKeyFile, encoding: .utf8))
-            } catch {
-                throw GatewayStartupError("\(path).private_key_file: \(risk.privateKeyFile): \(error)")
+            do { key = try DataServerToken.key(inFile: risk.privateKeyFile) } catch {
+                throw GatewayStartupError("\(path).private_key_file: \(error.description)")
             }
             let token: DataServerToken
             do { token = try DataServerToken(teamID: risk.teamID, keyID: risk.keyID, key: key) } catch {

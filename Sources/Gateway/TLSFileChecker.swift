@@ -13,7 +13,10 @@ import Glibc
 /// expired or not yet valid certificate; warnings for a certificate expiring within 30 days and a
 /// leaf without subjectAltName. Upstream CA bundles: an error when the bundle cannot be loaded as
 /// trust anchors (what the running gateway would do with it). Verdict-token key files: an error
-/// unless the file holds an unencrypted PEM P-256 private key.
+/// unless the file holds an unencrypted PEM P-256 private key. Root files (`trust.extra_roots`,
+/// `trust.extra_receipt_roots`) and DeviceCheck keys (`apps[N].risk.private_key_file`): an error
+/// unless they load the way the running gateway loads them (`GatewayTables.trustRoots(inFile:)`,
+/// `DataServerToken.key(inFile:)`).
 public enum TLSFileChecker {
     /// The problems of `reference`'s files at `now` (seconds since 1970, default the system clock).
     public static func check(_ reference: TLSFileReference, now: Int64 = Int64(time(nil))) -> [ConfigIssue] {
@@ -33,6 +36,12 @@ public enum TLSFileChecker {
             }
         case .signingKey(let path):
             return VerdictTokenSigner.keyFileProblem(path).map { [reference.issue(.error, $0)] } ?? []
+        case .trustRoots(let path):
+            do { _ = try GatewayTables.trustRoots(inFile: path) } catch { return [reference.issue(.error, error.description)] }
+            return []
+        case .deviceCheckKey(let path):
+            do { _ = try DataServerToken.key(inFile: path) } catch { return [reference.issue(.error, error.description)] }
+            return []
         case .certificateAuthorities(let path):
             do {
                 _ = try TLSClientContext(settings: TLSClientSettings(caPath: path))

@@ -29,6 +29,8 @@ extension ConfigValidator {
                 if let contents = try? String(contentsOfFile: resolved, encoding: .utf8) {
                     if contents.contains("-----BEGIN PRIVATE KEY-----") {
                         keyFile = resolved
+                        tlsFiles.append(TLSFileReference(path: path.key("private_key_file").description, mark: n.mark,
+                                                         files: .deviceCheckKey(resolved)))
                     } else {
                         error(path.key("private_key_file"), "\(resolved) is not a PKCS#8 PEM private key (-----BEGIN PRIVATE KEY-----, as Apple's .p8 files)", n.mark)
                     }
@@ -47,6 +49,8 @@ extension ConfigValidator {
                 let resolved = NetworkSyntax.resolvePath(text, baseDirectory: baseDirectory)
                 if let contents = try? String(contentsOfFile: resolved, encoding: .utf8), contents.contains("-----BEGIN CERTIFICATE-----") {
                     ca = resolved
+                    tlsFiles.append(TLSFileReference(path: path.key("data_server_ca").description, mark: n.mark,
+                                                     files: .certificateAuthorities(resolved)))
                 } else {
                     error(path.key("data_server_ca"), "cannot read a PEM certificate from \(resolved)", n.mark)
                 }
@@ -108,6 +112,7 @@ extension ConfigValidator {
                 return nil
             }
             roots.append(resolved)
+            tlsFiles.append(TLSFileReference(path: itemPath.description, mark: item.mark, files: .trustRoots(resolved)))
             warn(itemPath, "TEST ONLY: receipts signed under \(resolved) are accepted like Apple's; never deploy this to production", item.mark)
         }
         return roots

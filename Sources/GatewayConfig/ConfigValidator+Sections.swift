@@ -282,6 +282,7 @@ extension ConfigValidator {
                 continue
             }
             roots.append(resolved)
+            tlsFiles.append(TLSFileReference(path: itemPath.description, mark: item.mark, files: .trustRoots(resolved)))
             warn(itemPath, "TEST DEVICES ONLY: \(resolved) is trusted as an App Attest root, so keys from the simulator or any holder of that CA's key are accepted like real devices; never deploy this to production", item.mark)
         }
         var trust = TrustConfiguration(extraRoots: roots)

@@ -1,4 +1,4 @@
-/// A file the configuration names for TLS, with the key path and position that named it, so that a
+/// A file the configuration names for TLS or trust (certificates, CA bundles, private keys), with the key path and position that named it, so that a
 /// checker outside `GatewayConfig` can report file problems the way configuration errors are
 /// reported (`listen[1].tls.certificates[0]: ... (line 7, column 11)`).
 ///
@@ -19,6 +19,12 @@ public struct TLSFileReference: Sendable, Hashable {
         /// A PEM P-256 private key that signs verdict tokens (`verdict_token.key_files[N]`; checked
         /// by the same file checker, though not a TLS file).
         case signingKey(String)
+        /// A PEM file of certificates the gateway trusts as roots (`trust.extra_roots[N]`,
+        /// `trust.extra_receipt_roots[N]`): every block must be a certificate that parses.
+        case trustRoots(String)
+        /// The DeviceCheck key of an app's receipt refresh (`apps[N].risk.private_key_file`): an
+        /// unencrypted PKCS#8 PEM P-256 private key (Apple's `.p8`).
+        case deviceCheckKey(String)
     }
 
     /// Key path of the entry that names the files: `listen[1].tls.certificates[0]` (a
@@ -40,7 +46,8 @@ public struct TLSFileReference: Sendable, Hashable {
     public var filePaths: [String] {
         switch files {
         case .certificate(let pair), .clientCertificate(let pair): return pair.chain == pair.key ? [pair.chain] : [pair.chain, pair.key]
-        case .certificateAuthorities(let path), .signingKey(let path): return [path]
+        case .certificateAuthorities(let path), .signingKey(let path), .trustRoots(let path), .deviceCheckKey(let path):
+            return [path]
         }
     }
 

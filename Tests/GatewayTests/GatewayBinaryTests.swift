@@ -230,4 +230,62 @@ final class GatewayBinaryTests: XCTestCase {
         XCTAssertTrue(bad.output.lowercased().contains("match"), "the key does not match the leaf: \(bad.output)")
         XCTAssertTrue(bad.output.contains("upstreams.api.tls.ca"), bad.output)
     }
+
+    /// check-config loads root files and DeviceCheck keys as start and reload do: a certificate block
+    /// that does not parse (`trust.extra_roots`, `trust.extra_receipt_roots`) and a `.p8` key on
+    /// P-384 fail at their YAML paths, and the gateway refuses to start on the same file with the
+    /// same path. (Before, check-config only looked for the BEGIN line and said OK, then start failed.)
+    func testCheckConfigLoadsRootFilesAndDeviceCheckKeysAsStartDoes() throws {
+        let cas = try TestCAs.shared()
+        let dir = try E2EPaths.temporaryDirectory("check-trust")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let fake = dir.appendingPathComponent("fake-root.pem").path
+        try "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n".write(toFile: fake, atomically: true, encoding: .utf8)
+        func key(_ curve: String) throws -> String {
+            let path = dir.appendingPathComponent("\(curve).p8").path
+            let made = try ChildProcess.run("openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:\(curve)", "-out", path])
+            XCTAssertEqual(made.status, 0, made.output)
+            return path
+        }
+        let p256 = try key("P-256"), p384 = try key("P-384")
+        func run(_ command: [String], roots: String, receiptRoots: String, deviceCheckKey: String) throws -> (status: Int32, output: String) {
+            let file = dir.appendingPathComponent("trust.yaml")
+            try """
+            listen: 127.0.0.1:0
+            admin: 127.0.0.1:0
+            apps:
+              - app_id: ABCDE12345.com.example.app
+                environment: development
+                risk:
+                  team_id: ABCDE12345
+                  key_id: KEY1234567
+                  private_key_file: \(deviceCheckKey)
+                  data_server: https://127.0.0.1:9443
+                  data_server_ca: \(cas.trustedRoots[0])
+            trust:
+              extra_roots: [\(roots)]
+              extra_receipt_roots: [\(receiptRoots)]
+            upstreams:
+              app: http://127.0.0.1:8081
+            routes:
+              - path_prefix: /
+                upstream: app
+
+            """.write(to: file, atomically: true, encoding: .utf8)
+            return try ChildProcess.run(try E2EPaths.gatewayBinary(), command + [file.path])
+        }
+        let root = cas.trustedRoots[0]
+        let good = try run(["check-config"], roots: root, receiptRoots: root, deviceCheckKey: p256)
+        XCTAssertEqual(good.status, 0, good.output)
+        for (roots, receiptRoots, deviceCheckKey, path) in [(fake, root, p256, "trust.extra_roots[0]"),
+                                                             (root, fake, p256, "trust.extra_receipt_roots[0]"),
+                                                             (root, root, p384, "apps[0].risk.private_key_file")] {
+            let checked = try run(["check-config"], roots: roots, receiptRoots: receiptRoots, deviceCheckKey: deviceCheckKey)
+            XCTAssertEqual(checked.status, 1, "\(path): \(checked.output)")
+            XCTAssertTrue(checked.output.contains(path), "\(path): \(checked.output)")
+            let started = try run(["--config"], roots: roots, receiptRoots: receiptRoots, deviceCheckKey: deviceCheckKey)
+            XCTAssertNotEqual(started.status, 0, "\(path): \(started.output)")
+            XCTAssertTrue(started.output.contains("start_failed") && started.output.contains(path), "\(path): \(started.output)")
+        }
+    }
 }
