@@ -129,8 +129,14 @@ final class AssertionEnforcer: Sendable {
         // Client data binding v1, rebuilt from the request as received.
         var bound: [[UInt8]] = []
         bound.reserveCapacity(route.boundNames.count)
-        for (name, nameBytes) in route.boundNames {
-            if request.head.headers.count(of: name) > 1 {
+        for (name, nameBytes, cgiLower) in route.boundNames {
+            // Every spelling a backend reads as this field counts: `X_User_Token` reaches a CGI, WSGI,
+            // PHP or Rack backend as the bound `X-User-Token` (HTTP_X_USER_TOKEN), unsigned.
+            let copies = request.head.headers.count { field in
+                field.nameBytes.withUnsafeBytes { n in cgiLower.withUnsafeBytes { HeaderFamily.hasPrefix(n, $0) } }
+                    && field.nameBytes.count == cgiLower.count
+            }
+            if copies > 1 || (copies == 1 && request.head.headers.count(of: name) != 1) {
                 refuse(.boundHeaderDuplicated(name))
                 return
             }

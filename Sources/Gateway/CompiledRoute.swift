@@ -18,8 +18,10 @@ final class CompiledRoute: Sendable {
     let allowedApps: Set<String>?
     /// Environment the route restricts keys to (nil: whatever the app allows).
     let environment: AppAttestEnvironment?
-    /// Bound header names as configured (their spelling is what the client signs), as bytes.
-    let boundNames: [(name: String, bytes: [UInt8])]
+    /// Bound header names as configured (their spelling is what the client signs), as bytes, and in
+    /// lower case with `-` for `_` (`cgiLower`: how CGI, WSGI, PHP and Rack backends name a field,
+    /// so that `X_User_Token` counts as a copy of a bound `X-User-Token`).
+    let boundNames: [(name: String, bytes: [UInt8], cgiLower: [UInt8])]
     /// The route's `connect_timeout` and `response_timeout` in seconds (nil: the upstream's).
     let connectTimeout: Double?
     let responseTimeout: Double?
@@ -42,7 +44,7 @@ final class CompiledRoute: Sendable {
         self.upstream = upstream
         allowedApps = config.apps.map { Set($0.map { $0.description }) }
         environment = config.environment
-        boundNames = config.bindHeaders.map { ($0, Array($0.utf8)) }
+        boundNames = config.bindHeaders.map { ($0, Array($0.utf8), HeaderFamily.lower($0).map { $0 == 0x5F ? 0x2D : $0 }) }
         connectTimeout = config.connectTimeout.map(GatewayRuntime.seconds)
         responseTimeout = config.responseTimeout.map(GatewayRuntime.seconds)
     }

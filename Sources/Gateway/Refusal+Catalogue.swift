@@ -16,10 +16,11 @@ extension Refusal {
         Refusal(status: 400, code: "header_duplicated", action: .deny, detail: "\(name) must appear once")
     }
 
-    /// 400: a bound header appeared more than once, so the signed value would be ambiguous.
+    /// 400: a bound header appeared more than once (any spelling a backend reads as it: case, `_`
+    /// for `-`), so the signed value would be ambiguous.
     static func boundHeaderDuplicated(_ name: String) -> Refusal {
         Refusal(status: 400, code: "bound_header_duplicated", action: .deny,
-                detail: "\(name) is bound into the assertion and must appear at most once")
+                detail: "\(name) is bound into the assertion and must appear at most once, in its own spelling (an _ for a - counts as a copy)")
     }
 
     /// 400: the keyId is not base64 of 32 bytes.

@@ -179,6 +179,19 @@ final class AssertionEnforcerTests: XCTestCase {
         XCTAssertEqual(twice.refusal?.status, 400)
         let alice = try f.evaluate(try f.request(challenge: challenge, assertion: signed, extra: [("AUTHORIZATION", "Bearer alice")]), route: route)
         XCTAssertEqual(alice.report.verdict, .valid, "header lookup is case-insensitive; the configured spelling is signed")
+        // `_` spellings reach CGI, WSGI, PHP and Rack backends as the bound field itself (probe: wsgiref
+        // joined `X_User_Token: mallory` to the signed `X-User-Token`, or gave it alone): a copy.
+        let tokenRoute = f.route(bind: ["X-User-Token"])
+        let fresh = try f.challenge(.assert)
+        let signedToken = try f.assertion(challenge: fresh, bound: [("X-User-Token", "alice")])
+        for extra in [[("X-User-Token", "alice"), ("X_User_Token", "mallory")], [("x_user_token", "mallory")],
+                      [("X-User-Token", "alice"), ("X-User_Token", "mallory")]] {
+            let spelled = try f.evaluate(try f.request(challenge: fresh, assertion: signedToken, extra: extra), route: tokenRoute)
+            XCTAssertEqual(spelled.refusal?.code, "bound_header_duplicated", "\(extra)")
+        }
+        let other = try f.evaluate(try f.request(challenge: fresh, assertion: signedToken,
+                                                 extra: [("X-User-Token", "alice"), ("X-User-Tokens", "x"), ("X_User", "y")]), route: tokenRoute)
+        XCTAssertEqual(other.report.verdict, .valid, "other names are not copies: \(String(describing: other.refusal))")
     }
 
     func testDecodingFailures() throws {
