@@ -67,7 +67,9 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
         json.beginObject()
         json.field("ts", AccessLog.timestamp(clock.now()))
         json.field("type", "access")
-        if let route = context?.route { json.field("route", route) } else { json.nullField("route") }
+        // `none` when no route took the request (no route matched, or its head never parsed), the
+        // word the metrics' `route` label uses.
+        json.field("route", context?.route ?? "none")
         if let method = record.method { json.field("method", method.description) } else { json.nullField("method") }
         if let target = record.target {
             let pathEnd = target.firstIndex(of: UInt8(ascii: "?")) ?? target.endIndex

@@ -57,6 +57,19 @@ func event(_ name: String, level: LogConfiguration.Level = .info, _ fields: [(St
     FileHandle.standardError.write(Data(json.bytes + [0x0A]))
 }
 
+/// A lifecycle line the runtime reports (`store_unavailable`, `store_recovered`, `upstream_*`,
+/// `receipt_*`, ...): a warning, but for a recovery (`info`); counts and durations (`duration_ms`,
+/// `connections`, `suppressed`) written as JSON numbers, as in the lines this file writes itself.
+@Sendable func runtimeEvent(_ name: String, _ fields: [(String, String)]) {
+    let numeric: Set<String> = ["duration_ms", "connections", "suppressed"]
+    let texts = fields.filter { !numeric.contains($0.0) || Int($0.1) == nil }
+    event(name, level: name == "store_recovered" ? .info : .warning, texts, more: { json in
+        for (key, value) in fields where numeric.contains(key) {
+            if let number = Int(value) { json.field(key, number) }
+        }
+    })
+}
+
 /// The start-up failure line on standard error (whatever `log.level`), then exit 1: `ts`, `type`
 /// `start_failed`, `level` `error`, `detail`, `config` (the file) and, for a file that does not load,
 /// `issues`: every problem with its YAML `path`, `severity`, `message`, `line` and `column`.
@@ -186,7 +199,7 @@ sources.append(user1)
 let runtime: GatewayRuntime
 let listeners: GatewayRuntime.Listeners
 do {
-    runtime = try GatewayRuntime(loaded: loaded, events: { name, fields in event(name, level: .warning, fields) })
+    runtime = try GatewayRuntime(loaded: loaded, events: runtimeEvent)
     listeners = try runtime.start()
 } catch {
     startFailed("cannot start: \(error)", config: path)

@@ -80,6 +80,34 @@ final class PerLoopStateTests: XCTestCase {
         XCTAssertTrue(lines.allSatisfy { $0.contains("\"path\":\"/p\"") }, "the query is never logged")
     }
 
+    /// A request no route took (no route matched, or its head never parsed: no context) is logged with
+    /// `"route":"none"`, the README's word and the metrics' label, never `null`.
+    func testAccessLineWithoutARouteSaysNone() throws {
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&fds), 0)
+        defer { close(fds[0]) }
+        let log = AccessLog(fd: fds[1], clock: GatewayClock(now: { 1_700_000_000_000 }), loops: 1)
+        let info = HTTPConnectionInfo(id: 1, remoteAddress: "127.0.0.1:9", localAddress: "127.0.0.1:8", loopIndex: 0)
+        let unparsed = HTTPAccessRecord(connection: info, method: nil, target: nil, status: 400, error: .badRequestLine,
+                                        requestBodyBytes: 0, responseBodyBytes: 5, latencyNanoseconds: 0, upstream: nil, aborted: false)
+        log.write(unparsed, context: nil)
+        let (routed, context) = record(loop: 0, route: "r")
+        log.write(routed, context: context)
+        XCTAssertTrue(log.flush(waitingAtMost: .seconds(30)))
+        close(fds[1])
+        var text = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fds[0], &buffer, buffer.count)
+            if n <= 0 { break }
+            text += buffer[0..<n]
+        }
+        let lines = String(decoding: text, as: UTF8.self).split(separator: "\n")
+        XCTAssertEqual(lines.count, 2)
+        XCTAssertTrue(lines[0].contains("\"route\":\"none\""), String(lines[0]))
+        XCTAssertTrue(lines[1].contains("\"route\":\"r\""), String(lines[1]))
+    }
+
     /// Without a flush call, the log's own timer writes a line out (armed by the first line after a
     /// write, one-shot, so an idle log never wakes), and again for a line after an idle period.
     func testAccessLogWritesOnItsOwnTimerAndRearmsAfterEachWrite() throws {

@@ -67,8 +67,10 @@ final class StoreOutageLogTests: XCTestCase {
         XCTAssertEqual(readiness()?.store, "ok")
         let recovered = lines("store_recovered")
         XCTAssertEqual(recovered.count, 1, process.output)
-        XCTAssertGreaterThan((recovered.first?["connections"] as? String).flatMap(Int.init) ?? 0, 0, "\(recovered)")
-        XCTAssertNotNil((recovered.first?["duration_ms"] as? String).flatMap(Int.init))
+        // Counts and durations are JSON numbers, as in the other lifecycle lines; a recovery is `info`.
+        XCTAssertGreaterThan((recovered.first?["connections"] as? NSNumber)?.intValue ?? 0, 0, "\(recovered)")
+        XCTAssertNotNil(recovered.first?["duration_ms"] as? NSNumber, "\(recovered)")
+        XCTAssertEqual(recovered.first?["level"] as? String, "info", "\(recovered)")
         XCTAssertEqual(lines("store_unavailable").count, 1, "still one outage line")
         XCTAssertEqual(outagesTotal(), "1")
     }
