@@ -65,15 +65,15 @@ extension GatewayRuntime {
         guard unresolved.isEmpty else { return refuse(unresolved) }
 
         // 2. Build: TLS generations for listeners that stay TLS at the same address, then the tables.
-        var tlsReloads: [(index: Int, context: TLSServerContext, settings: TLSServerSettings)] = []
+        var tlsReloads: [(context: TLSServerContext, generation: TLSServerContext.Generation)] = []
         var errors: [ConfigIssue] = []
         for (index, context) in tlsContexts.sorted(by: { $0.key < $1.key }) {
             guard index < config.listen.count, let tls = config.listen[index].tls,
                   config.listen[index].address == started.configuration.listen[index].address else { continue }
             let settings = GatewayRuntime.tlsSettings(tls)
             do {
-                _ = try TLSServerContext(settings: settings)  // checked whole before any listener swaps
-                tlsReloads.append((index, context, settings))
+                // Built whole (files read once, here) before any listener swaps: the swap below cannot fail.
+                tlsReloads.append((context, try context.prepare(settings)))
             } catch {
                 errors.append(ConfigIssue(severity: .error, path: "listen[\(index)].tls", message: "\(error)", mark: nil))
             }
@@ -90,16 +90,8 @@ extension GatewayRuntime {
         }
         guard errors.isEmpty, let built else { return refuse(errors) }
 
-        // 3. Swap.
-        for (index, context, settings) in tlsReloads {
-            do {
-                try context.reload(settings)
-            } catch {
-                // The files changed between the check and the swap: this listener keeps its certificates.
-                errors.append(ConfigIssue(severity: .error, path: "listen[\(index)].tls", message: "\(error)", mark: nil))
-            }
-        }
-        guard errors.isEmpty else { return refuse(errors) }
+        // 3. Swap: nothing here can fail, so either every listener and the tables change, or none.
+        for (context, generation) in tlsReloads { context.install(generation) }
         tables.replace(with: built)
         current.withLock { $0 = next }
         reloads.succeeded(at: clock.now())

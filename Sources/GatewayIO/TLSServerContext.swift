@@ -71,9 +71,23 @@ package final class TLSServerContext: Sendable {
     /// made keep theirs. Everything is built and checked before the swap, so on error nothing changes.
     /// - Throws: `TLSContextError` as `init`.
     package func reload(_ settings: TLSServerSettings) throws(TLSContextError) {
-        let next = try Generation(settings: settings, ticketKeys: ticketKeys)
+        install(try prepare(settings))
+    }
+
+    /// The first half of `reload`: reads and checks every file of `settings` and builds the contexts,
+    /// changing nothing. A reload of several listeners prepares them all, then installs them all, so
+    /// that a file that changes or breaks half way never leaves one listener swapped and the next not.
+    /// - Throws: `TLSContextError` as `init`.
+    package func prepare(_ settings: TLSServerSettings) throws(TLSContextError) -> Generation {
+        try Generation(settings: settings, ticketKeys: ticketKeys)
+    }
+
+    /// The second half of `reload`: `generation` (from this context's `prepare`) serves new handshakes
+    /// from now on. Cannot fail.
+    package func install(_ generation: Generation) {
+        let settings = generation.settings
         ticketKeys.update(rotationSeconds: settings.ticketKeyRotationSeconds, retentionSeconds: settings.sessionTimeoutSeconds)
-        current.withLock { $0 = next }
+        current.withLock { $0 = generation }
     }
 
     /// The generation new connections start with.
@@ -82,7 +96,7 @@ package final class TLSServerContext: Sendable {
     /// One complete, immutable set of OpenSSL contexts (one per certificate) built from one settings
     /// value. Each `SSL_CTX` points back to it (ex_data index 0, unretained); every connection made
     /// from it holds it strongly, so the callbacks never see it freed.
-    final class Generation: @unchecked Sendable {  // immutable after init; SSL_CTX is only read (SSL_new) once built
+    package final class Generation: @unchecked Sendable {  // immutable after init; SSL_CTX is only read (SSL_new) once built
         /// One certificate: its context and its leaf (for SNI matching).
         struct Entry {
             let context: TLSHandle

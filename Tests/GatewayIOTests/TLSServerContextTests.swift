@@ -131,6 +131,31 @@ final class TLSServerContextTests: XCTestCase {
         pair.handshakeSucceeds()
     }
 
+    /// A reload of several listeners prepares every generation (every file read and checked) before it
+    /// installs any: `prepare` changes nothing, even when the files change or vanish afterwards, and
+    /// `install` then serves what was read. (Before, the files were checked, then read again at the
+    /// swap: a file that broke in between left earlier listeners swapped and the reload reported as
+    /// failed.)
+    func testPrepareChangesNothingAndInstallServesWhatWasRead() throws {
+        let context = try TLSServerContext(settings: settings([pki.a]))
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("prepare-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let chain = directory.appendingPathComponent("chain.pem").path, key = directory.appendingPathComponent("key.pem").path
+        try FileManager.default.copyItem(atPath: pki.b.chainPath, toPath: chain)
+        try FileManager.default.copyItem(atPath: pki.b.keyPath, toPath: key)
+        let prepared = try context.prepare(settings([(chain, key)]))
+        XCTAssertEqual(context.settings.certificates.first?.chainPath, pki.a.chainPath, "prepare swaps nothing")
+        try TLSPair(server: context, client: try client(), serverName: "a.test").handshakeSucceeds()
+        try FileManager.default.removeItem(atPath: chain)
+        try FileManager.default.removeItem(atPath: key)
+        context.install(prepared)
+        XCTAssertEqual(context.settings.certificates.first?.chainPath, chain)
+        let after = try TLSPair(server: context, client: try client(), serverName: "b.test")
+        after.handshakeSucceeds()
+        XCTAssertEqual(after.client.peerCertificateSubject, "CN=b.test", "served from what prepare read")
+    }
+
     func testKeyFileWithECParametersBlockAndChainFileWithExtraBlocks() throws {
         // `openssl ecparam -genkey` writes EC PARAMETERS before the key; a chain file may hold a key too.
         let key = try String(contentsOfFile: pki.a.keyPath, encoding: .utf8)
