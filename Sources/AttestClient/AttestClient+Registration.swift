@@ -84,13 +84,17 @@ extension AttestClient {
             case .answer(let got): answer = got
             }
             if answer.status == 201 || answer.status == 200 {
+                let expiresAt: Int?, renewAfter: Int?
+                do { (expiresAt, renewAfter) = (try answer.seconds("expiresAt"), try answer.seconds("renewAfter")) } catch {
+                    return (.failed("malformed registration answer: \(error)", tokenSpent: spentAny, backing: signer.backing), nil)
+                }
                 let attestation = Attestation(
                     supported: true, verdict: .passed, platformAttested: answer.bool("platformAttested") ?? (evidence.json != nil),
                     platformTokenSpent: spentAny || (answer.bool("platformTokenSpent") ?? false),
-                    expiresAt: answer.number("expiresAt").map { Int($0) }, kid: answer.string("kid") ?? kid,
+                    expiresAt: expiresAt, kid: answer.string("kid") ?? kid,
                     tier: answer.string("tier") ?? (evidence.json != nil ? "attested" : "device"), integrity: answer.integrity,
                     backing: answer.string("backing") ?? signer.backing,
-                    detail: evidence.json == nil ? evidence.note : nil, renewAfter: answer.number("renewAfter").map { Int($0) })
+                    detail: evidence.json == nil ? evidence.note : nil, renewAfter: renewAfter)
                 return (attestation, StoredRegistration(attestation: attestation, signing: .device, appAttestKeyId: nil))
             }
             let code = answer.refusalCode(errorHeader: configuration.errorHeader)
@@ -167,8 +171,9 @@ extension AttestClient {
             var attestation = previous.attestation
             attestation.platformTokenSpent = false
             attestation.detail = nil
-            attestation.expiresAt = answer.number("expiresAt").map { Int($0) }
-            attestation.renewAfter = answer.number("renewAfter").map { Int($0) }
+            do { (attestation.expiresAt, attestation.renewAfter) = (try answer.seconds("expiresAt"), try answer.seconds("renewAfter")) } catch {
+                return (.failed("malformed renewal answer: \(error)", backing: backing), nil)
+            }
             if let tier = answer.string("tier") { attestation.tier = tier }
             if let attested = answer.bool("platformAttested") { attestation.platformAttested = attested }
             if let integrity = answer.integrity { attestation.integrity = integrity }
@@ -243,10 +248,14 @@ extension AttestClient {
                     }
                     return (.failed(answer.describe("attestation refused"), tokenSpent: true), nil)
                 }
+                let expiresAt: Int?, renewAfter: Int?
+                do { (expiresAt, renewAfter) = (try answer.seconds("expiresAt"), try answer.seconds("renewAfter")) } catch {
+                    return (.failed("malformed attestation answer: \(error)", tokenSpent: true), nil)
+                }
                 let result = Attestation(supported: true, verdict: .passed, platformAttested: true, platformTokenSpent: true,
-                                         expiresAt: answer.number("expiresAt").map { Int($0) }, kid: key.keyId,
+                                         expiresAt: expiresAt, kid: key.keyId,
                                          tier: answer.string("tier") ?? "attested", integrity: answer.integrity,
-                                         backing: "app_attest", detail: nil, renewAfter: answer.number("renewAfter").map { Int($0) })
+                                         backing: "app_attest", detail: nil, renewAfter: renewAfter)
                 return (result, StoredRegistration(attestation: result, signing: .appAttest, appAttestKeyId: key.keyId))
             }
         }

@@ -41,6 +41,31 @@ struct GatewayAnswer {
         }
     }
 
+    /// A field the SDK cannot use: the answer is malformed (a hostile or broken gateway).
+    struct MalformedField: Error, CustomStringConvertible {
+        /// The field's name, e.g. `expiresAt`.
+        let name: String
+        var description: String { "the gateway's \(name) is not a usable time" }
+    }
+
+    /// The largest magnitude accepted for whole seconds: 2^53, the integers a JSON number holds exactly.
+    static let largestSeconds: Double = 9_007_199_254_740_992
+
+    /// `value` as whole seconds (rounded down); nil when it is not finite or beyond ±2^53, so that no
+    /// conversion to `Int` can trap.
+    static func wholeSeconds(_ value: Double) -> Int? {
+        guard value.isFinite, abs(value) <= largestSeconds else { return nil }
+        return Int(exactly: value.rounded(.down))
+    }
+
+    /// `name` as whole seconds (unix time), rounded down; nil when absent or `null`.
+    /// - Throws: `MalformedField` when present but not a number within ±2^53 (`1e300`, a string...).
+    func seconds(_ name: String) throws -> Int? {
+        guard let raw = json?[name], !(raw is NSNull) else { return nil }
+        guard let value = number(name), let seconds = Self.wholeSeconds(value) else { throw MalformedField(name: name) }
+        return seconds
+    }
+
     func bool(_ name: String) -> Bool? {
         switch json?[name] {
         case let value as Bool: return value

@@ -27,6 +27,10 @@ final class FakeGateway: HTTPTransport, @unchecked Sendable {  // all state guar
     /// Blocks `/register` until signalled (forget-during-attest).
     var registerGate: DispatchSemaphore?
     var unreachable = 0
+    /// The error thrown while `unreachable` (default: refused before anything was sent).
+    var unreachableError: URLError.Code = .cannotConnectToHost
+    /// Rewrites every answer the gateway's own behaviour produced (a hostile or broken gateway); nil: as is.
+    var rewrite: ((TransportRequest, TransportResponse) -> TransportResponse)?
     private var log: [TransportRequest] = []
     private var challenges: [Data: (kid: String, purpose: String, expiresAt: Double)] = [:]
     private var deviceKeys: [String: Data] = [:]          // kid -> public key
@@ -80,10 +84,11 @@ final class FakeGateway: HTTPTransport, @unchecked Sendable {  // all state guar
                 return nil
             }, gate, false)
         }
-        if failing { throw URLError(.cannotConnectToHost) }
+        if failing { throw URLError(lock.withLock { unreachableError }) }
         gate?.wait()
         if let answer = scripted(request, self) { return answer }
-        return lock.withLock { handle(request) }
+        let (answer, rewrite) = lock.withLock { (handle(request), self.rewrite) }
+        return rewrite?(request, answer) ?? answer
     }
 
     // MARK: - The gateway's behaviour (called under `lock`)
@@ -232,6 +237,15 @@ final class FakeGateway: HTTPTransport, @unchecked Sendable {  // all state guar
             return refused
         }
         return json(200, ["upstream": "ok", "path": target], headers: next)
+    }
+
+    /// `answer` with its JSON object changed by `change` (answers without a JSON object unchanged).
+    static func withJSON(_ answer: TransportResponse, _ change: (inout [String: Any]) -> Void) -> TransportResponse {
+        guard var object = (try? JSONSerialization.jsonObject(with: answer.body)) as? [String: Any] else { return answer }
+        change(&object)
+        var copy = answer
+        copy.body = try! JSONSerialization.data(withJSONObject: object)
+        return copy
     }
 
     /// Binding v1's framing, written out here independently of the SDK.
