@@ -58,10 +58,18 @@ extension AttestClient {
         return answer.status >= 400 && answer.refusalCode(errorHeader: configuration.errorHeader) != nil && answer.action == "retry"
     }
 
-    /// Waits before retry number `attempt`, honouring the answer's `Retry-After`.
-    func backOff(attempt: Int, answer: GatewayAnswer?) {
-        let hint = RetryPolicy.retryAfter(answer?.response.header("Retry-After"))
+    /// The answer's `Retry-After` in seconds, when it has one (delta-seconds).
+    func retryAfter(_ answer: GatewayAnswer?) -> Double? {
+        RetryPolicy.retryAfter(answer?.response.header("Retry-After"))
+    }
+
+    /// Waits before retry number `attempt`, honouring the answer's `Retry-After`; false (without
+    /// waiting) when `Retry-After` asks for more than `retryMaxDelay`: the caller gives up at once.
+    func backOff(attempt: Int, answer: GatewayAnswer?) -> Bool {
+        let hint = retryAfter(answer)
+        guard retry.waits(for: hint) else { return false }
         clock.sleep(seconds: retry.delay(attempt: attempt, retryAfter: hint, jitter: jitter()))
+        return true
     }
 
     /// `POST {prefix}{path}` with a JSON body, retrying lost connections and `retry` answers.
@@ -73,11 +81,10 @@ extension AttestClient {
             do {
                 let answer = try exchange(method: "POST", target: configuration.prefix + path,
                                           headers: [("Content-Type", "application/json")], body: body, kid: kid)
-                guard isRetry(answer), attempt < retry.maxRetries else { return .answer(answer) }
-                backOff(attempt: attempt, answer: answer)
+                guard isRetry(answer), attempt < retry.maxRetries, backOff(attempt: attempt, answer: answer) else { return .answer(answer) }
             } catch {
                 guard attempt < retry.maxRetries else { return .unavailable("the gateway could not be reached (\(error))") }
-                backOff(attempt: attempt, answer: nil)
+                _ = backOff(attempt: attempt, answer: nil)
             }
             attempt += 1
         }
@@ -96,7 +103,11 @@ extension AttestClient {
         case .unavailable(let detail): return .unavailable(detail)
         case .answer(let answer):
             guard answer.status == 201 || answer.status == 200 else {
-                return isRetry(answer) ? .unavailable(answer.describe("challenge")) : .refused(answer)
+                guard isRetry(answer) else { return .refused(answer) }
+                if let wait = retryAfter(answer), !retry.waits(for: wait) {
+                    return .unavailable(answer.describe("challenge") + "; the gateway asks to retry in \(Int(exactly: wait.rounded(.up)).map(String.init) ?? "\(wait)") s, longer than retryMaxDelay: not waited")
+                }
+                return .unavailable(answer.describe("challenge"))
             }
             guard let challenge = answer.challenge else { return .unavailable("the challenge answer holds no challenge") }
             return .challenge(challenge.bytes)

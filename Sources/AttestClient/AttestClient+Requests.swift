@@ -6,7 +6,8 @@ extension AttestClient {
     /// `refresh_challenge` signs again with the fresh challenge in the answer (or a new one);
     /// `reattest` registers again, then resends once; `retry` (and any `503` or `429`, which never
     /// trigger re-attestation) waits `Retry-After` or the jittered exponential back-off, up to
-    /// `maxRetries`; `deny` is final. Registers first (`attest()`) when there is no valid registration.
+    /// `maxRetries`; `deny` is final. A `Retry-After` longer than `retryMaxDelay` is not waited: the
+    /// answer is `.unavailable` at once, with `retryAfter` set to the gateway's wish. Registers first (`attest()`) when there is no valid registration.
     ///
     /// The challenge is the one the previous answer carried (`App-Attest-Next-Challenge`) while fresh,
     /// so the steady state costs one round trip; else one `POST {prefix}/challenge` first. Blocking;
@@ -29,10 +30,10 @@ extension AttestClient {
         var pending: Data? = nil
         var lastAnswer: GatewayAnswer? = nil
 
-        func unavailable(_ detail: String) -> ProtectedResponse {
+        func unavailable(_ detail: String, retryAfter: Double? = nil) -> ProtectedResponse {
             ProtectedResponse(status: lastAnswer?.status ?? 0, headers: lastAnswer?.response.headers ?? [], body: lastAnswer?.response.body ?? Data(),
                               verdict: .unavailable, error: lastAnswer?.refusalCode(errorHeader: configuration.errorHeader),
-                              action: lastAnswer?.action, roundTrips: roundTrips, detail: detail)
+                              action: lastAnswer?.action, roundTrips: roundTrips, detail: detail, retryAfter: retryAfter)
         }
         func refused(_ answer: GatewayAnswer) -> ProtectedResponse {
             ProtectedResponse(status: answer.status, headers: answer.response.headers, body: answer.response.body, verdict: .refused,
@@ -81,7 +82,7 @@ extension AttestClient {
                 answer = try exchange(method: request.method, target: request.target, headers: headers, body: request.body, kid: kid)
             } catch {
                 guard retries < retry.maxRetries else { return unavailable("the gateway could not be reached (\(error))") }
-                backOff(attempt: retries, answer: nil)
+                _ = backOff(attempt: retries, answer: nil)
                 retries += 1
                 continue
             }
@@ -93,7 +94,11 @@ extension AttestClient {
             // 3. The refusal's action.
             if isRetry(answer) {
                 guard retries < retry.maxRetries else { return unavailable(answer.describe("still refused after \(retries) retries") + " [\(code)]") }
-                backOff(attempt: retries, answer: answer)
+                guard backOff(attempt: retries, answer: answer) else {
+                    let wait = retryAfter(answer) ?? 0
+                    return unavailable(answer.describe("the gateway asks to retry in \(wait) s, longer than retryMaxDelay (\(retry.cap) s): not waited") + " [\(code)]",
+                                       retryAfter: wait)
+                }
                 retries += 1
                 continue
             }

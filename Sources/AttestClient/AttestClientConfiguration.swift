@@ -33,7 +33,9 @@ public struct AttestClientConfiguration: Sendable {
     public var maxRetries: Int = 3
     /// First back-off delay in seconds (default 0.5); doubles per retry.
     public var retryBaseDelay: Double = 0.5
-    /// Largest back-off delay in seconds (default 30); `Retry-After` may ask for more.
+    /// Largest back-off delay in seconds (default 30), and the longest `Retry-After` the SDK waits: a
+    /// gateway asking for more is not waited for (the call ends at once, `.unavailable`, with
+    /// `ProtectedResponse.retryAfter` set).
     public var retryMaxDelay: Double = 30
     /// A passed result counts as valid until this many seconds before it expires (default 300).
     public var expiryMargin: Double = 300

@@ -9,7 +9,8 @@ public struct ProtectedResponse: Sendable {
         /// The gateway refused it after the SDK did what `action` asked (`error` says why). For
         /// `deny`, show an error; for anything else, try again later.
         case refused
-        /// No answer (network) or `503` after every retry: try again later; nothing is wrong with the key.
+        /// No answer (network) or `503` after every retry, or a `Retry-After` longer than
+        /// `retryMaxDelay` (see `retryAfter`): try again later; nothing is wrong with the key.
         case unavailable
         /// The install has no passed attestation (`detail` from `Attestation`); the request was not sent.
         case notAttested
@@ -32,10 +33,14 @@ public struct ProtectedResponse: Sendable {
     public var roundTrips: Int
     /// One sentence when not accepted.
     public var detail: String?
+    /// Seconds the gateway asked to wait (`Retry-After`) when that was longer than
+    /// `AttestClientConfiguration.retryMaxDelay`, so the SDK did not wait and answered `.unavailable`
+    /// at once: the app decides when to try again. nil otherwise.
+    public var retryAfter: Double?
 
     /// Creates a response.
     public init(status: Int, headers: [(name: String, value: String)] = [], body: Data = Data(), verdict: Verdict,
-                error: String? = nil, action: String? = nil, roundTrips: Int, detail: String? = nil) {
+                error: String? = nil, action: String? = nil, roundTrips: Int, detail: String? = nil, retryAfter: Double? = nil) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -44,6 +49,7 @@ public struct ProtectedResponse: Sendable {
         self.action = action
         self.roundTrips = roundTrips
         self.detail = detail
+        self.retryAfter = retryAfter
     }
 
     /// The first value of header `name` (case-insensitive).

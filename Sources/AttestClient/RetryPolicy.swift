@@ -2,7 +2,8 @@ import Foundation
 
 /// The back-off of `retry` answers and lost connections: exponential from `base` (doubling per retry,
 /// capped at `cap`), never shorter than the answer's `Retry-After`, then stretched by a random 0-20 %
-/// so that many clients told to retry at once do not come back at once.
+/// so that many clients told to retry at once do not come back at once. A `Retry-After` longer than
+/// `cap` is never waited (`waits(for:)`): the call ends at once, unavailable.
 struct RetryPolicy: Sendable {
     var base: Double
     var cap: Double
@@ -15,6 +16,12 @@ struct RetryPolicy: Sendable {
     func delay(attempt: Int, retryAfter: Double?, jitter: Double) -> Double {
         let exponential = min(cap, base * pow(2, Double(min(attempt, 30))))
         return max(retryAfter ?? 0, exponential) * (1 + 0.2 * min(max(jitter, 0), 1))
+    }
+
+    /// Whether the SDK waits for `retryAfter` (seconds) before retrying: only up to `cap`. A longer
+    /// wait (a gateway asking for hours or years) ends the call as unavailable instead of blocking it.
+    func waits(for retryAfter: Double?) -> Bool {
+        (retryAfter ?? 0) <= cap
     }
 
     /// `Retry-After` as delta-seconds (an HTTP date is read as "no hint").
