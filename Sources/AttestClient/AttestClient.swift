@@ -33,6 +33,8 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
     var nextChallenge: (kid: String, bytes: Data, expiresAt: Double)?
     var refreshAt: Double?
     var renewalGeneration = 0
+    /// Renewals in a row whose result still asked to be renewed at once (`renewAfter` in the past).
+    var staleRenewals = 0
     #if canImport(UIKit) && !os(watchOS)
     var foregroundObserver: NSObjectProtocol?
     #endif
@@ -154,6 +156,7 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
             nextChallenge = nil
             refreshAt = nil
             renewalGeneration += 1
+            staleRenewals = 0
         }
         try? store.set(nil, for: Item.registration)
         try? store.set(nil, for: Item.backoff)
@@ -210,7 +213,7 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
         lock.locked { registration = stored }
         if let data = try? JSONEncoder().encode(stored) { try? store.set(data, for: Item.registration) }
         try? store.set(nil, for: Item.backoff)
-        scheduleRenewal(stored)
+        schedule(at: plannedRefresh(stored, now: clock.now()))
         return result
     }
 
@@ -233,8 +236,39 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
         return registration.attestation.expiresAt.map { Double($0) - configuration.expiryMargin - 60 }
     }
 
+    /// The shortest time between automatic renewals, in seconds (a quarter of the remaining lifetime
+    /// when that is shorter).
+    static let minimumRenewalGap: Double = 60
+    /// The longest wait between renewals whose refresh time stays in the past (one day).
+    static let longestStaleRenewalWait: Double = 86_400
+
+    /// When to renew `registration`, just obtained at `now`: the gateway's refresh time, but never
+    /// sooner than `minimumRenewalGap` from now. A refresh time in the past (the device's clock ahead of
+    /// the gateway's, or a hostile `renewAfter`) waits 60 s, doubling with each renewal in a row that
+    /// did not move it into the future, up to a day: a skewed clock never makes a renewal storm.
+    func plannedRefresh(_ registration: StoredRegistration, now: Double) -> Double? {
+        guard let time = refreshTime(registration) else {
+            lock.locked { staleRenewals = 0 }
+            return nil
+        }
+        if time > now {
+            var gap = Self.minimumRenewalGap
+            if let expiresAt = registration.attestation.expiresAt { gap = min(gap, max(1, (Double(expiresAt) - now) / 4)) }
+            lock.locked { staleRenewals = 0 }
+            return max(time, now + gap)
+        }
+        let stale: Int = lock.locked {
+            staleRenewals += 1
+            return staleRenewals
+        }
+        return now + min(Self.longestStaleRenewalWait, Self.minimumRenewalGap * pow(2, Double(min(stale - 1, 20))))
+    }
+
+    /// Arms the renewal of a registration found valid (the cache, the store): the time already planned
+    /// for it, else its refresh time.
     func scheduleRenewal(_ registration: StoredRegistration) {
-        schedule(at: refreshTime(registration))
+        let planned: Double? = lock.locked { refreshAt }
+        schedule(at: planned ?? refreshTime(registration))
     }
 
     /// After a failed renewal of a still valid registration: again in 5 minutes, or at its expiry margin.
