@@ -72,8 +72,11 @@ extension AttestClient {
         return true
     }
 
-    /// `POST {prefix}{path}` with a JSON body, retrying lost connections and `retry` answers.
-    func postEndpoint(_ path: String, _ object: [String: Any], kid: String?, roundTrips: inout Int) -> EndpointOutcome {
+    /// `POST {prefix}{path}` with a JSON body, retrying lost connections and `retry` answers, and with
+    /// `resendOnServerError` any `5xx` (the same body again: a spent App Attest attestation is resent,
+    /// its one-time challenge keeping the resend harmless).
+    func postEndpoint(_ path: String, _ object: [String: Any], kid: String?, resendOnServerError: Bool = false,
+                      roundTrips: inout Int) -> EndpointOutcome {
         guard let body = try? JSONSerialization.data(withJSONObject: object) else { return .unavailable("cannot encode the request") }
         var attempt = 0
         while true {
@@ -81,7 +84,8 @@ extension AttestClient {
             do {
                 let answer = try exchange(method: "POST", target: configuration.prefix + path,
                                           headers: [("Content-Type", "application/json")], body: body, kid: kid)
-                guard isRetry(answer), attempt < retry.maxRetries, backOff(attempt: attempt, answer: answer) else { return .answer(answer) }
+                guard isRetry(answer) || (resendOnServerError && answer.status >= 500), attempt < retry.maxRetries,
+                      backOff(attempt: attempt, answer: answer) else { return .answer(answer) }
             } catch {
                 guard attempt < retry.maxRetries else { return .unavailable("the gateway could not be reached (\(error))") }
                 _ = backOff(attempt: attempt, answer: nil)

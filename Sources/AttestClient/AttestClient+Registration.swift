@@ -13,7 +13,17 @@ extension AttestClient {
     }
 
     func backoffDetail(_ backoff: RegistrationBackoff) -> String {
-        "the gateway refused \(backoff.refusals) registration(s) in a row that spent an App Attest attestation; no new attempt until \(backoff.untilText)"
+        "\(backoff.refusals) registration attempt(s) in a row spent an App Attest attestation without a lasting registration; no new attempt until \(backoff.untilText)"
+    }
+
+    /// Counts one more attempt that spent an App Attest attestation and did not end in a lasting
+    /// registration (refused, failed, unanswered, or told to re-attest soon after): the back-off grows,
+    /// persisted. `retryAt` is the gateway's, when it gave one.
+    func extendBackoff(retryAt: Double? = nil) -> RegistrationBackoff {
+        let previous = store.data(for: Item.backoff).flatMap { try? JSONDecoder().decode(RegistrationBackoff.self, from: $0) }
+        let backoff = (previous ?? RegistrationBackoff(refusals: 0, until: 0)).refused(now: clock.now(), retryAt: retryAt)
+        if let data = try? JSONEncoder().encode(backoff) { try? store.set(data, for: Item.backoff) }
+        return backoff
     }
 
     /// The device key in memory or restored from the store; nil when there is none.
@@ -64,6 +74,11 @@ extension AttestClient {
         }
         var spentAny = false
         var replacedAppAttestKey = false
+        /// A failed attempt; one that spent an attestation extends the back-off.
+        func failed(_ detail: String, retryAt: Double? = nil) -> Outcome {
+            guard spentAny else { return (.failed(detail, backing: signer.backing), nil) }
+            return (.failed(detail + "; " + backoffDetail(extendBackoff(retryAt: retryAt)), tokenSpent: true, backing: signer.backing), nil)
+        }
         for _ in 0..<3 {
             let integrity = configuration.integrityCodes()
             let clientData = ClientDataFraming.registration(challenge: challenge, publicKey: signer.publicKey, backing: signer.backing,
@@ -72,21 +87,21 @@ extension AttestClient {
             spentAny = spentAny || evidence.spent
             let signature: Data
             do { signature = try signer.sign(clientData) } catch {
-                return (.failed("the device key cannot sign: \(error)", tokenSpent: spentAny, backing: signer.backing), nil)
+                return failed("the device key cannot sign: \(error)")
             }
             var body: [String: Any] = ["publicKey": Base64Text.encode(signer.publicKey), "challenge": Base64Text.encode(challenge),
                                        "signature": Base64Text.encode(signature), "backing": signer.backing, "integrity": integrity]
             if let json = evidence.json { body["appAttest"] = json }
             if let appId = configuration.appId { body["appId"] = appId }
             let answer: GatewayAnswer
-            switch postEndpoint("/register", body, kid: kid, roundTrips: &roundTrips) {
-            case .unavailable(let detail): return (.failed(detail, tokenSpent: spentAny, backing: signer.backing), nil)
+            switch postEndpoint("/register", body, kid: kid, resendOnServerError: true, roundTrips: &roundTrips) {
+            case .unavailable(let detail): return failed(detail)
             case .answer(let got): answer = got
             }
             if answer.status == 201 || answer.status == 200 {
                 let expiresAt: Int?, renewAfter: Int?
                 do { (expiresAt, renewAfter) = (try answer.seconds("expiresAt"), try answer.seconds("renewAfter")) } catch {
-                    return (.failed("malformed registration answer: \(error)", tokenSpent: spentAny, backing: signer.backing), nil)
+                    return failed("malformed registration answer: \(error)")
                 }
                 let attestation = Attestation(
                     supported: true, verdict: .passed, platformAttested: answer.bool("platformAttested") ?? (evidence.json != nil),
@@ -97,14 +112,10 @@ extension AttestClient {
                     detail: evidence.json == nil ? evidence.note : nil, renewAfter: renewAfter)
                 return (attestation, StoredRegistration(attestation: attestation, signing: .device, appAttestKeyId: nil))
             }
-            let code = answer.refusalCode(errorHeader: configuration.errorHeader)
-            if code == "registration_refused" && evidence.spent {
-                let previousBackoff = store.data(for: Item.backoff).flatMap { try? JSONDecoder().decode(RegistrationBackoff.self, from: $0) }
-                let backoff = (previousBackoff ?? RegistrationBackoff(refusals: 0, until: 0)).refused(now: clock.now(), retryAt: answer.number("retryAt"))
-                if let data = try? JSONEncoder().encode(backoff) { try? store.set(data, for: Item.backoff) }
-                return (.failed(answer.describe("registration refused") + "; " + backoffDetail(backoff), tokenSpent: true, backing: signer.backing), nil)
+            if spentAny {  // refused, whatever the action: no second attestation in this call
+                return failed(answer.describe("registration refused"), retryAt: answer.number("retryAt"))
             }
-            if answer.action == "refresh_challenge", let fresh = answer.challenge, !evidence.spent {
+            if answer.action == "refresh_challenge", let fresh = answer.challenge {
                 challenge = fresh.bytes  // the refusal's fresh challenge, at once
                 continue
             }
@@ -113,14 +124,14 @@ extension AttestClient {
                 saveAppAttestKey(nil)
                 replacedAppAttestKey = true
                 guard case .challenge(let bytes) = requestChallenge(kid: kid, purpose: "register", roundTrips: &roundTrips) else {
-                    return (.failed(answer.describe("registration refused"), tokenSpent: spentAny, backing: signer.backing), nil)
+                    return failed(answer.describe("registration refused"))
                 }
                 challenge = bytes
                 continue
             }
-            return (.failed(answer.describe("registration refused"), tokenSpent: spentAny, backing: signer.backing), nil)
+            return failed(answer.describe("registration refused"))
         }
-        return (.failed("registration refused: the gateway kept refusing the challenge", tokenSpent: spentAny, backing: signer.backing), nil)
+        return failed("registration refused: the gateway kept refusing the challenge")
     }
 
     /// The proof field of `/renew` and `/forget` for `registration` over the lifecycle client data
@@ -235,22 +246,22 @@ extension AttestClient {
                 return (.failed("App Attest failed (\(code)); the key was discarded"), nil)
             }
             saveAppAttestKey(StoredAppAttestKey(keyId: key.keyId, attested: true))
+            /// The attestation is spent: any failure from here on extends the back-off.
+            func failed(_ detail: String, retryAt: Double? = nil) -> Outcome {
+                (.failed(detail + "; " + backoffDetail(extendBackoff(retryAt: retryAt)), tokenSpent: true), nil)
+            }
             let body: [String: Any] = ["keyId": key.keyId, "challenge": Base64Text.encode(challenge), "attestation": Base64Text.encode(attestation)]
-            switch postEndpoint("/attest", body, kid: key.keyId, roundTrips: &roundTrips) {
-            case .unavailable(let detail): return (.failed(detail, tokenSpent: true), nil)
+            // A 5xx is answered by sending the same attestation again (postEndpoint), never by a new key.
+            switch postEndpoint("/attest", body, kid: key.keyId, resendOnServerError: true, roundTrips: &roundTrips) {
+            case .unavailable(let detail): return failed(detail)
             case .answer(let answer):
                 guard answer.status == 201 || answer.status == 200 else {
-                    if answer.status == 403, let code = answer.refusalCode(errorHeader: configuration.errorHeader) {
-                        let previousBackoff = store.data(for: Item.backoff).flatMap { try? JSONDecoder().decode(RegistrationBackoff.self, from: $0) }
-                        let backoff = (previousBackoff ?? RegistrationBackoff(refusals: 0, until: 0)).refused(now: clock.now(), retryAt: answer.number("retryAt"))
-                        if let data = try? JSONEncoder().encode(backoff) { try? store.set(data, for: Item.backoff) }
-                        return (.failed(answer.describe("attestation refused (\(code))") + "; " + backoffDetail(backoff), tokenSpent: true), nil)
-                    }
-                    return (.failed(answer.describe("attestation refused"), tokenSpent: true), nil)
+                    let code = answer.refusalCode(errorHeader: configuration.errorHeader).map { " (\($0))" } ?? ""
+                    return failed(answer.describe("attestation refused" + code), retryAt: answer.number("retryAt"))
                 }
                 let expiresAt: Int?, renewAfter: Int?
                 do { (expiresAt, renewAfter) = (try answer.seconds("expiresAt"), try answer.seconds("renewAfter")) } catch {
-                    return (.failed("malformed attestation answer: \(error)", tokenSpent: true), nil)
+                    return failed("malformed attestation answer: \(error)")
                 }
                 let result = Attestation(supported: true, verdict: .passed, platformAttested: true, platformTokenSpent: true,
                                          expiresAt: expiresAt, kid: key.keyId,

@@ -41,9 +41,15 @@ extension AttestClient {
                               detail: answer.string("detail"))
         }
         /// Registers again after a `reattest`; false when that is not possible (again, or refused).
+        /// An App Attest key (App Attest alone: a new key costs an attestation) refused within the hour
+        /// after its attestation counts as a failed attempt for the back-off.
         func reattest() -> Bool {
             guard !reattested else { return false }
             reattested = true
+            if registration.signing == .appAttest, registration.attestation.platformTokenSpent, let obtainedAt = registration.obtainedAt,
+               clock.now() - obtainedAt < RegistrationBackoff.first {
+                _ = extendBackoff()
+            }
             invalidate(registration)
             guard attest().verdict == .passed, let fresh = validRegistration() else { return false }
             registration = fresh
@@ -88,6 +94,10 @@ extension AttestClient {
             }
             lastAnswer = answer
             guard answer.status >= 400, let code = answer.refusalCode(errorHeader: configuration.errorHeader) else {
+                if lock.locked({ backoffCountPending }) {  // the registration works: refusals are no longer "in a row"
+                    lock.locked { backoffCountPending = false }
+                    try? store.set(nil, for: Item.backoff)
+                }
                 return ProtectedResponse(status: answer.status, headers: answer.response.headers, body: answer.response.body,
                                          verdict: .accepted, roundTrips: roundTrips)
             }

@@ -35,6 +35,9 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
     var renewalGeneration = 0
     /// Renewals in a row whose result still asked to be renewed at once (`renewAfter` in the past).
     var staleRenewals = 0
+    /// A registration passed while the back-off after spent attestations had a count: the count is
+    /// cleared once a protected request is accepted (the registration lasted), not before.
+    var backoffCountPending = false
     #if canImport(UIKit) && !os(watchOS)
     var foregroundObserver: NSObjectProtocol?
     #endif
@@ -103,9 +106,10 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
     /// too, until `expiryMargin` before it expires) and returns the result. Blocking: up to
     /// `requestTimeout` per request, and as long again for App Attest. Never throws.
     ///
-    /// After a registration refused while spending an App Attest attestation, answers `.failed` without
-    /// contacting the gateway for one hour, doubling per refusal in a row up to seven days; `detail`
-    /// says until when.
+    /// After a registration attempt that spent an App Attest attestation and did not end in a lasting
+    /// registration (refused, unanswered, malformed, or with App Attest alone its key told to re-attest
+    /// within the hour), answers `.failed` without contacting the gateway for one hour, doubling per
+    /// such attempt in a row up to seven days; `detail` says until when.
     public func attest() -> Attestation {
         operation.lock()
         defer { operation.unlock() }
@@ -157,6 +161,7 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
             refreshAt = nil
             renewalGeneration += 1
             staleRenewals = 0
+            backoffCountPending = false
         }
         try? store.set(nil, for: Item.registration)
         try? store.set(nil, for: Item.backoff)
@@ -209,10 +214,15 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
     /// Makes `result` the last one; a passed one (with `stored`) becomes the registration, persisted and scheduled for renewal.
     func record(_ result: Attestation, _ stored: StoredRegistration?) -> Attestation {
         lock.locked { last = result }
-        guard result.verdict == .passed, let stored else { return result }
+        guard result.verdict == .passed, var stored else { return result }
+        stored.obtainedAt = clock.now()
         lock.locked { registration = stored }
         if let data = try? JSONEncoder().encode(stored) { try? store.set(data, for: Item.registration) }
-        try? store.set(nil, for: Item.backoff)
+        // The back-off stops; its count waits for an accepted request (a key refused at once keeps doubling it).
+        if let data = store.data(for: Item.backoff), let backoff = try? JSONDecoder().decode(RegistrationBackoff.self, from: data) {
+            if let cleared = try? JSONEncoder().encode(RegistrationBackoff(refusals: backoff.refusals, until: 0)) { try? store.set(cleared, for: Item.backoff) }
+            lock.locked { backoffCountPending = true }
+        }
         schedule(at: plannedRefresh(stored, now: clock.now()))
         return result
     }

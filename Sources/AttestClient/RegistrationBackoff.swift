@@ -1,8 +1,9 @@
 import Foundation
 
-/// The wait after registrations refused while spending an App Attest attestation (DESIGN.md section 8):
-/// one hour after the first refusal, doubling with each refusal in a row, at most seven days; the
-/// gateway's `retryAt` when it asks for longer. Persisted so that relaunching does not spend more.
+/// The wait after registration attempts that spent an App Attest attestation without a lasting
+/// registration (DESIGN.md section 8; refused, failed, or re-attested at once): one hour after the
+/// first, doubling with each in a row, at most seven days; the gateway's `retryAt` when it asks for
+/// longer. Persisted so that relaunching does not spend more; `until` 0 keeps the count while inactive.
 struct RegistrationBackoff: Codable, Sendable, Equatable {
     /// Refusals in a row.
     var refusals: Int

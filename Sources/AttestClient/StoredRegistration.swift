@@ -9,6 +9,8 @@ struct StoredRegistration: Codable, Sendable, Equatable {
     var signing: Signing
     /// The App Attest keyId (standard base64) for `app_attest` signing.
     var appAttestKeyId: String?
+    /// When the client obtained it (unix seconds); nil in records written before this field.
+    var obtainedAt: Double?
 
     /// Whether the result is still valid at `now` with `margin` seconds to spare.
     func isValid(now: Double, margin: Double) -> Bool {
