@@ -7,7 +7,10 @@ extension AttestClient {
     /// `reattest` registers again, then resends once; `retry` (and any `503` or `429`, which never
     /// trigger re-attestation) waits `Retry-After` or the jittered exponential back-off, up to
     /// `maxRetries`; `deny` is final. A `Retry-After` longer than `retryMaxDelay` is not waited: the
-    /// answer is `.unavailable` at once, with `retryAfter` set to the gateway's wish. Registers first (`attest()`) when there is no valid registration.
+    /// answer is `.unavailable` at once, with `retryAfter` set to the gateway's wish. After a transport
+    /// error (no answer) the request is sent again only when its method is idempotent (GET, HEAD, PUT,
+    /// DELETE, OPTIONS) or the error shows nothing was sent (connection refused, DNS, no network): a
+    /// timed-out POST or PATCH answers `.unavailable` (it may have reached the upstream). Registers first (`attest()`) when there is no valid registration.
     ///
     /// The challenge is the one the previous answer carried (`App-Attest-Next-Challenge`) while fresh,
     /// so the steady state costs one round trip; else one `POST {prefix}/challenge` first. Blocking;
@@ -87,6 +90,9 @@ extension AttestClient {
             do {
                 answer = try exchange(method: request.method, target: request.target, headers: headers, body: request.body, kid: kid)
             } catch {
+                guard Self.mayResend(method: request.method, after: error) else {
+                    return unavailable("no answer from the gateway (\(error)); a \(request.method) that may have reached the upstream is not sent again")
+                }
                 guard retries < retry.maxRetries else { return unavailable("the gateway could not be reached (\(error))") }
                 _ = backOff(attempt: retries, answer: nil)
                 retries += 1
@@ -125,6 +131,19 @@ extension AttestClient {
                 return refused(answer)
             }
         }
+    }
+
+    /// The methods RFC 9110 calls idempotent: sent again after any transport error.
+    static let idempotentMethods: Set<String> = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"]
+
+    /// Whether a protected request with `method` may be sent again after the transport threw `error`:
+    /// an idempotent method always; any other (POST, PATCH...) only when the error shows that nothing
+    /// was sent (connection refused, host not found, no network), never after a timeout or a lost
+    /// connection, when the request may already have reached the upstream.
+    static func mayResend(method: String, after error: Error) -> Bool {
+        if idempotentMethods.contains(method.uppercased()) { return true }
+        guard let code = (error as? URLError)?.code else { return false }
+        return [URLError.Code.cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet].contains(code)
     }
 
     /// The evidence headers of `request` with `challenge`: key id, challenge, and the device key's
