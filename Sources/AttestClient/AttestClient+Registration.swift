@@ -98,16 +98,22 @@ extension AttestClient {
             case .unavailable(let detail): return failed(detail)
             case .answer(let got): answer = got
             }
-            if answer.status == 201 || answer.status == 200 {
+            if (200..<300).contains(answer.status) {
+                // Only the documented answer passes: 201 {"kid", "tier", "platformAttested", ...}. A captive
+                // portal's 200 page, or an answer without those fields, is a failed exchange: nothing assumed.
+                guard answer.status == 201, answer.string("kid") != nil, let tier = answer.string("tier"),
+                      let platformAttested = answer.bool("platformAttested") else {
+                    return failed("malformed registration answer: HTTP \(answer.status) without the documented 201 {kid, tier, platformAttested}")
+                }
                 let expiresAt: Int?, renewAfter: Int?
                 do { (expiresAt, renewAfter) = (try answer.seconds("expiresAt"), try answer.seconds("renewAfter")) } catch {
                     return failed("malformed registration answer: \(error)")
                 }
                 let attestation = Attestation(
-                    supported: true, verdict: .passed, platformAttested: answer.bool("platformAttested") ?? (evidence.json != nil),
+                    supported: true, verdict: .passed, platformAttested: platformAttested,
                     platformTokenSpent: spentAny || (answer.bool("platformTokenSpent") ?? false),
                     expiresAt: expiresAt, kid: answer.string("kid") ?? kid,
-                    tier: answer.string("tier") ?? (evidence.json != nil ? "attested" : "device"), integrity: answer.integrity,
+                    tier: tier, integrity: answer.integrity,
                     backing: answer.string("backing") ?? signer.backing,
                     detail: evidence.json == nil ? evidence.note : nil, renewAfter: renewAfter)
                 return (attestation, StoredRegistration(attestation: attestation, signing: .device, appAttestKeyId: nil))

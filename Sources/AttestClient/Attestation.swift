@@ -27,7 +27,8 @@ public struct Attestation: Sendable, Equatable, Codable, CustomStringConvertible
     public var expiresAt: Int?
     /// The key's identifier as the gateway names it: standard base64 of the 32-byte keyId.
     public var kid: String?
-    /// The trust tier the gateway assigned: `attested` or `device`.
+    /// The trust tier the gateway assigned: `attested` or `device` (its word: a registration passes
+    /// only on the gateway's `201` naming `kid`, `tier` and `platformAttested`).
     public var tier: String?
     /// The integrity codes the gateway recorded for this device (comma-separated), when any.
     public var integrity: String?
