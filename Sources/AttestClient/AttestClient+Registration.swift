@@ -101,9 +101,14 @@ extension AttestClient {
             if (200..<300).contains(answer.status) {
                 // Only the documented answer passes: 201 {"kid", "tier", "platformAttested", ...}. A captive
                 // portal's 200 page, or an answer without those fields, is a failed exchange: nothing assumed.
-                guard answer.status == 201, answer.string("kid") != nil, let tier = answer.string("tier"),
+                guard answer.status == 201, let gatewayKid = answer.string("kid"), let tier = answer.string("tier"),
                       let platformAttested = answer.bool("platformAttested") else {
                     return failed("malformed registration answer: HTTP \(answer.status) without the documented 201 {kid, tier, platformAttested}")
+                }
+                // The kid is the SDK's own spelling (standard base64 of SHA-256 of the public key): the
+                // gateway's may use another alphabet, but must name the same 32 bytes.
+                guard Base64Text.decode(gatewayKid) == SHA256Hashing.hash(signer.publicKey) else {
+                    return failed("malformed registration answer: the gateway's kid \(gatewayKid) names another key than \(kid)")
                 }
                 let expiresAt: Int?, renewAfter: Int?
                 do { (expiresAt, renewAfter) = (try answer.seconds("expiresAt"), try answer.seconds("renewAfter")) } catch {
@@ -112,7 +117,7 @@ extension AttestClient {
                 let attestation = Attestation(
                     supported: true, verdict: .passed, platformAttested: platformAttested,
                     platformTokenSpent: spentAny || (answer.bool("platformTokenSpent") ?? false),
-                    expiresAt: expiresAt, kid: answer.string("kid") ?? kid,
+                    expiresAt: expiresAt, kid: kid,
                     tier: tier, integrity: answer.integrity,
                     backing: answer.string("backing") ?? signer.backing,
                     detail: evidence.json == nil ? evidence.note : nil, renewAfter: renewAfter)
