@@ -5,11 +5,13 @@ import Foundation
 extension AttestClient {
     typealias Outcome = (Attestation, StoredRegistration?)
 
-    /// The refused-registration back-off, when one is running at `now`.
+    /// The refused-registration back-off, when one is running at `now` (a stored one more than seven
+    /// days ahead is stored again as seven days from now).
     func activeBackoff(now: Double) -> RegistrationBackoff? {
-        guard let data = store.data(for: Item.backoff), let backoff = try? JSONDecoder().decode(RegistrationBackoff.self, from: data),
-              backoff.until > now else { return nil }
-        return backoff
+        guard let data = store.data(for: Item.backoff), let stored = try? JSONDecoder().decode(RegistrationBackoff.self, from: data) else { return nil }
+        let backoff = stored.bounded(now: now)
+        if backoff != stored, let fixed = try? JSONEncoder().encode(backoff) { try? store.set(fixed, for: Item.backoff) }
+        return backoff.until > now ? backoff : nil
     }
 
     func backoffDetail(_ backoff: RegistrationBackoff) -> String {

@@ -18,10 +18,18 @@ struct RegistrationBackoff: Codable, Sendable, Equatable {
         min(cap, first * pow(2, Double(max(0, min(refusals - 1, 20)))))
     }
 
-    /// The state after one more refusal at `now` (the gateway's `retryAt` is honoured when later).
+    /// The state after one more refusal at `now`: the gateway's `retryAt` is honoured when later, but
+    /// never past `cap` (seven days) from `now` (a `retryAt` of 1e300 would block registration for good).
     func refused(now: Double, retryAt: Double?) -> RegistrationBackoff {
         let count = refusals + 1
-        return RegistrationBackoff(refusals: count, until: max(now + Self.wait(refusals: count), retryAt ?? 0))
+        let asked = (retryAt?.isFinite ?? false) ? retryAt! : 0
+        return RegistrationBackoff(refusals: count, until: max(now + Self.wait(refusals: count), min(asked, now + Self.cap)))
+    }
+
+    /// This state read at `now`, with `until` at most `cap` ahead (a record written otherwise, e.g. a
+    /// corrupted file, never blocks for longer than seven days).
+    func bounded(now: Double) -> RegistrationBackoff {
+        until.isFinite && until <= now + Self.cap ? self : RegistrationBackoff(refusals: refusals, until: now + Self.cap)
     }
 
     /// `until` as ISO 8601 UTC, e.g. `2026-12-01T21:00:00Z`.
