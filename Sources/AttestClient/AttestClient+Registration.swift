@@ -28,6 +28,18 @@ extension AttestClient {
         return backoff
     }
 
+    /// Why the store cannot be read (an item that may exist cannot be read: the Keychain before the
+    /// first unlock), nil when it can: then nothing is generated and no attestation spent, since a key,
+    /// a registration or a back-off may be there unseen.
+    func unreadableStore() -> String? {
+        for item in [Item.deviceKey, Item.appAttestKey, Item.registration, Item.backoff] {
+            do { _ = try store.read(item) } catch {
+                return "the SDK's store cannot be read (\(item): \(error)); nothing generated or spent: try again once the device is unlocked"
+            }
+        }
+        return nil
+    }
+
     /// The device key in memory or restored from the store; nil when there is none.
     func existingDeviceKey() -> (any DeviceKeySigner)? {
         if let key = lock.locked({ deviceKey }) { return key }
@@ -51,6 +63,7 @@ extension AttestClient {
 
     /// A full registration for the configured mode.
     func register(replacing previous: StoredRegistration?) -> Outcome {
+        if let problem = unreadableStore() { return (.failed(problem), nil) }
         if configuration.mode == .appAttestOnly { return attestAppAttestOnly(replacing: previous) }
         let now = clock.now()
         if let backoff = activeBackoff(now: now) { return (.failed(backoffDetail(backoff)), nil) }
@@ -228,6 +241,7 @@ extension AttestClient {
         guard appAttest.isSupported else {
             return (.unsupported("App Attest is not supported on this device and the gateway does not register device keys"), nil)
         }
+        if let problem = unreadableStore() { return (.failed(problem), nil) }
         let now = clock.now()
         if let backoff = activeBackoff(now: now) { return (.failed(backoffDetail(backoff)), nil) }
         var roundTrips = 0

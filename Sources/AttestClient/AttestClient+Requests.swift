@@ -13,11 +13,14 @@ extension AttestClient {
     /// timed-out POST or PATCH answers `.unavailable` (it may have reached the upstream). Registers first (`attest()`) when there is no valid registration.
     ///
     /// The challenge is the one the previous answer carried (`App-Attest-Next-Challenge`) while fresh,
-    /// so the steady state costs one round trip; else one `POST {prefix}/challenge` first. Blocking;
-    /// never throws.
+    /// so the steady state costs one round trip; else one `POST {prefix}/challenge` first. When the
+    /// store cannot be read (`AttestationStore.read` throws: the Keychain before the first unlock) and
+    /// nothing valid is in memory, answers `.unavailable` at once: nothing generated, sent or spent.
+    /// Blocking; never throws.
     public func send(_ request: ProtectedRequest) -> ProtectedResponse {
         var current = validRegistration()
         if current == nil {
+            if let problem = unreadableStore() { return ProtectedResponse(status: 0, verdict: .unavailable, roundTrips: 0, detail: problem) }
             let attestation = attest()
             guard attestation.verdict == .passed, let registered = validRegistration() else {
                 return ProtectedResponse(status: 0, verdict: .notAttested, roundTrips: 0,

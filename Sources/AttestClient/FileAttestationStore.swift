@@ -33,6 +33,14 @@ public struct FileAttestationStore: AttestationStore {
         try? Data(contentsOf: file(name))
     }
 
+    /// The file's bytes, nil when there is no file.
+    /// - Throws: the file system's error when the file exists but cannot be read.
+    public func read(_ name: String) throws -> Data? {
+        let url = file(name)
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        return try Data(contentsOf: url)
+    }
+
     /// Writes (atomically, mode 0600) or removes the item's file.
     /// - Throws: file system errors.
     public func set(_ data: Data?, for name: String) throws {

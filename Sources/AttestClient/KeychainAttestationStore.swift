@@ -20,13 +20,22 @@ public struct KeychainAttestationStore: AttestationStore {
         [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service, kSecAttrAccount as String: name]
     }
 
-    /// The item's bytes, nil when absent.
+    /// The item's bytes, nil when absent or unreadable.
     public func data(for name: String) -> Data? {
+        try? read(name)
+    }
+
+    /// The item's bytes, nil when absent (`errSecItemNotFound`).
+    /// - Throws: `NSError` in `NSOSStatusErrorDomain` for any other failure, e.g.
+    ///   `errSecInteractionNotAllowed` before the first unlock after a reboot.
+    public func read(_ name: String) throws -> Data? {
         var query = query(name)
         query[kSecReturnData as String] = true
         query[kSecMatchLimit as String] = kSecMatchLimitOne
         var result: CFTypeRef?
-        guard SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess else { return nil }
+        let status = SecItemCopyMatching(query as CFDictionary, &result)
+        if status == errSecItemNotFound { return nil }
+        guard status == errSecSuccess else { throw NSError(domain: NSOSStatusErrorDomain, code: Int(status)) }
         return result as? Data
     }
 

@@ -9,6 +9,19 @@ final class FileAttestationStoreTests: XCTestCase {
         FileManager.default.temporaryDirectory.appendingPathComponent("attest-client-store-\(UUID().uuidString)")
     }
 
+    func testReadTellsAbsentFromUnreadable() throws {
+        let dir = directory()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = FileAttestationStore(directory: dir)
+        XCTAssertNil(try store.read("registration"), "absent: nil, no error")
+        try store.set(Data("r".utf8), for: "registration")
+        XCTAssertEqual(try store.read("registration"), Data("r".utf8))
+        // An item that exists but cannot be read (here a directory in its place) throws.
+        try FileManager.default.createDirectory(at: dir.appendingPathComponent("device-key"), withIntermediateDirectories: true)
+        XCTAssertThrowsError(try store.read("device-key"))
+        XCTAssertNil(store.data(for: "device-key"))
+    }
+
     func testItemsArePrivateFilesReplacedAndRemoved() throws {
         let dir = directory()
         defer { try? FileManager.default.removeItem(at: dir) }
