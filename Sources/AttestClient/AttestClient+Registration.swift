@@ -136,6 +136,10 @@ extension AttestClient {
                     tier: tier, integrity: answer.integrity,
                     backing: answer.string("backing") ?? signer.backing,
                     detail: evidence.json == nil ? evidence.note : nil, renewAfter: renewAfter)
+                if evidence.spent, var accepted = loadAppAttestKey() {
+                    accepted.acceptedAt = clock.now()
+                    saveAppAttestKey(accepted)
+                }
                 return (attestation, StoredRegistration(attestation: attestation, signing: .device, appAttestKeyId: nil))
             }
             if spentAny {  // refused, whatever the action: no second attestation in this call
@@ -144,6 +148,12 @@ extension AttestClient {
             if answer.action == "refresh_challenge", let fresh = answer.challenge {
                 challenge = fresh.bytes  // the refusal's fresh challenge, at once
                 continue
+            }
+            if answer.action == "reattest", evidence.json?["assertion"] != nil, !replacedAppAttestKey,
+               let acceptedAt = loadAppAttestKey()?.acceptedAt, clock.now() - acceptedAt < RegistrationBackoff.first {
+                // The gateway accepted this key's attestation within the hour and now disowns it: a new key
+                // would spend attestations in a loop.
+                return (.failed(answer.describe("registration refused") + "; " + backoffDetail(extendBackoff()), backing: signer.backing), nil)
             }
             if answer.action == "reattest", evidence.json?["assertion"] != nil, !replacedAppAttestKey {
                 // The gateway does not know (or no longer accepts) the App Attest key: replace it, attest the new one.

@@ -5,4 +5,7 @@ import Foundation
 struct StoredAppAttestKey: Codable, Sendable, Equatable {
     var keyId: String
     var attested: Bool
+    /// When the gateway accepted a registration carrying its attestation (unix seconds); nil when it
+    /// has not (or in older records).
+    var acceptedAt: Double?
 }

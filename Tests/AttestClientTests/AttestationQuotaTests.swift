@@ -57,6 +57,22 @@ final class AttestationQuotaTests: XCTestCase {
         XCTAssertNotNil(h.store.data(for: "registration-backoff"))
     }
 
+    func testAutomaticModeWithARouteAskingToReattestAndAssertionsRefusedBacksOff() {
+        let h = SDKHarness()
+        h.gateway.script.append(FakeGateway.Scripted(path: "/v1/orders") { _, _ in FakeGateway.refusal(401, "key_unknown", "reattest") })
+        h.gateway.script.append(FakeGateway.Scripted(path: "/app-attest/v1/register") { request, _ in
+            let body = (try? JSONSerialization.jsonObject(with: request.body)) as? [String: Any]
+            guard (body?["appAttest"] as? [String: String])?["assertion"] != nil else { return nil }  // attestations pass
+            return FakeGateway.refusal(401, "key_unknown", "reattest")
+        })
+        for n in 1...10 {
+            XCTAssertNotEqual(h.client.send(SDKHarness.order(n)).verdict, .accepted)
+            h.clock.advance(60)
+        }
+        XCTAssertEqual(attestations(h), 1, "a key attested within the hour and refused is not replaced at once")
+        XCTAssertNotNil(h.store.data(for: "registration-backoff"))
+    }
+
     func testAReattestLongAfterTheAttestationRegistersAgainAtOnce() {
         let h = SDKHarness()
         h.mode = .appAttestOnly
