@@ -244,6 +244,28 @@ extension AttestClient {
                                                  timeout: configuration.requestTimeout))
     }
 
+    /// An App Attest key whose attestation went to `/attest` without a definitive answer: when the
+    /// gateway holds it (a `renew` challenge is issued only for a key it holds), renewed through
+    /// `/renew` with an assertion, and passed without spending another attestation. nil when not.
+    func recoverUnconfirmedKey(_ key: StoredAppAttestKey, roundTrips: inout Int) -> Outcome? {
+        guard case .challenge(let challenge) = requestChallenge(kid: key.keyId, purpose: "renew", roundTrips: &roundTrips) else { return nil }
+        let provisional = StoredRegistration(attestation: Attestation(supported: true, verdict: .passed, platformAttested: true, kid: key.keyId,
+                                                                      tier: "attested", backing: "app_attest"),
+                                             signing: .appAttest, appAttestKeyId: key.keyId)
+        guard let proof = lifecycleProof(provisional, label: "renew-v1", challenge: challenge),
+              case .answer(let answer) = postEndpoint("/renew", ["keyId": key.keyId, "challenge": Base64Text.encode(challenge), proof.name: proof.value],
+                                                      kid: key.keyId, roundTrips: &roundTrips),
+              answer.status == 200 || answer.status == 201,
+              let expiresAt = try? answer.seconds("expiresAt"), let renewAfter = try? answer.seconds("renewAfter") else { return nil }
+        saveAppAttestKey(StoredAppAttestKey(keyId: key.keyId, attested: true))
+        var attestation = provisional.attestation
+        attestation.expiresAt = expiresAt
+        attestation.renewAfter = renewAfter
+        if let tier = answer.string("tier") { attestation.tier = tier }
+        if let integrity = answer.integrity { attestation.integrity = integrity }
+        return (attestation, StoredRegistration(attestation: attestation, signing: .appAttest, appAttestKeyId: key.keyId))
+    }
+
     /// App Attest alone (DESIGN.md section 1): a key the gateway attests through `POST {prefix}/attest`;
     /// requests are then signed with App Attest assertions. A key Apple already attested cannot be
     /// attested again, so a renewal takes a new key.
@@ -262,7 +284,12 @@ extension AttestClient {
             case .failure(.featureUnsupported): return (.unsupported("App Attest is not supported (featureUnsupported)"), nil)
             case .failure(let code): return (.failed("App Attest could not create a key (\(code))"), nil)
             }
-            if key.attested { saveAppAttestKey(nil); continue }  // Apple attests a key once: a new key
+            if key.attested {
+                // An attestation whose answer was lost: the gateway may hold the key (no second attestation then).
+                if key.unconfirmed == true, let recovered = recoverUnconfirmedKey(key, roundTrips: &roundTrips) { return recovered }
+                saveAppAttestKey(nil)  // Apple attests a key once: a new key
+                continue
+            }
             let challenge: Data
             switch requestChallenge(kid: key.keyId, purpose: "attest", roundTrips: &roundTrips) {
             case .challenge(let bytes): challenge = bytes
@@ -282,7 +309,7 @@ extension AttestClient {
                 saveAppAttestKey(nil)
                 return (.failed("App Attest failed (\(code)); the key was discarded"), nil)
             }
-            saveAppAttestKey(StoredAppAttestKey(keyId: key.keyId, attested: true))
+            saveAppAttestKey(StoredAppAttestKey(keyId: key.keyId, attested: true, unconfirmed: true))
             /// The attestation is spent: any failure from here on extends the back-off.
             func failed(_ detail: String, retryAt: Double? = nil) -> Outcome {
                 (.failed(detail + "; " + backoffDetail(extendBackoff(retryAt: retryAt)), tokenSpent: true), nil)
@@ -292,6 +319,7 @@ extension AttestClient {
             switch postEndpoint("/attest", body, kid: key.keyId, resendOnServerError: true, roundTrips: &roundTrips) {
             case .unavailable(let detail): return failed(detail)
             case .answer(let answer):
+                if answer.status < 500 { saveAppAttestKey(StoredAppAttestKey(keyId: key.keyId, attested: true)) }  // a definitive answer
                 guard answer.status == 201 || answer.status == 200 else {
                     let code = answer.refusalCode(errorHeader: configuration.errorHeader).map { " (\($0))" } ?? ""
                     return failed(answer.describe("attestation refused" + code), retryAt: answer.number("retryAt"))

@@ -29,6 +29,37 @@ final class AttestationQuotaTests: XCTestCase {
         XCTAssertTrue(waiting.detail?.contains("no new attempt until") == true, "\(waiting)")
     }
 
+    func testAppAttestOnlyRecoversAKeyTheGatewayStoredBeforeA502() {
+        let h = SDKHarness()
+        h.mode = .appAttestOnly
+        let client = h.relaunch()
+        // The gateway stores the key, then a proxy in front answers 502 (to every resend too).
+        h.gateway.rewrite = { request, answer in
+            request.url.path.hasSuffix("/attest") ? TransportResponse(status: 502, body: Data("bad gateway".utf8)) : answer
+        }
+        XCTAssertEqual(client.attest().verdict, .failed)
+        h.gateway.rewrite = nil
+        h.clock.advance(3601)  // the back-off
+        let recovered = client.attest()
+        XCTAssertEqual(recovered.verdict, .passed, "\(recovered)")
+        XCTAssertFalse(recovered.platformTokenSpent)
+        XCTAssertEqual(attestations(h), 1, "the key the gateway holds, renewed: no second attestation")
+        XCTAssertEqual(h.appAttest.generated, 1)
+        XCTAssertEqual(h.gateway.count("/renew"), 1)
+        XCTAssertEqual(client.send(SDKHarness.order(1)).verdict, .accepted)
+
+        // A key the gateway does not hold (the 502 came before it) is replaced after the back-off.
+        let other = SDKHarness()
+        other.mode = .appAttestOnly
+        let second = other.relaunch()
+        other.gateway.script.append(FakeGateway.Scripted(path: "/app-attest/v1/attest") { _, _ in TransportResponse(status: 502) })
+        XCTAssertEqual(second.attest().verdict, .failed)
+        other.gateway.script.removeAll()
+        other.clock.advance(3601)
+        XCTAssertEqual(second.attest().verdict, .passed)
+        XCTAssertEqual(attestations(other), 2)
+    }
+
     func testAppAttestOnlyWithARouteAlwaysAskingToReattestBacksOff() {
         let h = SDKHarness()
         h.mode = .appAttestOnly
