@@ -58,6 +58,11 @@ extension AttestClient {
         return answer.status >= 400 && answer.refusalCode(errorHeader: configuration.errorHeader) != nil && answer.action == "retry"
     }
 
+    /// `seconds` for a sentence: whole seconds when it is one (`86400`), else as the number it is (`1e+308`).
+    static func secondsText(_ seconds: Double) -> String {
+        Int(exactly: seconds.rounded(.up)).map(String.init) ?? "\(seconds)"
+    }
+
     /// The answer's `Retry-After` in seconds, when it has one (delta-seconds).
     func retryAfter(_ answer: GatewayAnswer?) -> Double? {
         RetryPolicy.retryAfter(answer?.response.header("Retry-After"))
@@ -109,7 +114,7 @@ extension AttestClient {
             guard answer.status == 201 || answer.status == 200 else {
                 guard isRetry(answer) else { return .refused(answer) }
                 if let wait = retryAfter(answer), !retry.waits(for: wait) {
-                    return .unavailable(answer.describe("challenge") + "; the gateway asks to retry in \(Int(exactly: wait.rounded(.up)).map(String.init) ?? "\(wait)") s, longer than retryMaxDelay: not waited")
+                    return .unavailable(answer.describe("challenge") + "; the gateway asks to retry in \(Self.secondsText(wait)) s, longer than retryMaxDelay: not waited")
                 }
                 return .unavailable(answer.describe("challenge"))
             }

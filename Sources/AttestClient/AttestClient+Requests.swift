@@ -10,7 +10,8 @@ extension AttestClient {
     /// answer is `.unavailable` at once, with `retryAfter` set to the gateway's wish. After a transport
     /// error (no answer) the request is sent again only when its method is idempotent (GET, HEAD, PUT,
     /// DELETE, OPTIONS) or the error shows nothing was sent (connection refused, DNS, no network): a
-    /// timed-out POST or PATCH answers `.unavailable` (it may have reached the upstream). Registers first (`attest()`) when there is no valid registration.
+    /// timed-out POST or PATCH answers `.unavailable` (it may have reached the upstream). Registers
+    /// first (`attest()`) when there is no valid registration.
     ///
     /// The challenge is the one the previous answer carried (`App-Attest-Next-Challenge`) while fresh,
     /// so the steady state costs one round trip; else one `POST {prefix}/challenge` first. When the
@@ -115,8 +116,8 @@ extension AttestClient {
                 guard retries < retry.maxRetries else { return unavailable(answer.describe("still refused after \(retries) retries") + " [\(code)]") }
                 guard backOff(attempt: retries, answer: answer) else {
                     let wait = retryAfter(answer) ?? 0
-                    return unavailable(answer.describe("the gateway asks to retry in \(wait) s, longer than retryMaxDelay (\(retry.cap) s): not waited") + " [\(code)]",
-                                       retryAfter: wait)
+                    return unavailable(answer.describe("the gateway asks to retry in \(Self.secondsText(wait)) s, longer than retryMaxDelay "
+                                                       + "(\(Self.secondsText(retry.cap)) s): not waited") + " [\(code)]", retryAfter: wait)
                 }
                 retries += 1
                 continue
@@ -144,7 +145,7 @@ extension AttestClient {
     /// was sent (connection refused, host not found, no network), never after a timeout or a lost
     /// connection, when the request may already have reached the upstream.
     static func mayResend(method: String, after error: Error) -> Bool {
-        if idempotentMethods.contains(method.uppercased()) { return true }
+        if idempotentMethods.contains(method) { return true }  // methods are case-sensitive (RFC 9110 section 9.1)
         guard let code = (error as? URLError)?.code else { return false }
         return [URLError.Code.cannotConnectToHost, .cannotFindHost, .dnsLookupFailed, .notConnectedToInternet].contains(code)
     }
