@@ -54,7 +54,17 @@ func event(_ name: String, level: LogConfiguration.Level = .info, _ fields: [(St
     for (key, value) in fields { json.field(key, value) }
     more?(&json)
     json.endObject()
-    FileHandle.standardError.write(Data(json.bytes + [0x0A]))
+    lifecycleOutput.write(json.bytes + [0x0A])
+}
+
+/// Where `event` lines go: a writer queue, so that a stalled standard error never blocks an event
+/// loop or a signal handler. Flushed (bounded) before every exit after start.
+let lifecycleOutput = LifecycleOutput()
+
+/// Exits with `code` once the queued lifecycle lines are written, or after `wait` at most.
+func exitAfterLifecycleLines(_ code: Int32, wait: DispatchTimeInterval = .seconds(2)) -> Never {
+    lifecycleOutput.flush(waitingAtMost: wait)
+    exit(code)
 }
 
 /// A lifecycle line the runtime reports (`store_unavailable`, `store_recovered`, `upstream_*`,
@@ -83,6 +93,7 @@ func startFailed(_ detail: String, config: String, issues: [ConfigIssue] = []) -
     json.field("config", config)
     if !issues.isEmpty { ConfigIssue.write(issues, named: "issues", withSeverity: true, into: &json) }
     json.endObject()
+    lifecycleOutput.flush(waitingAtMost: .seconds(2))  // the config_warning lines before it
     FileHandle.standardError.write(Data(json.bytes + [0x0A]))
     exit(1)
 }
@@ -147,22 +158,24 @@ for sig in [SIGTERM, SIGINT] {
         if draining {
             event("stopped", [("reason", "second signal")],
                   more: { $0.field("requests_cut", activeRuntime?.requestsCutByDrain ?? 0) })
-            exit(1)
+            exitAfterLifecycleLines(1, wait: .milliseconds(500))
         }
         draining = true
         event("draining", [("signal", sig == SIGTERM ? "SIGTERM" : "SIGINT")])
-        guard let runtime = activeRuntime else { exit(0) }
+        guard let runtime = activeRuntime else { exitAfterLifecycleLines(0) }
         runtime.shutdown {
             // Requests still in progress when timeouts.drain ran out were cut by the gateway (their
             // access lines say "cut": "drain_deadline").
             let cut = runtime.requestsCutByDrain
             // A stalled standard output held the last access lines past the bounded final flush.
             let unflushed = runtime.accessLogUnflushedAtStop
+            let dropped = lifecycleOutput.dropped
             event("stopped", [("reason", cut == 0 ? "drained" : "drain deadline")], more: {
                 $0.field("requests_cut", cut)
                 if unflushed { $0.field("access_log", "unflushed") }
+                if dropped > 0 { $0.field("lifecycle_lines_dropped", dropped) }
             })
-            exit(0)
+            exitAfterLifecycleLines(0)
         }
     }
     source.resume()

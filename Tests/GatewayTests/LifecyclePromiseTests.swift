@@ -205,6 +205,57 @@ final class LifecyclePromiseTests: XCTestCase {
         XCTAssertEqual(events.last?["access_log"] as? String, "unflushed", gateway.process.errorOutput)
     }
 
+    /// Standard error read by nobody once the gateway runs (a stalled journald: a FIFO held open,
+    /// read only until the `started` line): the lifecycle lines (`log_reopen` here) fill the pipe,
+    /// and the signal handlers still run: SIGTERM drains and the process exits 0. Before, the main
+    /// queue blocked in `write(2)` on the full pipe and no signal was handled again.
+    func testAStalledStandardErrorNeverBlocksTheSignals() throws {
+        let cas = try TestCAs.shared()
+        let work = try E2EPaths.temporaryDirectory("stuck-stderr")
+        defer { try? FileManager.default.removeItem(at: work) }
+        let upstream = try UpstreamProcess()
+        defer { upstream.stop() }
+        let dead = try ReservedPort()
+        let config = work.appendingPathComponent("gateway.yaml")
+        try E2EEnvironment.yaml(store: "memory", upstreamPort: upstream.port, deadPort: dead.port, roots: cas.trustedRoots,
+                                access: false, listen: "127.0.0.1:0").write(to: config, atomically: true, encoding: .utf8)
+        let fifo = work.appendingPathComponent("stderr").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        let reader = open(fifo, O_RDONLY | O_NONBLOCK)
+        XCTAssertGreaterThanOrEqual(reader, 0)
+        defer { close(reader) }
+        let process = try ChildProcess("/bin/sh", ["-c", "exec \"$0\" --config \"$1\" 2> \"$2\"",
+                                                   try E2EPaths.gatewayBinary(), config.path, fifo])
+        defer { process.stop(signal: SIGKILL, grace: 1) }
+        // Read standard error only until the `started` line.
+        var seen = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let startDeadline = Date().addingTimeInterval(20)
+        while !String(decoding: seen, as: UTF8.self).contains("\"type\":\"started\"") && Date() < startDeadline {
+            let n = read(reader, &buffer, buffer.count)
+            if n > 0 { seen += buffer[0..<n] } else { usleep(10_000) }
+        }
+        XCTAssertTrue(String(decoding: seen, as: UTF8.self).contains("\"type\":\"started\""), String(decoding: seen, as: UTF8.self))
+        // Fill the pipe nobody reads any more with log_reopen lines, then some more.
+        func unread() -> Int32 {
+            var count: Int32 = 0
+            _ = ioctl(reader, UInt(FIONREAD), &count)
+            return count
+        }
+        let fillDeadline = Date().addingTimeInterval(30)
+        while unread() < 65_536 - 1_024 && Date() < fillDeadline && process.isRunning {
+            Glibc.kill(process.pid, SIGUSR1)
+            usleep(1_000)
+        }
+        XCTAssertGreaterThanOrEqual(unread(), 65_536 - 1_024, "the pipe filled up (a log_reopen line is about 250 bytes)")
+        for _ in 0..<50 {
+            Glibc.kill(process.pid, SIGUSR1)
+            usleep(1_000)
+        }
+        Glibc.kill(process.pid, SIGTERM)
+        XCTAssertEqual(process.waitForExit(timeout: 30), 0, "SIGTERM was handled with standard error stalled")
+    }
+
     func testTheDrainLimitCutsRequestsStillRunning() throws {
         let gateway = try GatewayProcess(drain: "1s")
         let client = try gateway.slowRequest(delay: 30_000)
