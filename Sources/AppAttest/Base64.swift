@@ -43,7 +43,7 @@ public enum Base64 {
                 // Written into a temporary buffer, then copied into an array of its exact size: the
                 // array initializers that let a closure write in place (`unsafeUninitializedCapacity:`,
                 // and `repeating:count:` too) are not specialized and look the array's generic
-                // metadata up on every call, about 370 instructions more (README, "Twelfth pass").
+                // metadata up on every call, about 370 instructions more (bench/PERFORMANCE.md, "Twelfth pass").
                 let out = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { buffer -> [UInt8] in
                     var o = 0, i = 0
                     while i < whole {

@@ -78,7 +78,7 @@ final class MessageDigest: @unchecked Sendable {  // `md` immutable and shareabl
         var finished = ok
         // Finished into a temporary buffer, then copied into an array of its exact size: the array
         // initializers that let a closure write in place are not specialized and look the array's
-        // generic metadata up on every call, about 370 instructions more (README, "Twelfth pass").
+        // generic metadata up on every call, about 370 instructions more (bench/PERFORMANCE.md, "Twelfth pass").
         let out = withUnsafeTemporaryAllocation(of: UInt8.self, capacity: size) { buffer -> [UInt8] in
             if finished { finished = EVP_DigestFinal_ex(c, buffer.baseAddress, &length) == 1 }
             return finished ? Array(UnsafeBufferPointer(rebasing: buffer[..<min(Int(length), size)])) : []

@@ -36,7 +36,7 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
     /// only on `loop.queue` and no access can overlap another (the machine is a value that returns
     /// actions, applied by `perform` after its call ended, and the one closure it runs, `writeOutput`'s,
     /// only writes to the stream; the others are read, assigned or `take()`n). The checks were about
-    /// 14 accesses per request, 8% of a `mode: off` request's instructions (README "Seventh pass").
+    /// 14 accesses per request, 8% of a `mode: off` request's instructions (bench/PERFORMANCE.md "Seventh pass").
     #if DEBUG
     private var machine: HTTP1ConnectionMachine
     #else

@@ -58,7 +58,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     // Release builds drop the run-time exclusivity check of `session`, `streams` and
     // `synchronousAnswers` (`@exclusivity(unchecked)`; debug builds keep it): confined to the queue,
     // and each access is a leaf (the session and a stream are read out before they are called; the
-    // answer list is appended to or swapped out). README "Seventh pass".
+    // answer list is appended to or swapped out). bench/PERFORMANCE.md "Seventh pass".
     #if DEBUG
     private var session: HTTP2Session?
     #else

@@ -49,7 +49,7 @@ package final class HTTP2Session {
     /// The header block being received (header blocks never interleave: RFC 9113 section 4.3).
     /// Release builds drop its run-time exclusivity check (`@exclusivity(unchecked)`; debug builds
     /// keep it): two accesses per received field, each a leaf (the builder is a value; nothing is
-    /// called while `add` or `finish` runs). README "Seventh pass".
+    /// called while `add` or `finish` runs). bench/PERFORMANCE.md "Seventh pass".
     #if DEBUG
     private var block: HTTP2RequestHeadBuilder?
     #else

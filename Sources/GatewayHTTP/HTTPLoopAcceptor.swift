@@ -15,7 +15,7 @@ import Musl
 ///
 /// The hop this replaces (a Dispatch read source on an accept queue, then `EventLoop.execute` per
 /// connection) woke two Dispatch worker threads per connection: about 90 us of CPU per connection on
-/// the 2-core benchmark machine, more than the connection's own request (README, "Eighth pass").
+/// the 2-core benchmark machine, more than the connection's own request (bench/PERFORMANCE.md, "Eighth pass").
 ///
 /// A loop keeps a connection unless it holds more than a few connections above the least loaded loop
 /// (`HTTPServerContext.reserveConnection`): then the least loaded loop gets it through `execute`, so

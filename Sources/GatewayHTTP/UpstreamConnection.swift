@@ -23,7 +23,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
     /// Release builds drop the run-time exclusivity check of both (`@exclusivity(unchecked)`; debug
     /// builds keep it): touched only on `loop.queue` by this connection's own methods, whose accesses
     /// never nest (the parser is a value that returns steps; the connection acts on them after the
-    /// call). README "Seventh pass".
+    /// call). bench/PERFORMANCE.md "Seventh pass".
     #if DEBUG
     private var state: State
     #else

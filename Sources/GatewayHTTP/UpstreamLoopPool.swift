@@ -27,7 +27,7 @@ final class UpstreamLoopPool: @unchecked Sendable {  // mutable state confined t
     var endpoints: [UpstreamEndpointState] { shared.endpoints }
     /// Idle connections per endpoint. Release builds drop its run-time exclusivity check
     /// (`@exclusivity(unchecked)`; debug builds keep it): touched only on `loop.queue`, each access a
-    /// leaf (append, pop, filter; no call out while it lasts). README "Seventh pass".
+    /// leaf (append, pop, filter; no call out while it lasts). bench/PERFORMANCE.md "Seventh pass".
     #if DEBUG
     private var idle: [[UpstreamConnection]]
     #else

@@ -25,7 +25,7 @@ package final class ByteStream {
     /// Release builds drop its run-time exclusivity check, and `tls`'s (`@exclusivity(unchecked)`;
     /// debug builds keep it): both are read on every read and write and written only by `init`,
     /// `attachTLS` and `close()`, all on the loop's queue, and a read of a reference cannot nest
-    /// another access. The checks were about 16 accesses per proxied request (README "Seventh pass").
+    /// another access. The checks were about 16 accesses per proxied request (bench/PERFORMANCE.md "Seventh pass").
     #if DEBUG
     package private(set) var channel: SocketChannel!
     #else

@@ -68,7 +68,7 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
     // Release builds drop the run-time exclusivity check of `channels`, `generations` and
     // `endOfTurn` (`@exclusivity(unchecked)`; debug builds keep it): confined to the queue, and every
     // access is a leaf (a slot's channel is read out before its handler runs; the end-of-turn list is
-    // copied out before its work runs). README "Seventh pass".
+    // copied out before its work runs). bench/PERFORMANCE.md "Seventh pass".
     #if DEBUG
     private var channels: [SocketChannel?] = []
     #else

@@ -261,7 +261,7 @@ extension E2ETestCase {
         for (method, target) in [("post", "/v1/open/buy"), ("Post", "/v1/open/buy"), ("get", "/v1/open/x"),
                                  ("post", "/v1/protected/buy")] {
             // No body: over HTTP/2 a refusal answered before END_STREAM ends with RST_STREAM NO_ERROR,
-            // which Debian's curl 7.88 drops now and then (README, "Tenth pass").
+            // which Debian's curl 7.88 drops now and then (bench/PERFORMANCE.md, "Tenth pass").
             let reply = try env.send(method, target)
             assertRefusal(reply, status: 400, code: "method_invalid", action: "deny")
             XCTAssertEqual(reply.header("App-Attest-Error"), "method_invalid", "\(method) \(target)")
