@@ -74,12 +74,12 @@ extension Refusal {
                            detail: "the gateway has no attested key with this keyId: attest a key first")
         case .keyExpired:
             return Refusal(status: 401, code: refusal.code, action: .reattest,
-                           detail: "the key's registration expired: attest a new key")
+                           detail: "the key's registration expired: register again (a device key may register itself again; an App Attest key needs a new key)")
         case .keyRevoked:
             return Refusal(status: 403, code: refusal.code, action: .deny, detail: "the key was revoked")
         case .keyExists:
             return Refusal(status: 409, code: refusal.code, action: .deny,
-                           detail: "this key is already attested; send assertions with it")
+                           detail: "this key is already registered and its registration is live: sign requests with it")
         case .counterReplay:
             return Refusal(status: 401, code: refusal.code, action: .deny,
                            detail: "the assertion's counter is not above the last accepted one (replay)")

@@ -210,17 +210,23 @@ struct RedisScript: Sendable {
     /// `registerDeviceKey`. KEYS[1] key record hash, KEYS[2] challenge hash, KEYS[3] the key's
     /// registration back-off. ARGV[1] now (ms), ARGV[2...] the record's field/value pairs. Returns `ok` or
     /// `challenge_unknown` | `challenge_expired` | `challenge_wrong_purpose` (not `register`) |
-    /// `key_exists`; on `ok` the record was written, the challenge and the back-off deleted.
+    /// `key_exists` (a record that is live, revoked, or without an expiry); on `ok` the record was
+    /// written (replacing an active record whose registration expired), the challenge and the back-off
+    /// deleted.
     static let registerDevice = RedisScript("""
         local c = redis.call('HMGET', KEYS[2], 'p', 'exp')
         if not c[1] or not c[2] then return 'challenge_unknown' end
         if tonumber(ARGV[1]) >= tonumber(c[2]) then return 'challenge_expired' end
         if c[1] ~= 'register' then return 'challenge_wrong_purpose' end
-        if redis.call('EXISTS', KEYS[1]) == 1 then return 'key_exists' end
+        local k = redis.call('HMGET', KEYS[1], 'status', 'exp')
+        if k[1] then
+          if k[1] ~= 'active' or not k[2] or tonumber(ARGV[1]) < tonumber(k[2]) then return 'key_exists' end
+          redis.call('DEL', KEYS[1])
+        end
         redis.call('HSET', KEYS[1], unpack(ARGV, 2))
         redis.call('DEL', KEYS[2], KEYS[3])
         return 'ok'
-        """, sha1: "c56ef317412bee51d3c39c4c0acae6be5b9851b8")
+        """, sha1: "6146675591084c3cc1095682b8e78dedbbd54e00")
 
     /// `commitSignedRequest` (a request signed by a device key: the challenge is the replay guard).
     /// KEYS[1] key record hash, KEYS[2] challenge hash. ARGV[1] now (ms). Returns `ok` after deleting the

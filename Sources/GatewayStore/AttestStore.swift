@@ -105,7 +105,9 @@ public protocol AttestStore: AnyObject, Sendable {
     ///
     /// Checks in order, refusing on the first failure with nothing changed: challenge exists under
     /// `record.keyId` (`challenge_unknown`), `now < expiresAt` (`challenge_expired`), purpose `register`
-    /// (`challenge_wrong_purpose`), no record for the keyId yet (`key_exists`). Then writes `record`,
+    /// (`challenge_wrong_purpose`), no live record for the keyId (`key_exists`; an active record whose
+    /// registration expired is replaced, so a device that let its registration lapse registers its key
+    /// again: a revoked record, or one without an expiry, is never replaced). Then writes `record`,
     /// deletes the challenge and clears the key's `RegistrationBackoff`.
     /// Default implementation (stores without device keys): `.failure(StoreUnavailable(.closed))`.
     func registerDeviceKey(_ record: KeyRecord, challenge: Challenge, now: UnixMillis,

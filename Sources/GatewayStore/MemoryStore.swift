@@ -288,7 +288,12 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
             if closed { return .failure(MemoryStore.closedError) }
             let slot = Slot(keyId: record.keyId, challenge: challenge)
             if let refusal = checkChallenge(slot, purpose: .register, now: now) { return .success(.refused(refusal)) }
-            if keys[record.keyId] != nil { return .success(.refused(.keyExists)) }
+            if let existing = keys[record.keyId] {
+                // Only an active record whose registration expired is replaced (AttestStore.registerDeviceKey).
+                guard existing.status == .active, let expiresAt = existing.expiresAt, now >= expiresAt else {
+                    return .success(.refused(.keyExists))
+                }
+            }
             keys[record.keyId] = record
             challenges[slot] = nil
             backoffs[record.keyId] = nil

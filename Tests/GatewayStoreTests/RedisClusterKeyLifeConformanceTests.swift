@@ -32,6 +32,7 @@ final class RedisClusterKeyLifeConformanceTests: XCTestCase {
     func test_signedRequestRaceAcceptedOnce() throws { try suite().signedRequestRaceAcceptedOnce() }
     func test_registrationBackoffDoublesAndClears() throws { try suite().registrationBackoffDoublesAndClears() }
     func test_legacyTierReadsAsAttested() throws { try suite().legacyTierReadsAsAttested() }
+    func test_expiredDeviceRegistrationIsReplaced() throws { try suite().expiredDeviceRegistrationIsReplaced() }
 
     func test_renewExtendsExpiryAndSpendsChallenge() throws { try suite().renewExtendsExpiryAndSpendsChallenge() }
     func test_renewRefusalsChangeNothing() throws { try suite().renewRefusalsChangeNothing() }
@@ -49,7 +50,7 @@ final class RedisClusterKeyLifeConformanceTests: XCTestCase {
         let covered: Set<String> = ["deviceKeyRoundTrip", "deviceRegistrationRefusalsChangeNothing",
                                     "signedRequestCommitsOnceAndRefusalsChangeNothing", "signedRequestRaceAcceptedOnce",
                                     "registrationBackoffDoublesAndClears", "legacyTierReadsAsAttested",
-                                    "renewExtendsExpiryAndSpendsChallenge", "renewRefusalsChangeNothing", "renewCounterAdvancesLikeAnAssertion",
+                                    "expiredDeviceRegistrationIsReplaced", "renewExtendsExpiryAndSpendsChallenge", "renewRefusalsChangeNothing", "renewCounterAdvancesLikeAnAssertion",
                                     "forgetDeletesAndForgottenKeyCannotRenew", "forgetRefusalsChangeNothing", "raceSameRenewalAcceptedOnce",
                                     "accountHashRoundTripAndReported", "accountIndexRevokesOldestBeyondLimit",
                                     "accountIndexDropsExpiredAndRemoved", "raceAccountIndexKeepsTheLimit"]

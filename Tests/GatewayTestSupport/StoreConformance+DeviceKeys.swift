@@ -14,6 +14,7 @@ extension StoreConformance {
         ("signedRequestRaceAcceptedOnce", { try $0.signedRequestRaceAcceptedOnce() }),
         ("registrationBackoffDoublesAndClears", { try $0.registrationBackoffDoublesAndClears() }),
         ("legacyTierReadsAsAttested", { try $0.legacyTierReadsAsAttested() }),
+        ("expiredDeviceRegistrationIsReplaced", { try $0.expiredDeviceRegistrationIsReplaced() }),
     ]
 
     /// A device-key record (random point) at `tier`.
@@ -110,6 +111,39 @@ extension StoreConformance {
         let exists = try registerDeviceOutcome(other, challenge: again, now: now)
         try expect(exists.refusal == .keyExists, "key_exists, got \(exists)")
         try expect(try fetch(record.keyId) == record, "the first record is kept")
+    }
+
+    /// A device key whose registration expired registers again (its record replaced: the device let
+    /// it lapse, and the SDK keeps its device key; before, `key_exists` locked it out for good and every
+    /// retry spent an App Attest attestation). A live record, a revoked one and one without an expiry
+    /// are never replaced (`key_exists`, nothing changed).
+    public func expiredDeviceRegistrationIsReplaced() throws {
+        func registerAgain(_ record: KeyRecord, at now: UnixMillis) throws -> StoreOutcome<Void> {
+            let challenge = try randomChallenge()
+            try issue(challenge, keyId: record.keyId, purpose: .register, expiresAt: now + 300_000, now: now)
+            return try registerDeviceOutcome(record, challenge: challenge, now: now)
+        }
+        let lapsing = try makeDeviceRecord(expiresAt: baseNow + 10_000)
+        try registerDeviceExpectingAccepted(lapsing)
+        let renewed = try makeDeviceRecord(keyId: lapsing.keyId, tier: .device, expiresAt: baseNow + 10_000 + 86_400_000)
+        try expect(try registerAgain(renewed, at: baseNow + 9_999).refusal == .keyExists, "a live registration is not replaced")
+        try expect(try fetch(lapsing.keyId) == lapsing, "the live record is kept")
+        try expect(try registerAgain(renewed, at: baseNow + 10_000).value != nil, "an expired registration is replaced")
+        try expect(try fetch(lapsing.keyId) == renewed, "the new record, whole (no field of the old one left)")
+
+        let revoked = try makeDeviceRecord(expiresAt: baseNow + 10_000)
+        try registerDeviceExpectingAccepted(revoked)
+        try expect(try wait("revokeKey") { store.revokeKey(revoked.keyId, completion: $0) }.get() == true, "revoked")
+        let revokedRecord = try fetch(revoked.keyId)
+        let retry = try makeDeviceRecord(keyId: revoked.keyId, expiresAt: baseNow + 90_000_000)
+        try expect(try registerAgain(retry, at: baseNow + 20_000).refusal == .keyExists, "a revoked record is never replaced")
+        try expect(try fetch(revoked.keyId) == revokedRecord, "the revoked record is kept")
+
+        let forever = try makeDeviceRecord(expiresAt: nil)
+        try registerDeviceExpectingAccepted(forever)
+        let later = try makeDeviceRecord(keyId: forever.keyId, expiresAt: baseNow + 90_000_000)
+        try expect(try registerAgain(later, at: baseNow + 80_000_000).refusal == .keyExists, "a record without an expiry is not replaced")
+        try expect(try fetch(forever.keyId) == forever, "kept")
     }
 
     /// `commitSignedRequest` consumes an `assert` challenge once; its refusals (unknown key, wrong

@@ -42,6 +42,27 @@ final class PerLoopStateTests: XCTestCase {
         XCTAssertEqual(cache.count, 1)
     }
 
+    /// A cached key is used for `maximumAge` at most (manual clock): then it is a miss, dropped, and
+    /// the next request reads the store, so a key forgotten and registered again elsewhere, or revoked
+    /// by an operator, is seen within that time (before, a replica kept the old record until restart).
+    func testKeyCacheEntriesAgeOut() throws {
+        let clock = Atomic<UInt64>(1_000)
+        let cache = KeyCache(shards: 1, maximumAge: 60_000, now: { clock.load(ordering: .relaxed) })
+        XCTAssertEqual(KeyCache.defaultMaximumAge, 60_000_000_000, "60 s in production")
+        let keyId = try KeyID([UInt8](repeating: 3, count: 32))
+        let device = try ECPrivateKey(generatingOn: .p256)
+        let key = CachedKey(keyId: keyId, publicKey: try P256PublicKey(x963: device.publicKeyPoint),
+                            app: AppPolicy(appId: "TEAM123456.a.b", environment: .any), environment: .production)
+        cache.put(keyId, key, shard: 0)
+        clock.store(1_000 + 59_999, ordering: .relaxed)
+        XCTAssertNotNil(cache.get(keyId, shard: 0), "younger than the maximum age: a hit")
+        clock.store(1_000 + 60_000, ordering: .relaxed)
+        XCTAssertNil(cache.get(keyId, shard: 0), "as old as the maximum age: a miss")
+        XCTAssertEqual(cache.count, 0, "and dropped")
+        cache.put(keyId, key, shard: nil)
+        XCTAssertNotNil(cache.get(keyId, shard: 0), "cached again: its age starts over")
+    }
+
     func testMetricsScrapeSumsEveryLoop() {
         let metrics = GatewayMetrics(loops: 2)
         for loop in [0, 1, 1] {
