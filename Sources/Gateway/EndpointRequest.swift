@@ -11,6 +11,9 @@ struct EndpointRequest {
     /// - Throws: `Refusal.jsonInvalid` with the reason.
     init(body: [UInt8]) throws(EndpointRequestError) {
         guard !body.isEmpty else { throw EndpointRequestError("empty body: expected a JSON object") }
+        guard JSONMemberCount.isUTF8WithoutBOM(body) else {
+            throw EndpointRequestError("the body must be UTF-8 without a byte order mark (RFC 8259 section 8.1)")
+        }
         let object: Any
         do {
             object = try JSONSerialization.jsonObject(with: Data(body), options: [])

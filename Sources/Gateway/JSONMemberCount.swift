@@ -9,6 +9,18 @@
 /// repeated name (also one written twice in different escapes, `"a"` and `"\u0061"`, which decode
 /// to one key).
 enum JSONMemberCount {
+    /// Whether `body` is UTF-8 without a byte order mark (and without a NUL byte), as RFC 8259
+    /// section 8.1 requires of JSON exchanged between systems. Checked before parsing: `JSONSerialization` also takes UTF-16 and
+    /// UTF-32, whose bytes the member count (which reads UTF-8) cannot follow (a probe slipped a
+    /// repeated `appId` into `/register` as UTF-16).
+    static func isUTF8WithoutBOM(_ body: [UInt8]) -> Bool {
+        if body.count >= 3 && body[0] == 0xEF && body[1] == 0xBB && body[2] == 0xBF { return false }
+        // A NUL byte is never JSON text (control characters are escaped inside strings); it is how
+        // UTF-16 and UTF-32 spell ASCII, which would otherwise pass as valid UTF-8.
+        if body.contains(0) { return false }
+        return String(validating: body, as: UTF8.self) != nil
+    }
+
     /// Whether some object of `body` (valid JSON, `parsed` its `JSONSerialization` value) names a
     /// member twice.
     static func repeatsAName(_ body: [UInt8], parsed: Any) -> Bool {

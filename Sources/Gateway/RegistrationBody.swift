@@ -25,6 +25,9 @@ struct RegistrationBody {
     ///   `key_id_invalid`, `public_key_invalid`).
     init(_ body: [UInt8], sha256: ([UInt8]) -> [UInt8]) throws(RegistrationBodyError) {
         guard !body.isEmpty else { throw RegistrationBodyError(.jsonInvalid("empty body: expected a JSON object")) }
+        guard JSONMemberCount.isUTF8WithoutBOM(body) else {
+            throw RegistrationBodyError(.jsonInvalid("the body must be UTF-8 without a byte order mark (RFC 8259 section 8.1)"))
+        }
         guard let object = try? JSONSerialization.jsonObject(with: Data(body), options: []),
               let fields = object as? [String: Any] else {
             throw RegistrationBodyError(.jsonInvalid("the body is not a JSON object"))

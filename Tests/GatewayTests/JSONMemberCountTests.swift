@@ -29,6 +29,26 @@ final class JSONMemberCountTests: XCTestCase {
         XCTAssertFalse(try repeats(#"{"a":"x:y","b":["{:}"]}"#), "colons inside strings are text")
     }
 
+    /// Endpoint bodies must be UTF-8 without a BOM (RFC 8259 section 8.1): `JSONSerialization` takes
+    /// UTF-16 and UTF-32 too, where the member count cannot see a repeated name (probe: a UTF-16LE
+    /// `/register` body with two `appId`s was accepted, the second one stored). Both body parsers
+    /// refuse them as `json_invalid`.
+    func testEndpointBodiesMustBeUTF8WithoutBOM() throws {
+        // The probe's body: characters whose low byte is `"` or `:` (U+4122, U+3A22) throw a byte
+        // scanner off, so the repeated `purpose` went unseen in UTF-16LE.
+        let text = "{\"x\":\"\",\"purpose\":\"attest\",\"purpose\":\"assert\",\"y\":\"\u{4122}\",\"keyId\":\"k\",\"z\":\"\u{4122}\u{3a22}\"}"
+        XCTAssertTrue(JSONMemberCount.isUTF8WithoutBOM(Array(text.utf8)))
+        var utf16 = [UInt8]()
+        for unit in text.utf16 { utf16 += [UInt8(unit & 0xFF), UInt8(unit >> 8)] }
+        XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(utf16)), "Foundation parses UTF-16LE")
+        XCTAssertFalse(JSONMemberCount.isUTF8WithoutBOM(utf16))
+        XCTAssertFalse(JSONMemberCount.isUTF8WithoutBOM([0xEF, 0xBB, 0xBF] + Array(#"{"a":"1"}"#.utf8)), "a BOM")
+        XCTAssertFalse(JSONMemberCount.isUTF8WithoutBOM([0x7B, 0x22, 0xC3, 0x28, 0x22, 0x7D]), "invalid UTF-8")
+        XCTAssertThrowsError(try EndpointRequest(body: utf16), "EndpointRequest refuses UTF-16")
+        XCTAssertThrowsError(try RegistrationBody(utf16, sha256: { $0 }), "RegistrationBody refuses UTF-16")
+        XCTAssertNoThrow(try EndpointRequest(body: Array(#"{"keyId":"k","purpose":"attest"}"#.utf8)))
+    }
+
     func testARepeatedNameDiffersFromTheParsedCount() throws {
         for text in [#"{"a":"1","a":"2"}"#, #"{"a":"1","\u0061":"2"}"#] {
             let parsed = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
