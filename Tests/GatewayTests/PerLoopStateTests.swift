@@ -22,6 +22,25 @@ final class PerLoopStateTests: XCTestCase {
         return (record, RequestLogContext(route: route))
     }
 
+    /// The lines an `AccessLog` of `loops` loops writes to a pipe while `body` logs, after a flush.
+    private func linesWritten(loops: Int, _ body: (AccessLog) -> Void) -> [Substring] {
+        var fds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&fds), 0)
+        defer { close(fds[0]) }
+        let log = AccessLog(fd: fds[1], clock: GatewayClock(now: { 1_700_000_000_000 }), loops: loops)
+        body(log)
+        XCTAssertTrue(log.flush(waitingAtMost: .seconds(30)))
+        close(fds[1])
+        var text = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fds[0], &buffer, buffer.count)
+            if n <= 0 { break }
+            text += buffer[0..<n]
+        }
+        return String(decoding: text, as: UTF8.self).split(separator: "\n")
+    }
+
     func testKeyCacheShardsArePerLoopAndAttestedKeysReachEveryLoop() throws {
         let cache = KeyCache(shards: 2)
         let keyId = try KeyID([UInt8](repeating: 1, count: 32))
@@ -77,24 +96,12 @@ final class PerLoopStateTests: XCTestCase {
     }
 
     func testAccessLogWritesEveryLoopsLinesOnFlush() throws {
-        var fds: [Int32] = [0, 0]
-        XCTAssertEqual(pipe(&fds), 0)
-        defer { close(fds[0]) }
-        let log = AccessLog(fd: fds[1], clock: GatewayClock(now: { 1_700_000_000_000 }), loops: 2)
-        for loop in [0, 1, 0] {
-            let (r, c) = record(loop: loop, route: "route-\(loop)")
-            log.write(r, context: c)
+        let lines = linesWritten(loops: 2) { log in
+            for loop in [0, 1, 0] {
+                let (r, c) = record(loop: loop, route: "route-\(loop)")
+                log.write(r, context: c)
+            }
         }
-        XCTAssertTrue(log.flush(waitingAtMost: .seconds(30)))
-        close(fds[1])
-        var text = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(fds[0], &buffer, buffer.count)
-            if n <= 0 { break }
-            text += buffer[0..<n]
-        }
-        let lines = String(decoding: text, as: UTF8.self).split(separator: "\n")
         XCTAssertEqual(lines.count, 3)
         XCTAssertEqual(lines.filter { $0.contains("\"route\":\"route-0\"") }.count, 2)
         XCTAssertEqual(lines.filter { $0.contains("\"route\":\"route-1\"") }.count, 1)
@@ -104,26 +111,14 @@ final class PerLoopStateTests: XCTestCase {
     /// A request no route took (no route matched, or its head never parsed: no context) is logged with
     /// `"route":"none"`, the README's word and the metrics' label, never `null`.
     func testAccessLineWithoutARouteSaysNone() throws {
-        var fds: [Int32] = [0, 0]
-        XCTAssertEqual(pipe(&fds), 0)
-        defer { close(fds[0]) }
-        let log = AccessLog(fd: fds[1], clock: GatewayClock(now: { 1_700_000_000_000 }), loops: 1)
         let info = HTTPConnectionInfo(id: 1, remoteAddress: "127.0.0.1:9", localAddress: "127.0.0.1:8", loopIndex: 0)
         let unparsed = HTTPAccessRecord(connection: info, method: nil, target: nil, status: 400, error: .badRequestLine,
                                         requestBodyBytes: 0, responseBodyBytes: 5, latencyNanoseconds: 0, upstream: nil, aborted: false)
-        log.write(unparsed, context: nil)
-        let (routed, context) = record(loop: 0, route: "r")
-        log.write(routed, context: context)
-        XCTAssertTrue(log.flush(waitingAtMost: .seconds(30)))
-        close(fds[1])
-        var text = [UInt8]()
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(fds[0], &buffer, buffer.count)
-            if n <= 0 { break }
-            text += buffer[0..<n]
+        let lines = linesWritten(loops: 1) { log in
+            log.write(unparsed, context: nil)
+            let (routed, context) = record(loop: 0, route: "r")
+            log.write(routed, context: context)
         }
-        let lines = String(decoding: text, as: UTF8.self).split(separator: "\n")
         XCTAssertEqual(lines.count, 2)
         XCTAssertTrue(lines[0].contains("\"route\":\"none\""), String(lines[0]))
         XCTAssertTrue(lines[1].contains("\"route\":\"r\""), String(lines[1]))
