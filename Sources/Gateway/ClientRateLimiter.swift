@@ -4,8 +4,12 @@ import Synchronization
 /// client may make `burst` requests at once, refilled at `rate` per second; beyond that the gateway
 /// answers `429 rate_limited` with `Retry-After` (DESIGN.md section 2).
 ///
-/// Thread-safe (one `Mutex`). Memory is bounded: buckets idle long enough to be full again are
-/// dropped when the table grows past `maximumClients`.
+/// Thread-safe (one `Mutex`). Memory is bounded: when the table reaches `maximumClients`, buckets idle
+/// long enough to be full again are dropped, and when that frees too little (more clients than the
+/// table holds, each still short of a full bucket: a flood of distinct addresses), the least recently
+/// seen buckets are dropped down to half the bound, so a sweep runs once per `maximumClients / 2` new
+/// clients, never on every request (a probe's 110,000 clients made each request sweep the whole
+/// table under the lock). A dropped client starts again from a full bucket, as a new one would.
 final class ClientRateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
@@ -50,9 +54,17 @@ final class ClientRateLimiter: Sendable {
         }
     }
 
-    /// Drops buckets that would be full by now (their clients are indistinguishable from new ones).
+    /// Drops buckets that would be full by now (their clients are indistinguishable from new ones);
+    /// then, when the table is still above half of `maximumClients`, the least recently seen ones down to it.
     private func sweep(_ table: inout [String: Bucket], now: Int64) {
         let fullAfter = burst / ratePerMillisecond
         table = table.filter { Double(now - $0.value.updated) < fullAfter }
+        let keep = maximumClients / 2
+        guard table.count > keep else { return }
+        let newest = table.sorted { $0.value.updated > $1.value.updated }.prefix(keep)
+        table = Dictionary(uniqueKeysWithValues: newest.map { ($0.key, $0.value) })
     }
+
+    /// Clients with a bucket now (tests).
+    var clientCount: Int { buckets.withLock { $0.count } }
 }

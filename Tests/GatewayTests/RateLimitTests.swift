@@ -38,6 +38,38 @@ final class RateLimitTests: XCTestCase {
         XCTAssertNil(limiter.acquire("client-1"))
     }
 
+    /// More distinct clients than the table holds, none idle long enough to be full again: the least
+    /// recently seen are dropped down to half the bound, so the table stays bounded and a sweep runs
+    /// once per half-table of new clients, not on every request (before: nothing was dropped, and every
+    /// later request swept the whole table under the lock). Recent clients keep their spent buckets.
+    func testAFloodOfClientsDropsTheLeastRecentlySeen() {
+        let time = Clock()
+        let limiter = ClientRateLimiter(requestsPerSecond: 1, burst: 1000, clock: GatewayClock { time.now }, maximumClients: 100)
+        for i in 0..<100 {
+            time.now += 1
+            XCTAssertNil(limiter.acquire("client-\(i)"))
+        }
+        XCTAssertEqual(limiter.clientCount, 100)
+        time.now += 1
+        XCTAssertNil(limiter.acquire("client-100"))
+        XCTAssertEqual(limiter.clientCount, 51, "half the bound kept, plus the newcomer")
+        for i in 101..<140 {
+            time.now += 1
+            XCTAssertNil(limiter.acquire("client-\(i)"))
+        }
+        XCTAssertEqual(limiter.clientCount, 90, "no sweep until the bound is reached again")
+        // A recent client that spent its burst is still limited; an evicted one starts full again.
+        let recent = ClientRateLimiter(requestsPerSecond: 1, burst: 1, clock: GatewayClock { time.now }, maximumClients: 4)
+        for name in ["old", "b", "c"] {
+            time.now += 1
+            XCTAssertNil(recent.acquire(name))
+        }
+        time.now += 1
+        XCTAssertNil(recent.acquire("d"))  // the table reaches the bound: "old" and "b" are dropped
+        XCTAssertNotNil(recent.acquire("d"), "the newcomer's bucket is spent and kept")
+        XCTAssertNil(recent.acquire("old"), "the least recently seen client was dropped: a full bucket again")
+    }
+
     func testGatewayAnswers429OverTheLimit() throws {
         try ChildProcess.require("curl")
         let yaml = """
