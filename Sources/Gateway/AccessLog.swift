@@ -152,10 +152,12 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
             swap(&taken, &buffered)
             pending.append(taken)
         }
-        for bytes in pending { writeAll(bytes) }
+        for bytes in pending { AccessLog.writeAll(fd, bytes) }
     }
 
-    private func writeAll(_ bytes: [UInt8]) {
+    /// Writes all of `bytes` to the blocking descriptor `fd` (retrying on EINTR; gives up on any other
+    /// error, which a log cannot report anywhere): the access log's writer queue and `LifecycleOutput`'s.
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
         bytes.withUnsafeBytes { raw in
             var offset = 0
             while offset < raw.count {

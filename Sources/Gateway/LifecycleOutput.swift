@@ -1,8 +1,5 @@
 import Dispatch
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Standard error while the gateway runs: each lifecycle line (`store_unavailable`,
 /// `upstream_bad_response`, `tls_handshake_failed`, `config_reloaded`, ...) is handed to one writer
@@ -14,9 +11,9 @@ import Glibc
 /// (`dropped`, which the `stopped` line reports). `flush(waitingAtMost:)` before exit waits for the
 /// queue at most that long. Lines written before the gateway runs (start-up failures, check-config)
 /// go straight to standard error: nothing else runs then.
-final class LifecycleOutput: Sendable {
+public final class LifecycleOutput: Sendable {
     /// Bytes that may wait for the writer.
-    static let limit = 1 << 20
+    public static let limit = 1 << 20
 
     private let fd: Int32
     private let writer = DispatchQueue(label: "attest-gateway.lifecycle")
@@ -24,13 +21,13 @@ final class LifecycleOutput: Sendable {
     private let droppedLines = Atomic<Int>(0)
 
     /// Writes to file descriptor `fd` (standard error by default).
-    init(fd: Int32 = 2) { self.fd = fd }
+    public init(fd: Int32 = 2) { self.fd = fd }
 
     /// Lines dropped so far because `limit` bytes were already waiting.
-    var dropped: Int { droppedLines.load(ordering: .relaxed) }
+    public var dropped: Int { droppedLines.load(ordering: .relaxed) }
 
     /// Queues `line` (its bytes, newline included); never blocks.
-    func write(_ line: [UInt8]) {
+    public func write(_ line: [UInt8]) {
         let size = line.count
         if waiting.add(size, ordering: .relaxed).newValue > LifecycleOutput.limit {
             waiting.subtract(size, ordering: .relaxed)
@@ -38,7 +35,7 @@ final class LifecycleOutput: Sendable {
             return
         }
         writer.async { [self] in
-            LifecycleOutput.writeAll(fd, line)
+            AccessLog.writeAll(fd, line)
             waiting.subtract(size, ordering: .relaxed)
         }
     }
@@ -46,19 +43,9 @@ final class LifecycleOutput: Sendable {
     /// Waits at most `timeout` for the lines queued so far to be written.
     /// - Returns: true when they were written in time.
     @discardableResult
-    func flush(waitingAtMost timeout: DispatchTimeInterval) -> Bool {
+    public func flush(waitingAtMost timeout: DispatchTimeInterval) -> Bool {
         let done = DispatchSemaphore(value: 0)
         writer.async { done.signal() }
         return done.wait(timeout: .now() + timeout) == .success
-    }
-
-    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n > 0 { offset += n } else if n < 0 && errno == EINTR { continue } else { return }
-            }
-        }
     }
 }
