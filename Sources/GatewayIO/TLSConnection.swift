@@ -149,7 +149,7 @@ package final class TLSConnection {
         guard let ssl else { return .failed("connection closed") }
         if isHandshakeComplete { return .done }
         if fatal { return .failed("connection failed earlier") }
-        ERR_clear_error()
+        TLSOpenSSLErrors.clearBeforeIO()
         bioState.pointee.lastErrno = 0
         let rc = SSL_do_handshake(ssl)
         if rc == 1 {
@@ -171,7 +171,7 @@ package final class TLSConnection {
     package func read(into buffer: UnsafeMutableRawBufferPointer) -> TLSRead {
         guard let ssl else { return .failed("connection closed") }
         if fatal { return .failed("connection failed earlier") }
-        ERR_clear_error()
+        TLSOpenSSLErrors.clearBeforeIO()
         bioState.pointee.lastErrno = 0
         var count = 0
         if SSL_read_ex(ssl, buffer.baseAddress, buffer.count, &count) == 1 {
@@ -193,7 +193,7 @@ package final class TLSConnection {
         guard let ssl else { return .failed("connection closed") }
         if fatal { return .failed("connection failed earlier") }
         guard !bytes.isEmpty else { return .wrote(0) }
-        ERR_clear_error()
+        TLSOpenSSLErrors.clearBeforeIO()
         bioState.pointee.lastErrno = 0
         var count = 0
         if SSL_write_ex(ssl, bytes.baseAddress, bytes.count, &count) == 1 { return .wrote(count) }

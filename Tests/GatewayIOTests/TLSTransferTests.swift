@@ -1,3 +1,4 @@
+import COpenSSL
 import GatewayRules
 import Foundation
 @testable import GatewayIO
@@ -186,6 +187,34 @@ final class TLSTransferTests: XCTestCase {
             let r = [UInt8](repeating: 0, count: 16).withUnsafeBytes { good.client.write($0) }
             XCTAssertEqual(r, .wrote(16))
             XCTAssertEqual(TLSPair.readAvailable(good.server).bytes.count, 16)
+        }
+    }
+
+    /// Another OpenSSL user on the loop's thread (the verifier, a certificate check) can leave an error
+    /// queued; `SSL_get_error` would then call a plain "nothing to read yet" a protocol failure. The
+    /// read and the write peek and empty the queue first (`TLSOpenSSLErrors.clearBeforeIO`).
+    func testAForeignErrorLeftOnTheThreadDoesNotFailTheNextRead() throws {
+        let pair = try pair()
+        for round in 0..<3 {
+            Self.leaveAnOpenSSLError()
+            XCTAssertNotEqual(ERR_peek_error(), 0, "the set-up queued an error")
+            var buffer = [UInt8](repeating: 0, count: 64)
+            let idle = buffer.withUnsafeMutableBytes { pair.server.read(into: $0) }
+            XCTAssertEqual(idle, .wantRead, "round \(round): nothing sent yet is not a failure")
+            XCTAssertEqual(ERR_peek_error(), 0, "the queue was emptied")
+            Self.leaveAnOpenSSLError()
+            let wrote = [UInt8](repeating: 7, count: 16).withUnsafeBytes { pair.client.write($0) }
+            XCTAssertEqual(wrote, .wrote(16), "round \(round)")
+            XCTAssertEqual(TLSPair.readAvailable(pair.server).bytes, [UInt8](repeating: 7, count: 16))
+        }
+    }
+
+    /// Queues an ASN.1 decoding error on this thread, as a failed parse elsewhere would.
+    static func leaveAnOpenSSLError() {
+        let garbage: [UInt8] = [0x30, 0x82, 0xff, 0xff, 0x01]
+        garbage.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            XCTAssertNil(d2i_X509(nil, &cursor, buffer.count))
         }
     }
 
