@@ -84,7 +84,13 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
         if let upstream = record.upstream { json.field("upstream", upstream) }
         json.field("bytes_in", record.requestBodyBytes)
         json.field("bytes_out", record.responseBodyBytes)
-        json.field("client", record.connection.remoteAddress)
+        // Behind a trusted proxy the client it named, and the proxy as `peer` (`RequestIdentity`).
+        if let client = identity?.forwardedClient {
+            json.field("client", client)
+            json.field("peer", record.connection.remoteAddress)
+        } else {
+            json.field("client", record.connection.remoteAddress)
+        }
         json.field("proto", record.connection.protocolName)
         if let tls = record.connection.tlsVersion { json.field("tls", tls) }
         if record.aborted { json.field("aborted", true) }

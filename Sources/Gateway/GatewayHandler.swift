@@ -54,7 +54,7 @@ final class GatewayHandler: HTTPHandler {
     func headDecision(for head: HTTPRequestHead, connection: HTTPConnectionInfo) -> HTTPHeadDecision<GatewayRequestContext> {
         let tables = self.tables.current(loopIndex: connection.loopIndex)
         let destination = classify(head, tables)
-        let identity = RequestIdentity(head: head, connection: connection, trusted: tables.forwarding.trusted,
+        let identity = RequestIdentity(head: head, connection: connection, forwarding: tables.forwarding,
                                        ids: metrics.requestIDs, logged: accessLog != nil && tables.logAccess)
         switch destination {
         case .challengeEndpoint, .attestEndpoint, .lifecycleEndpoint, .registerEndpoint:

@@ -24,6 +24,11 @@ struct RequestIdentity: Sendable {
     var traceparentInvalid: Bool
     /// The client's `User-Agent`, bounded.
     var userAgent: [UInt8]?
+    /// The client a trusted proxy named (`ForwardingHeaders.clientAddress`: the rightmost untrusted
+    /// `X-Forwarded-For` hop) when the TCP peer is one of `trusted_proxies` and the line is logged;
+    /// nil otherwise (the peer is the client). The access log's `client`, the peer going to `peer`,
+    /// as nginx's realip module and Envoy's trusted hops do.
+    var forwardedClient: String?
 
     /// Longest user agent logged, bytes.
     static let userAgentLimit = 256
@@ -33,17 +38,21 @@ struct RequestIdentity: Sendable {
     static let requestIDField = "X-Request-Id"
 
     /// The identity of a request whose head was just decided (counted as begun by `ids`); `logged`:
-    /// its access-log line will be written (`log.access`), so `traceID` and `userAgent` are kept.
-    init(head: borrowing HTTPRequestHead, connection: HTTPConnectionInfo, trusted: TrustedProxies, ids: RequestIDGenerator,
+    /// its access-log line will be written (`log.access`), so `traceID`, `userAgent` and
+    /// `forwardedClient` are kept.
+    init(head: borrowing HTTPRequestHead, connection: HTTPConnectionInfo, forwarding: ForwardingHeaders, ids: RequestIDGenerator,
          logged: Bool) {
         let headers = head.headers
         let material = ids.begin(loop: connection.loopIndex)
-        if !trusted.isEmpty, trusted.contains(host: connection.remoteHost), headers.count(of: RequestIdentity.requestIDField) == 1,
+        let trusted = forwarding.trusted
+        let peerIsTrusted = !trusted.isEmpty && trusted.contains(host: connection.remoteHost)
+        if peerIsTrusted, headers.count(of: RequestIdentity.requestIDField) == 1,
            let sent = headers.firstBytes(RequestIdentity.requestIDField), RequestIdentity.isPlausibleID(sent) {
             requestID = String(decoding: sent, as: UTF8.self)
         } else {
             requestID = RequestIDGenerator.id(material)
         }
+        forwardedClient = peerIsTrusted && logged ? forwarding.clientAddress(headers: headers, connection: connection) : nil
         traceID = nil
         traceparentInvalid = false
         if let traceparent = headers.firstBytes("traceparent") {

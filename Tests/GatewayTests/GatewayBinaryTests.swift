@@ -58,6 +58,27 @@ final class GatewayBinaryTests: XCTestCase {
     /// The JSON objects among `text`'s lines.
     static func jsonLines(_ text: String) -> [[String: Any]] { StartedLine.jsonLines(text) }
 
+    /// Behind a trusted proxy (the standard configuration trusts 127.0.0.2) the access line's `client`
+    /// is the client the proxy named, the address the rate limit keys on, and the proxy is `peer`; a
+    /// direct client's `X-Forwarded-For` changes nothing.
+    func testAccessLogNamesTheForwardedClientBehindATrustedProxy() throws {
+        let gateway = try RunningGateway(access: true)
+        let proxied = try Curl.request(port: gateway.port, method: "GET", target: "/v1/open/proxied",
+                                       headers: [("X-Forwarded-For", "198.51.100.9, 127.0.0.2")], source: "127.0.0.2")
+        XCTAssertEqual(proxied.status, 200, "\(proxied)")
+        let direct = try Curl.request(port: gateway.port, method: "GET", target: "/v1/open/direct",
+                                      headers: [("X-Forwarded-For", "198.51.100.9")])
+        XCTAssertEqual(direct.status, 200, "\(direct)")
+        XCTAssertEqual(gateway.terminate(), 0)
+        let lines = GatewayBinaryTests.jsonLines(gateway.process.output).filter { $0["type"] as? String == "access" }
+        let viaProxy = lines.first { $0["path"] as? String == "/v1/open/proxied" }
+        XCTAssertEqual(viaProxy?["client"] as? String, "198.51.100.9", "\(lines)")
+        XCTAssertTrue((viaProxy?["peer"] as? String)?.hasPrefix("127.0.0.2:") ?? false, "\(lines)")
+        let fromClient = lines.first { $0["path"] as? String == "/v1/open/direct" }
+        XCTAssertTrue((fromClient?["client"] as? String)?.hasPrefix("127.0.0.1:") ?? false, "\(lines)")
+        XCTAssertNil(fromClient?["peer"], "\(lines)")
+    }
+
     func testAccessLogHasOneJSONLinePerRequestWithoutSecrets() throws {
         let gateway = try RunningGateway(access: true)
         let kind: DeviceKind = E2EPaths.hasRefDevice ? .ref : .sim
