@@ -35,12 +35,14 @@ public enum SocketAddress: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether two listeners would fight over the same socket: same Unix path, or the same non-zero
-    /// port on the same host or on a wildcard host (Linux binds `[::]` dual-stack by default).
+    /// port in the same address family on the same host or on that family's wildcard. IPv6
+    /// listeners are IPv6-only (`IPV6_V6ONLY`, as nginx's `listen [::]:80` and Envoy's default), so
+    /// `0.0.0.0:8080` and `[::]:8080` go together: both families on one port.
     public func conflicts(with other: SocketAddress) -> Bool {
         switch (self, other) {
         case (.unix(let a), .unix(let b)): return a == b
         case (.ip(let h1, let p1), .ip(let h2, let p2)):
-            return p1 == p2 && p1 != 0 && (h1 == h2 || isWildcard || other.isWildcard)
+            return p1 == p2 && p1 != 0 && h1.contains(":") == h2.contains(":") && (h1 == h2 || isWildcard || other.isWildcard)
         default: return false
         }
     }

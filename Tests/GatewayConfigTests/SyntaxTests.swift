@@ -93,7 +93,13 @@ final class SyntaxTests: XCTestCase {
     func testAddressConflicts() {
         let a = SocketAddress.ip(host: "0.0.0.0", port: 80), b = SocketAddress.ip(host: "127.0.0.1", port: 80)
         XCTAssertTrue(a.conflicts(with: b))
-        XCTAssertTrue(SocketAddress.ip(host: "::", port: 80).conflicts(with: b))
+        // IPv6 listeners are IPv6-only: `[::]` and an IPv4 address share a port, as nginx's pair
+        // `listen 80; listen [::]:80;` does.
+        XCTAssertFalse(SocketAddress.ip(host: "::", port: 80).conflicts(with: b))
+        XCTAssertFalse(SocketAddress.ip(host: "::", port: 80).conflicts(with: a))
+        XCTAssertTrue(SocketAddress.ip(host: "::", port: 80).conflicts(with: .ip(host: "::1", port: 80)))
+        XCTAssertTrue(SocketAddress.ip(host: "::1", port: 80).conflicts(with: .ip(host: "::", port: 80)))
+        XCTAssertTrue(SocketAddress.ip(host: "::", port: 80).conflicts(with: .ip(host: "::", port: 80)))
         XCTAssertFalse(b.conflicts(with: .ip(host: "127.0.0.2", port: 80)))
         XCTAssertFalse(b.conflicts(with: .ip(host: "127.0.0.1", port: 81)))
         XCTAssertFalse(SocketAddress.ip(host: "127.0.0.1", port: 0).conflicts(with: .ip(host: "127.0.0.1", port: 0)))

@@ -119,6 +119,11 @@ final class ValidationTests: XCTestCase {
         ])
         XCTAssertEqual(errorLines(ConfigTestHelpers.minimal().replacingOccurrences(of: "listen: 127.0.0.1:8080", with: "listen: []")),
                        ["listen: needs at least one address (line 1, column 9)"])
+        // Both families on one port (the IPv6 socket is IPv6-only); two IPv6 listeners still clash.
+        let both = loadOK(ConfigTestHelpers.minimal().replacingOccurrences(of: "listen: 127.0.0.1:8080", with: "listen: [0.0.0.0:8080, '[::]:8080']"))
+        XCTAssertEqual(both?.configuration.listen, [.plain(.ip(host: "0.0.0.0", port: 8080)), .plain(.ip(host: "::", port: 8080))])
+        XCTAssertEqual(errorLines(ConfigTestHelpers.minimal().replacingOccurrences(of: "listen: 127.0.0.1:8080", with: "listen: ['[::]:8080', '[::1]:8080']")),
+                       ["listen[1]: [::1]:8080 overlaps listen[0] ([::]:8080) (line 1, column 23)"])
     }
 
     func testAdminMustNotOverlapListen() {

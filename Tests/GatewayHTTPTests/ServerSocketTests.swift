@@ -205,6 +205,29 @@ final class ServerSocketTests: XCTestCase {
         XCTAssertTrue(FileManager.default.fileExists(atPath: path))
     }
 
+    /// `0.0.0.0:P` and `[::]:P` together serve both families on one port (the IPv6 socket is
+    /// IPv6-only), as the configuration allows them.
+    func testIPv4AndIPv6WildcardsShareAPort() throws {
+        guard PlatformSupport.hasIPv6Loopback else { throw XCTSkip("this machine cannot bind [::1] (no IPv6 loopback)") }
+        let port = FreePort.allocate()
+        let group = EventLoopGroup(loopCount: 1, timerResolution: 0.02)
+        defer { group.shutdown() }
+        let server = HTTPServer(configuration: HTTPServerConfiguration(listeners: [.tcp(host: "0.0.0.0", port: port),
+                                                                                   .tcp(host: "::", port: port)]),
+                                group: group, handler: harness.handler)
+        let bound = try server.start()
+        defer {
+            let done = DispatchSemaphore(value: 0)
+            server.shutdown(gracePeriod: 1) { done.signal() }
+            XCTAssertEqual(done.wait(timeout: .now() + 5), .success, "the server shut down within 5 s")
+        }
+        XCTAssertEqual(bound.map(\.port), [port, port])
+        let v4 = try Curl.run(["-D", "-", "http://127.0.0.1:\(port)/local/v4"])
+        XCTAssertTrue(v4.output.contains("X-Target: /local/v4"), v4.output)
+        let v6 = try Curl.run(["-g", "-D", "-", "http://[::1]:\(port)/local/v6"])
+        XCTAssertTrue(v6.output.contains("X-Target: /local/v6"), v6.output)
+    }
+
     func testAccessRecords() throws {
         _ = try raw([.send("POST /local/log HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc")])
         let record = try XCTUnwrap(harness.handler.completed.last)
