@@ -17,8 +17,9 @@ import GatewayStore
 ///   (`KeysCommand.describe`); exit 1 when the account has none.
 /// - `revoke --account V --reason R [--operator O] (--yes|--dry-run)`: revokes every active key of the
 ///   account with the audit fields, then removes it from the index; one JSON line per key
-///   (`"result": "would_revoke"|"revoked"|"already_revoked"|"not_found"`), the summary on standard
-///   error; exit 1 when no active key matched.
+///   (`"result": "would_revoke"|"revoked"|"already_revoked"|"not_found"|"failed"`, a failed one
+///   with `"error"`), the summary on standard error; exit 1 when no active key matched, 3 (after
+///   printing every key) when the store failed (`KeysRevocationBatch`).
 enum KeysAccountCommand {
     /// The options this command adds to `list` and `revoke`.
     static let options: Set<String> = ["account", "account-key-file"]
@@ -66,26 +67,15 @@ enum KeysAccountCommand {
         let store = try KeysCommand.connect(options)
         defer { store.close() }
         let chosen = try records(of: account, store).filter { $0.status == .active }
-        var results = [String](repeating: "would_revoke", count: chosen.count)
-        var revoked = 0
-        if !dryRun {
-            let outcomes = try KeysCommand.waitAll(chosen) { record, done in
-                store.revokeKey(record.keyId, reason: reason, revokedBy: revokedBy, now: now, completion: done)
-            }
-            for (i, outcome) in outcomes.enumerated() {
-                switch outcome {
-                case .revoked: results[i] = "revoked"; revoked += 1
-                case .alreadyRevoked: results[i] = "already_revoked"
-                case .notFound: results[i] = "not_found"
-                }
-            }
-            _ = try KeysCommand.waitAll(chosen) { record, done in store.removeAccountKey(account, keyId: record.keyId, completion: done) }
+        let batch = KeysRevocationBatch(chosen, dryRun: dryRun, store: store, reason: reason, revokedBy: revokedBy, now: now) { answered in
+            _ = try KeysCommand.waitAll(answered) { record, done in store.removeAccountKey(account, keyId: record.keyId, completion: done) }
         }
-        for (record, result) in zip(chosen, results) {
-            print(JSONText.object([("keyId", DeviceCommand.base64(record.keyId.bytes)), ("appId", .string(record.appId)),
-                                   ("createdAt", .integer(record.createdAt)), ("result", .string(result))]).rendered)
+        for (i, record) in chosen.enumerated() {
+            print(batch.line(i, [("keyId", DeviceCommand.base64(record.keyId.bytes)), ("appId", .string(record.appId)),
+                                 ("createdAt", .integer(record.createdAt))]))
         }
-        FileHandle.standardError.write(Data("{\"matched\":\(chosen.count),\"revoked\":\(revoked),\"dryRun\":\(dryRun)}\n".utf8))
+        FileHandle.standardError.write(Data("{\"matched\":\(chosen.count),\"revoked\":\(batch.revoked),\"dryRun\":\(dryRun)}\n".utf8))
+        if let failure = batch.failure { throw failure }
         if chosen.isEmpty { throw KeysCommandError(.nothingMatched, "no active key of this account") }
     }
 

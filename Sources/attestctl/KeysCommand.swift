@@ -191,22 +191,36 @@ enum KeysCommand {
 
     /// Runs `call` for every item concurrently (pipelined on the store's connection) and returns the
     /// results in order.
+    /// - Throws: `KeysCommandError(.storeUnavailable)` for the first item that failed or was not
+    ///   answered within 30 s.
     static func waitAll<Item, T: Sendable>(_ items: [Item],
                                            _ call: (Item, @escaping @Sendable (Result<T, StoreUnavailable>) -> Void) -> Void) throws -> [T] {
+        try waitEach(items, call).map { try $0.get() }
+    }
+
+    /// `waitAll`, keeping each item's own outcome: a store failure on one item does not hide what the
+    /// others did (a bulk revocation prints every key it revoked before it reports the failure).
+    /// Items not answered within 30 s fail with `store_unavailable`.
+    static func waitEach<Item, T: Sendable>(_ items: [Item],
+                                            _ call: (Item, @escaping @Sendable (Result<T, StoreUnavailable>) -> Void) -> Void)
+        -> [Result<T, KeysCommandError>] {
         let boxes = items.map { _ in KeysCommandBox<Result<T, StoreUnavailable>>() }
         let group = DispatchGroup()
         for (item, box) in zip(items, boxes) {
             group.enter()
             call(item) { box.value = $0; group.leave() }
         }
-        guard group.wait(timeout: .now() + 30) == .success else {
-            throw KeysCommandError(.storeUnavailable, "store_unavailable: the store did not answer within 30 s")
-        }
-        return try boxes.map { box in
+        let answered = group.wait(timeout: .now() + 30) == .success
+        return boxes.map { box in
+            // Read under the group's guarantee when it completed; after a timeout a late answer may
+            // still be written, so only an answered group's values are read.
+            guard answered else {
+                return .failure(KeysCommandError(.storeUnavailable, "store_unavailable: the store did not answer within 30 s"))
+            }
             switch box.value {
-            case .success(let result)?: return result
-            case .failure(let error)?: throw KeysCommandError(.storeUnavailable, "\(error)")
-            case nil: throw KeysCommandError(.storeUnavailable, "store_unavailable: no answer")
+            case .success(let result)?: return .success(result)
+            case .failure(let error)?: return .failure(KeysCommandError(.storeUnavailable, "\(error)"))
+            case nil: return .failure(KeysCommandError(.storeUnavailable, "store_unavailable: no answer"))
             }
         }
     }

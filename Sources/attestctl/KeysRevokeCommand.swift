@@ -11,7 +11,8 @@ import GatewayStore
 /// or `--yes` (revoke). One compact JSON line per key on standard output
 /// (`{"keyId","appId","environment","createdAt","result":"would_revoke"|"revoked"|"already_revoked"}`),
 /// a summary on standard error (`{"matched":N,"revoked":M,"dryRun":BOOL}`); exit 1 when no active
-/// key matched.
+/// key matched. A store failure stops the walk after the page it hit, whose keys are all printed
+/// (`"result":"failed"` with `"error"` for the keys it hit), then exits 3.
 enum KeysRevokeCommand {
     static func run(_ arguments: [String]) throws {
         let options = try DeviceCommandOptions(arguments, valued: RedisLogin.options.union(KeyFilter.options).union(["key-id", "reason", "operator"])
@@ -58,31 +59,28 @@ enum KeysRevokeCommand {
         defer { store.close() }
         var matched = 0
         var revoked = 0
+        var failure: KeysCommandError?
         _ = try KeysListCommand.walk(store, from: .start) { items in
             let chosen = items.map(\.record).filter { $0.status == .active && filter.matches($0) }
             matched += chosen.count
-            var results = [String](repeating: "would_revoke", count: chosen.count)
-            if !dryRun {
-                let outcomes = try KeysCommand.waitAll(chosen) { record, done in
-                    store.revokeKey(record.keyId, reason: reason, revokedBy: revokedBy, now: now, completion: done)
-                }
-                for (i, outcome) in outcomes.enumerated() {
-                    switch outcome {
-                    case .revoked: results[i] = "revoked"; revoked += 1
-                    case .alreadyRevoked: results[i] = "already_revoked"
-                    case .notFound: results[i] = "not_found"
-                    }
-                }
-                try KeysCommand.leaveAccount(chosen, store)
+            let batch = KeysRevocationBatch(chosen, dryRun: dryRun, store: store, reason: reason, revokedBy: revokedBy, now: now) {
+                try KeysCommand.leaveAccount($0, store)
             }
-            for (record, result) in zip(chosen, results) {
-                print(JSONText.object([("keyId", DeviceCommand.base64(record.keyId.bytes)), ("appId", .string(record.appId)),
-                                       ("environment", .string(record.environment.rawValue)), ("createdAt", .integer(record.createdAt)),
-                                       ("result", .string(result))]).rendered)
+            revoked += batch.revoked
+            for (i, record) in chosen.enumerated() {
+                print(batch.line(i, [("keyId", DeviceCommand.base64(record.keyId.bytes)), ("appId", .string(record.appId)),
+                                     ("environment", .string(record.environment.rawValue)), ("createdAt", .integer(record.createdAt))]))
+            }
+            // The page is printed: stop at its store failure (the next pages would fail the same way;
+            // a re-run picks up the keys still active).
+            if let error = batch.failure {
+                failure = error
+                return .some(nil)  // stop here (the walk's own cursor is not needed)
             }
             return nil
         }
         FileHandle.standardError.write(Data("{\"matched\":\(matched),\"revoked\":\(revoked),\"dryRun\":\(dryRun)}\n".utf8))
+        if let failure { throw failure }
         if matched == 0 { throw KeysCommandError(.nothingMatched, "no active key matched") }
     }
 }

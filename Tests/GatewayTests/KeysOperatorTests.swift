@@ -184,6 +184,35 @@ final class KeysOperatorTests: XCTestCase {
         XCTAssertEqual(keyIds(dev.stdout), Set(seeded.filter { $0.value.environment == "development" && $0.value.created < 1015 }.keys))
     }
 
+    /// A store that refuses some revocations mid-page (a Redis ACL user that may write only three of
+    /// app B's keys): every key of the page is still printed, the three as `revoked` and the others
+    /// as `failed` with the store's error, the summary counts the three, and the exit is 3. Before,
+    /// the page's output was lost, and a re-run never listed the keys it had revoked.
+    func testBulkRevocationPrintsWhatItRevokedBeforeAStoreFailure() throws {
+        let bKeys = seeded.filter { $0.value.app == Self.appB }.map(\.key).sorted()
+        let writable = Array(bKeys.prefix(3))
+        func url(_ keyId: String) -> String {
+            keyId.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        let acl = try ChildProcess.run("redis-cli", ["-p", String(redis.port), "ACL", "SETUSER", "halfway", "on", ">halfway-pw", "+@all", "%R~*"]
+                                                    + writable.map { "~aa:{\(url($0))}:*" })
+        XCTAssertEqual(acl.output.trimmingCharacters(in: .whitespacesAndNewlines), "OK", acl.output)
+        let login = ["ATTESTCTL_REDIS_PASSWORD": "halfway-pw"]
+        let partial = try attestctl(["keys", "revoke", "--app", Self.appB, "--reason", "breach", "--yes", "--username", "halfway"] + store,
+                                    environment: login)
+        XCTAssertEqual(partial.status, 3, "a store failure: \(partial.stderr)")
+        let lines = objects(partial.stdout)
+        XCTAssertEqual(Set(lines.compactMap { $0["keyId"] as? String }), Set(bKeys), "every key of the page printed: \(partial.stdout)")
+        XCTAssertEqual(Set(lines.filter { $0["result"] as? String == "revoked" }.compactMap { $0["keyId"] as? String }), Set(writable),
+                       partial.stdout)
+        let failed = lines.filter { $0["result"] as? String == "failed" }
+        XCTAssertEqual(failed.count, bKeys.count - writable.count, partial.stdout)
+        XCTAssertTrue(failed.allSatisfy { ($0["error"] as? String)?.contains("NOPERM") ?? false }, partial.stdout)
+        XCTAssertEqual(objects(partial.stderr).first?["revoked"] as? Int, writable.count, partial.stderr)
+        XCTAssertEqual(keyIds(try attestctl(["keys", "list", "--status", "revoked"] + store).stdout), Set(writable),
+                       "what the output says is what the store holds")
+    }
+
     // MARK: exit codes and login
 
     func testStoreUnavailableExitsThree() throws {
