@@ -228,14 +228,17 @@ public final class AttestClient: @unchecked Sendable {  // mutable state guarded
     }
 
     /// Drops `stale` (the registration a `reattest` answer refused), unless it was replaced meanwhile.
+    /// Compared whole, not by kid: a registration made again with the same device key has the same
+    /// kid, and a concurrent send refused for the old one must not drop it (each such send would
+    /// otherwise register once more).
     func invalidate(_ stale: StoredRegistration) {
         let dropped: Bool = lock.locked {
-            guard registration?.attestation.kid == stale.attestation.kid else { return false }
+            guard registration == stale else { return false }
             registration = nil
             nextChallenge = nil
             return true
         }
-        if dropped || loadRegistration()?.attestation.kid == stale.attestation.kid { try? store.set(nil, for: Item.registration) }
+        if dropped || loadRegistration() == stale { try? store.set(nil, for: Item.registration) }
     }
 
     // MARK: - Renewal

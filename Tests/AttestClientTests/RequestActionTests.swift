@@ -77,6 +77,38 @@ final class RequestActionTests: XCTestCase {
         XCTAssertEqual(twice.action, "reattest")
     }
 
+    /// Two sends told to re-attest for the same registration register again once: the send whose
+    /// answer comes after the other re-registered finds that fresh registration (the same device key,
+    /// so the same kid) and resends with it. Before, it took the fresh registration for the stale one
+    /// (compared by kid), dropped it and registered again: twenty concurrent sends made twenty
+    /// `/register` calls. Ordered with semaphores, no sleeping.
+    func testConcurrentReattestsOfOneRegistrationRegisterOnce() {
+        let h = SDKHarness()
+        XCTAssertEqual(h.client.attest().verdict, .passed)
+        XCTAssertEqual(h.gateway.count("/register"), 1)
+        let bInside = DispatchSemaphore(value: 0), aDone = DispatchSemaphore(value: 0), bDone = DispatchSemaphore(value: 0)
+        // B's request reaches the gateway first and is held; its refusal comes after A registered again.
+        h.gateway.once("/v1/orders") { _, _ in
+            bInside.signal()
+            aDone.wait()
+            return FakeGateway.refusal(401, "key_expired", "reattest")
+        }
+        let bResponse = SDKResponseBox()
+        DispatchQueue.global().async {
+            bResponse.value = h.client.send(SDKHarness.order(1))
+            bDone.signal()
+        }
+        XCTAssertEqual(bInside.wait(timeout: .now() + 30), .success)
+        h.gateway.once("/v1/orders") { _, _ in FakeGateway.refusal(401, "key_expired", "reattest") }
+        let a = h.client.send(SDKHarness.order(2))
+        XCTAssertEqual(a.verdict, .accepted, "\(a)")
+        XCTAssertEqual(h.gateway.count("/register"), 2, "A registered again")
+        aDone.signal()
+        XCTAssertEqual(bDone.wait(timeout: .now() + 30), .success)
+        XCTAssertEqual(bResponse.value?.verdict, .accepted, "\(String(describing: bResponse.value))")
+        XCTAssertEqual(h.gateway.count("/register"), 2, "B used A's fresh registration instead of registering a third time")
+    }
+
     func testRetryHonoursRetryAfterWithJitteredExponentialBackoff() {
         let h = SDKHarness()
         XCTAssertEqual(h.client.attest().verdict, .passed)
@@ -182,4 +214,9 @@ final class RequestActionTests: XCTestCase {
         XCTAssertEqual(h.gateway.count("/register"), 2)
         XCTAssertNotEqual(relaunched.lastAttestation?.kid, first.kid)
     }
+}
+
+/// A response handed from a background send to the test (written before its semaphore is signalled).
+final class SDKResponseBox: @unchecked Sendable {  // written once, before `bDone` is signalled; read after
+    var value: ProtectedResponse?
 }
