@@ -12,7 +12,9 @@
 /// - `404` (`notFound`): the last valid receipt stays, its metric is marked stale; next after `interval`.
 /// - `429`, `5xx`, network failures, invalid receipts (`retryable`): exponential back-off
 ///   `baseBackoff * 2^(failures-1)` capped at `maximumBackoff`, scaled by a jitter factor in
-///   0.5...1.0, and never before a `Retry-After` the server gave.
+///   0.5...1.0, and never before a `Retry-After` the server gave, up to `maximumRetryAfter` (a day:
+///   a longer or absurd value, even `Int64.max`, waits a day, so a hostile or broken server can
+///   neither trap the arithmetic nor park a key for good).
 struct ReceiptRefreshSchedule: Sendable, Equatable {
     /// What one exchange ended with.
     enum Outcome: Sendable, Equatable {
@@ -47,6 +49,8 @@ struct ReceiptRefreshSchedule: Sendable, Equatable {
         /// First back-off (30 s) and cap (1 hour).
         var baseBackoff: Int64 = 30_000
         var maximumBackoff: Int64 = 3_600_000
+        /// The longest `Retry-After` honoured (1 day).
+        var maximumRetryAfter: Int64 = 86_400_000
     }
 
     let timing: Timing
@@ -80,7 +84,8 @@ struct ReceiptRefreshSchedule: Sendable, Equatable {
             let raw = timing.baseBackoff.multipliedReportingOverflow(by: Int64(1) << Int64(exponent))
             let capped = raw.overflow ? timing.maximumBackoff : min(raw.partialValue, timing.maximumBackoff)
             let delay = Int64(Double(capped) * (0.5 + 0.5 * min(1, max(0, jitter))))
-            return .at(max(now + delay, now + (retryAfter ?? 0)))
+            let asked = min(max(retryAfter ?? 0, 0), timing.maximumRetryAfter)
+            return .at(now + max(delay, asked))
         }
     }
 }

@@ -361,7 +361,8 @@ final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFligh
             store.markRisk(keyId, state: .stale) { _ in }
             finish(keyId, .notFound, .notFound, status: status, detail: "no receipt found: last receipt kept, metric stale", now: now, done: done)
         default:
-            let retryAfter = response.headers.first("Retry-After").flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }.map { $0 * 1000 }
+            // Seconds or an HTTP-date, saturating: a hostile value never traps (the schedule caps it).
+            let retryAfter = response.headers.first("Retry-After").flatMap { RetryAfterValue.milliseconds($0, now: now) }
             finish(keyId, .retryable(retryAfter: retryAfter), .throttled, status: status, detail: "backing off", now: now, done: done)
         }
     }

@@ -325,6 +325,28 @@ final class ReceiptRefreshTests: XCTestCase, GatewayClient {
         XCTAssertTrue(try due(device, at: now + 700_000))
     }
 
+    /// A `Retry-After` far beyond Int64 seconds (probe: the gateway trapped on `* 1000`, and again
+    /// after every restart) waits a day; an HTTP-date is honoured like seconds.
+    func test429WithAnAbsurdRetryAfterWaitsADayAndAnHTTPDateIsHonoured() throws {
+        let absurd = try attested { try fake.set($0.name, status: 429, retryAfter: "99999999999999999") }
+        waitFor("the 429 exchange", timeout: 15) { !riskEvents(absurd).isEmpty }
+        XCTAssertEqual(riskEvents(absurd).first?["outcome"], "throttled")
+        var now = GatewayClock.system.now()
+        XCTAssertFalse(try due(absurd, at: now + 86_400_000 - 60_000), "not before a day")
+        XCTAssertTrue(try due(absurd, at: now + 86_400_000 + 60_000), "capped at a day")
+
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        let date = formatter.string(from: Date().addingTimeInterval(1_200))
+        let dated = try attested { try fake.set($0.name, status: 429, retryAfter: date) }
+        waitFor("the 429 exchange", timeout: 15) { !riskEvents(dated).isEmpty }
+        now = GatewayClock.system.now()
+        XCTAssertFalse(try due(dated, at: now + 1_100_000), "the date is a floor (\(date))")
+        XCTAssertTrue(try due(dated, at: now + 1_300_000))
+    }
+
     func testReceiptsThatDoNotVerifyOrNameAnotherKeyAreRefused() throws {
         let stranger = try TestReceiptCA.generate()
         let untrusted = try attested { try fake.set($0.name, status: 503) }

@@ -67,6 +67,37 @@ final class ReceiptRefreshUnitTests: XCTestCase {
         XCTAssertEqual(schedule.next(after: .retryable(retryAfter: nil), now: now, jitter: 1), .at(now + 30_000))
     }
 
+    /// A hostile or broken data server's `Retry-After` (probe: `99999999999999999` trapped the
+    /// gateway, again after every restart, since the key stayed due): any value is waited at most a
+    /// day, and the arithmetic never overflows.
+    func testRetryAfterIsCappedAtADayWhateverTheServerSays() {
+        for asked: Int64 in [Int64.max, Int64.max / 2, 9_223_371_000_000_000_000 / 1000 * 1000, 3 * day, -5] {
+            var schedule = ReceiptRefreshSchedule()
+            let next = schedule.next(after: .retryable(retryAfter: asked), now: now, jitter: 1)
+            XCTAssertEqual(next, .at(now + (asked < 0 ? 30_000 : day)), "Retry-After \(asked) ms")
+        }
+        var schedule = ReceiptRefreshSchedule()
+        XCTAssertEqual(schedule.next(after: .retryable(retryAfter: 20 * 60_000), now: now, jitter: 1), .at(now + 20 * 60_000),
+                       "within the cap: honoured as given")
+    }
+
+    /// `Retry-After` as RFC 9110 section 10.2.3 writes it: seconds (any number of digits, saturating)
+    /// or an HTTP-date in any of the three forms; anything else is no value.
+    func testRetryAfterValueReadsSecondsAndHTTPDates() {
+        let at: Int64 = 784_111_777_000 - 10_000  // 10 s before Sun, 06 Nov 1994 08:49:37 GMT
+        XCTAssertEqual(RetryAfterValue.milliseconds("120", now: at), 120_000)
+        XCTAssertEqual(RetryAfterValue.milliseconds(" 0 ", now: at), 0)
+        XCTAssertEqual(RetryAfterValue.milliseconds("99999999999999999", now: at), Int64.max)
+        XCTAssertEqual(RetryAfterValue.milliseconds(String(repeating: "9", count: 400), now: at), Int64.max)
+        XCTAssertEqual(RetryAfterValue.milliseconds("Sun, 06 Nov 1994 08:49:37 GMT", now: at), 10_000)
+        XCTAssertEqual(RetryAfterValue.milliseconds("Sunday, 06-Nov-94 08:49:37 GMT", now: at), 10_000)
+        XCTAssertEqual(RetryAfterValue.milliseconds("Sun Nov  6 08:49:37 1994", now: at), 10_000)
+        XCTAssertEqual(RetryAfterValue.milliseconds("Sun, 06 Nov 1994 08:49:37 GMT", now: at + 60_000), 0, "a past date: now")
+        for bad in ["", "-1", "+5", "1.5", "1e3", "soon", "Sun, 06 Nov 1994 08:49:37 PST", "Sun, 32 Nov 1994 08:49:37 GMT"] {
+            XCTAssertNil(RetryAfterValue.milliseconds(bad, now: at), bad)
+        }
+    }
+
     // MARK: call rate
 
     func testCallRateBucketRefillsWithInjectedTime() {
