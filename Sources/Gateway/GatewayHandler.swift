@@ -220,6 +220,14 @@ final class GatewayHandler: HTTPHandler {
             }
             cohortName = answersRefusals ? "enforced" : "monitored"
         }
+        // Signed verdicts whose generated keys were not read yet (the store was down at start): the
+        // answer would be a 503 after the commit, with the challenge and counter spent. Refused here,
+        // before anything is consumed; the signer is asked to read the store at once.
+        if answersRefusals, route.config.onStoreError != .failOpen, let tokens = tables.verdictTokens, !tokens.canSign() {
+            responder.respond(render(.storeUnavailable, tables, head.identity),
+                              context: head.logging(RequestLogContext(route: route.config.name, reason: "store_unavailable")))
+            return
+        }
         let pending = EnforcedRequest(request: request, context: head, stripped: received, route: route,
                                       responder: responder, enforced: answersRefusals, cohort: cohortName)
         tables.enforcer.evaluate(evidence, request: pending.request, route: route, enforced: answersRefusals) { [self] decision in

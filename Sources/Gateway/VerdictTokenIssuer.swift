@@ -50,7 +50,14 @@ final class VerdictTokenIssuer: Sendable {
                 made.append(kept)
                 return kept
             }
-            let fresh = try VerdictTokenSigner(configuration: section, path: path, clock: clock, store: store, events: events)
+            // A changed section of generated keys under the same `store_key` starts with the keys
+            // in memory (its refresh reads the store at once): the JWKS never goes empty.
+            let predecessor = previous?.signers.first { old in
+                guard case .generated(let key, _, _)? = section.keys, case .generated(let oldKey, _, _)? = old.configuration.keys else { return false }
+                return key == oldKey && section.algorithm == .es256 && old.configuration.algorithm == .es256
+            }
+            let fresh = try VerdictTokenSigner(configuration: section, path: path, clock: clock, store: store, events: events,
+                                               inheriting: predecessor)
             made.append(fresh)
             return fresh
         }
@@ -70,13 +77,28 @@ final class VerdictTokenIssuer: Sendable {
         self.signers = signers
     }
 
+    /// Whether every section can sign now (`VerdictTokenSigner.hasSigningKey`); when one cannot, it
+    /// is asked to refresh at once. Checked before an enforced request is evaluated, so that a gateway
+    /// whose generated keys were not read yet answers 503 before the challenge is consumed.
+    func canSign() -> Bool {
+        var ready = true
+        for signer in signers where !signer.hasSigningKey {
+            signer.refreshSoon()
+            ready = false
+        }
+        return ready
+    }
+
     /// Signs the verdict `report` of `request` and adds the token to `headers` (the fields being
     /// forwarded, verdict headers already set; `riskHeader` names the risk header to copy as `risk`).
     func attach(to headers: inout HTTPHeaders, report: VerdictReport, request: HTTPRequest, riskHeader: String) -> Outcome {
         let signer = report.appId.flatMap { apps[$0] } ?? gateway
         guard let signer else { return .notConfigured }
         let now = signer.clock.now()
-        guard let key = signer.currentKey(now: now) else { return .noKey }
+        guard let key = signer.currentKey(now: now) else {
+            signer.refreshSoon()
+            return .noKey
+        }
         let body = report.bodySHA256 ?? (request.body.isEmpty ? ClientDataBinding.emptyBodySHA256 : SHA256.hash(request.body))
         guard let payload = try? VerdictClaims.payload(report: report, method: request.head.method.bytes, target: request.head.target,
                                                        bodySHA256: body, risk: headers.first(riskHeader),

@@ -15,7 +15,13 @@ import Synchronization
 ///   once for the fleet, every rotation happens once. A timer calls `refresh()` every quarter of
 ///   `publish_ahead` (between 250 ms and 60 s). Keys stay in memory: a store outage delays the next
 ///   rotation (the current key keeps signing), never the signing itself. Until the first read
-///   succeeds there is no key (`currentKey` nil: the route's store-error rule decides).
+///   succeeds there is no key (`currentKey` nil: the route's store-error rule decides, before the
+///   request's challenge is consumed, `hasSigningKey`), and a request that finds none asks for a
+///   refresh at once (`refreshSoon`, at most one a second) instead of waiting for the timer.
+/// - A set missing from the store (Redis restarted without persistence, evicted, flushed) is written
+///   again from the keys in memory, so tokens already issued keep verifying (`verdict_keys_restored`);
+///   only a replica that holds none creates a new set. A reload that changes the section keeps the
+///   keys of the same `store_key` (`inheriting`).
 ///
 /// Thread-safe: the installed keys are behind `installed` (a `Mutex`); `timer` is set once in
 /// `init` and only cancelled in `deinit`; the rest is immutable.
@@ -43,12 +49,19 @@ final class VerdictTokenSigner: @unchecked Sendable {  // `installed` is a Mutex
     private let refreshes = Atomic<Int>(0)
     /// Whether the last refresh failed: a failure is logged once, when it starts, not on every tick.
     private let failing = Atomic<Bool>(false)
+    /// Whether a key is installed (set once keys exist; they are never all dropped): the hot path's
+    /// check before an enforced request consumes anything, without taking `installed`'s lock.
+    private let keyInstalled = Atomic<Bool>(false)
+    /// When `refreshSoon` last started a refresh (monotonic ns; 0: never).
+    private let lastSoonRefresh = Atomic<UInt64>(0)
 
     /// Builds the signer of `configuration`; generated keys start their first refresh now.
     /// - Throws: `GatewayStartupError` naming `path` when a key file cannot be read or is not a
     ///   P-256 private key.
+    /// `inheriting`: the signer this one replaces at a reload, whose generated keys (same `store_key`)
+    /// this one starts with, so that the JWKS and the signing never go empty while the store is read.
     init(configuration: VerdictTokenConfiguration, path: String, clock: GatewayClock, store: any AttestStore,
-         events: (@Sendable (String, [(String, String)]) -> Void)?) throws {
+         events: (@Sendable (String, [(String, String)]) -> Void)?, inheriting: VerdictTokenSigner? = nil) throws {
         self.configuration = configuration
         self.clock = clock
         self.events = events
@@ -77,8 +90,13 @@ final class VerdictTokenSigner: @unchecked Sendable {  // `installed` is a Mutex
             keyStore = nil
         case (.es256, _):
             keyStore = VerdictKeyStores.make(for: store)
+            if let inheriting, case .generated(let key, _, _)? = configuration.keys,
+               case .generated(let previousKey, _, _)? = inheriting.configuration.keys, key == previousKey {
+                initial = inheriting.installed.withLock { $0 }
+            }
         }
         installed = Mutex(initial)
+        keyInstalled.store(!initial.keys.isEmpty, ordering: .releasing)
         if case .generated(_, _, let ahead)? = configuration.keys, configuration.algorithm == .es256 {
             let period = min(60.0, max(0.25, GatewayRuntime.seconds(ahead) / 4))
             let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "attest-gateway.verdict-keys"))
@@ -120,6 +138,21 @@ final class VerdictTokenSigner: @unchecked Sendable {  // `installed` is a Mutex
         }
     }
 
+    /// Whether a key can sign (cheap: an atomic load). False only before generated keys were first
+    /// read from the store.
+    var hasSigningKey: Bool { keyInstalled.load(ordering: .acquiring) }
+
+    /// Starts a refresh now unless one started less than a second ago (a request found no key: the
+    /// store may be back, and the timer can be a minute away).
+    func refreshSoon() {
+        guard keyStore != nil else { return }
+        let now = DispatchTime.now().uptimeNanoseconds
+        let last = lastSoonRefresh.load(ordering: .relaxed)
+        guard last == 0 || now &- last >= 1_000_000_000,
+              lastSoonRefresh.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged else { return }
+        refresh()
+    }
+
     /// Every key published now (ES256: what the JWKS lists).
     var publishedKeys: [VerdictSigningKey] { installed.withLock { $0.keys } }
 
@@ -139,7 +172,10 @@ final class VerdictTokenSigner: @unchecked Sendable {  // `installed` is a Mutex
                 failed("verdict_keys_unavailable", [("store_key", storeKey), ("detail", "\(error)")])
                 completion?(false)
             case .success(let found):
-                var rotation = VerdictKeyRotation()
+                // No set in the store: start from the keys in memory, if any (their tokens must keep
+                // verifying), rather than from nothing.
+                var rotation = found == nil ? installed.withLock { $0.rotation } : VerdictKeyRotation()
+                let restoring = found == nil && !rotation.entries.isEmpty
                 if let found {
                     guard let decoded = VerdictKeyRotation(decoding: found.document) else {
                         failed("verdict_keys_unreadable", [("store_key", storeKey),
@@ -162,7 +198,7 @@ final class VerdictTokenSigner: @unchecked Sendable {  // `installed` is a Mutex
                     completion?(false)
                     return
                 }
-                guard !change.isEmpty else {
+                guard !change.isEmpty || restoring else {
                     install(rotation)
                     completion?(true)
                     return
@@ -172,6 +208,10 @@ final class VerdictTokenSigner: @unchecked Sendable {  // `installed` is a Mutex
                     switch written {
                     case .success(true):
                         install(advanced)
+                        if restoring {
+                            events?("verdict_keys_restored", [("store_key", storeKey), ("keys", String(advanced.entries.count)),
+                                                              ("detail", "the key set was missing from the store; written again from this replica's keys")])
+                        }
                         if let added = change.added { events?("verdict_key_added", [("store_key", storeKey), ("kid", added)]) }
                         completion?(true)
                     case .success(false) where attempt < 3:
@@ -212,6 +252,7 @@ final class VerdictTokenSigner: @unchecked Sendable {  // `installed` is a Mutex
             }
         }
         installed.withLock { $0 = made }
+        if !made.keys.isEmpty { keyInstalled.store(true, ordering: .releasing) }
         refreshes.add(1, ordering: .releasing)
     }
 }

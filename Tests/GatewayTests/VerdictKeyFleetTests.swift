@@ -78,6 +78,36 @@ final class VerdictKeyFleetTests: XCTestCase {
         XCTAssertFalse(replicas[0].publishedKeys.map(\.kid).contains(stranger.publishedKeys[0].kid))
     }
 
+    /// Probe: the set gone from the store (Redis restarted without persistence, evicted, flushed):
+    /// the first replica to look created a brand-new set, and the keys that had signed live tokens
+    /// left every JWKS at once. Now the set is written again from the keys in memory, and logged.
+    func testAMissingKeySetIsWrittenAgainFromTheKeysInMemory() throws {
+        let redis = try RedisServer()
+        defer { redis.stop() }
+        let clock = MovableClock()
+        let stores = try (0..<2).map { _ in try RedisStore(url: redis.url) }
+        defer { stores.forEach { $0.close() } }
+        let logged = Mutex<[String]>([])
+        let replicas = try stores.map {
+            try VerdictTokenSigner(configuration: Self.section, path: "verdict_token", clock: clock.gatewayClock, store: $0,
+                                   events: { name, _ in logged.withLock { $0.append(name) } })
+        }
+        refresh(replicas)
+        clock.advance(seconds: 3600 - 600)
+        refresh(replicas)
+        let kids = replicas[0].publishedKeys.map(\.kid)
+        XCTAssertEqual(kids.count, 2, "the signing key and the next one")
+        XCTAssertEqual(try redis.cli("DEL", "test:verdict-keys"), "1")
+        refresh([replicas[0]])
+        XCTAssertEqual(replicas[0].publishedKeys.map(\.kid), kids, "the keys of live tokens stay published")
+        refresh([replicas[1]])
+        XCTAssertEqual(replicas[1].publishedKeys.map(\.kid), kids, "the other replica reads the set written again")
+        XCTAssertTrue(logged.withLock { $0 }.contains("verdict_keys_restored"), "\(logged.withLock { $0 })")
+        // The schedule goes on from the restored set: the next key signs on time.
+        clock.advance(seconds: 600)
+        XCTAssertEqual(replicas[1].currentKey(now: clock.now())?.kid, kids[1])
+    }
+
     func testAnUnreachableStoreLeavesNoKeyUntilItAnswers() throws {
         let dead = try ReservedPort()
         let store = try RedisStore(url: "redis://127.0.0.1:\(dead.port)/0")

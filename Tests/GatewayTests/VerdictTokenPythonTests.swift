@@ -252,6 +252,67 @@ final class VerdictTokenPythonTests: XCTestCase {
         XCTAssertEqual(results[0]["ok"] as? Bool, true, "\(results)")
     }
 
+    /// Probe: Redis down at start, then back. With `publish_ahead: 1h` the key timer looks once a
+    /// minute, and every valid enforced request answered 503 after its challenge and counter were
+    /// spent (its retry: `401 challenge_unknown`). Now a request that finds no key is refused before
+    /// anything is consumed, the signer reads the store at once, and the same request passes.
+    func testWithoutKeysAnEnforcedRequestIsRefusedBeforeItIsConsumedAndTheKeysAreReadAtOnce() throws {
+        let gateway = try Gateway(section: """
+            verdict_token:
+              rotation: 24h
+              publish_ahead: 1h
+            """, redis: true, redisDown: true)
+        defer { gateway.stop() }
+        try gateway.redis?.start()
+        let device = try gateway.attestedDevice(E2EPaths.hasRefDevice ? .ref : .sim)
+        let signed = try gateway.signedRequest(device, target: "/v1/protected/v", counter: 1)
+        var statuses: [Int] = []
+        waitFor("the signed request passes once the keys are read", timeout: 15) {
+            let status = (try? gateway.send(signed).status) ?? 0
+            statuses.append(status)
+            return status == 200 || status == 401
+        }
+        XCTAssertEqual(statuses.first, 503, "no key yet: refused (\(statuses))")
+        XCTAssertEqual(statuses.last, 200, "the same evidence passes: nothing was consumed by the refusals (\(statuses))")
+        XCTAssertTrue(statuses.dropLast().allSatisfy { $0 == 503 }, "\(statuses)")
+        XCTAssertEqual(try Self.jwksKids(gateway.jwksURL).count, 1)
+    }
+
+    /// Probe: a reload that changed any field of a generated section built a signer with no keys, so
+    /// the JWKS read `{"keys":[]}` (cacheable for a minute) until the store was read again, and with
+    /// Redis down nothing signed. The section's keys (same `store_key`) now carry over.
+    func testAReloadThatChangesTheSectionKeepsItsKeysWhileTheStoreIsDown() throws {
+        let gateway = try Gateway(section: """
+            verdict_token:
+              rotation: 1h
+              publish_ahead: 10m
+            """, redis: true)
+        defer { gateway.stop() }
+        var kids: [String] = []
+        waitFor("the key set", timeout: 15) {
+            kids = (try? Self.jwksKids(gateway.jwksURL)) ?? []
+            return !kids.isEmpty
+        }
+        gateway.redis?.stop()
+        try gateway.reload(section: """
+            verdict_token:
+              rotation: 1h
+              publish_ahead: 10m
+              issuer: gw-test
+            """)
+        XCTAssertEqual(try Self.jwksKids(gateway.jwksURL), kids, "published without a store read")
+        let forwarded = try Self.forward(gateway, "GET", "/v1/monitored/after-reload")
+        XCTAssertEqual(forwarded.token.flatMap(Self.kid), kids.first, "still signing")
+        // Failing variant: another store_key is another fleet's set: nothing to carry over.
+        try gateway.reload(section: """
+            verdict_token:
+              rotation: 1h
+              publish_ahead: 10m
+              store_key: test:another-fleet
+            """)
+        XCTAssertEqual(try Self.jwksKids(gateway.jwksURL), [], "a new fleet's keys come from the store (down)")
+    }
+
     func testKeyFilesSignWithTheFirstPublishAllAndTokensExpire() throws {
         let folder = try E2EPaths.temporaryDirectory("verdict-keys")
         defer { try? FileManager.default.removeItem(at: folder) }
