@@ -67,9 +67,29 @@ final class GatewayHandler: HTTPHandler {
         case .noRoute:
             return refuse(.noRoute, destination, tables, identity, route: nil)
         case .route(let index):
-            return .accept(bodyLimit: tables.routes[index].config.maxBody,
+            let route = tables.routes[index]
+            if head.expectsContinue, let refusal = missingEvidenceBeforeTheBody(head, route, tables) {
+                // `Expect: 100-continue` without any evidence on an enforced route: refused now, so
+                // the client never uploads a body the answer does not depend on (RFC 9110 section
+                // 10.1.1: a final status instead of 100). The same answer and log as the enforcer's.
+                return .respond(render(refusal, tables, identity), context: GatewayRequestContext(
+                    destination: destination, tables: tables,
+                    log: RequestLogContext(route: route.config.name, verdict: .missing, reason: refusal.code), identity: identity))
+            }
+            return .accept(bodyLimit: route.config.maxBody,
                            context: GatewayRequestContext(destination: destination, tables: tables, identity: identity))
         }
+    }
+
+    /// The refusal of a request on an `enforce` route (without `enforce_percent`, whose cohorts the
+    /// enforcer counts) that carries none of the evidence headers: `AssertionEnforcer`'s
+    /// `assertion_missing`, decidable from the head alone. Nil when any evidence header is present
+    /// (the enforcer decides, after the body).
+    private func missingEvidenceBeforeTheBody(_ head: HTTPRequestHead, _ route: CompiledRoute, _ tables: GatewayTables) -> Refusal? {
+        guard route.config.mode == .enforce, route.config.enforcePercent == nil else { return nil }
+        let names = tables.family.configuration.evidence
+        for name in [names.keyID, names.challenge, names.assertion, names.signature] where head.headers.contains(name) { return nil }
+        return .evidenceMissing([names.keyID, names.challenge, names.assertion])
     }
 
     /// Acts on the destination the head decision put in `context` (no second route match); every

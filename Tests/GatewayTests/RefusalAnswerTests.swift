@@ -42,6 +42,14 @@ final class RefusalAnswerTests: XCTestCase {
             path_prefix: /down
             upstream: down
             mode: off
+          - name: enforced
+            path_prefix: /enforced
+            upstream: app
+            mode: enforce
+          - name: monitored
+            path_prefix: /monitored
+            upstream: app
+            mode: monitor
           - name: open
             path_prefix: /
             upstream: app
@@ -86,6 +94,33 @@ final class RefusalAnswerTests: XCTestCase {
             .send("POST /open/body HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\nConnection: close\r\n\r\nabcdefghij"),
         ])
         XCTAssertEqual(whole.replies.first?.status, 200, whole.raw)
+    }
+
+    /// `Expect: 100-continue` without any evidence on an enforced route: the 401 `assertion_missing`
+    /// comes instead of `100 Continue`, so the client never uploads the body (before, it got 100,
+    /// sent the body, then the 401). With an evidence header the enforcer needs the body: 100 first;
+    /// a monitored route forwards.
+    func testExpectContinueWithoutEvidenceOnAnEnforcedRouteIsRefusedBeforeTheBody() throws {
+        let bare = try RawClient.run(port: gateway.port, timeout: 15, [
+            .send("POST /enforced/upload HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n"),
+        ])
+        XCTAssertFalse(bare.raw.contains("100 Continue"), bare.raw)
+        let reply = try XCTUnwrap(bare.replies.first, bare.raw)
+        assertRefusal(reply, status: 401, code: "assertion_missing", action: "refresh_challenge")
+        XCTAssertTrue(bare.closed, "the body was never read: the connection closes")
+
+        let withEvidence = try RawClient.run(port: gateway.port, timeout: 15, [
+            .send("POST /enforced/upload HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n"
+                  + "App-Attest-Key-Id: AAAA\r\nConnection: close\r\n\r\nbody"),
+        ])
+        XCTAssertTrue(withEvidence.raw.hasPrefix("HTTP/1.1 100 Continue\r\n"), withEvidence.raw)
+        XCTAssertEqual(withEvidence.replies.last?.status, 401, withEvidence.raw)
+
+        let monitored = try RawClient.run(port: gateway.port, timeout: 15, [
+            .send("POST /monitored/upload HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\nConnection: close\r\n\r\nbody"),
+        ])
+        XCTAssertTrue(monitored.raw.hasPrefix("HTTP/1.1 100 Continue\r\n"), monitored.raw)
+        XCTAssertEqual(monitored.replies.last?.status, 200, monitored.raw)
     }
 
     func testBodyOverMaxBodyIs413BodyTooLargeDeny() throws {
