@@ -12,7 +12,8 @@ import GatewayRules
 /// strict DER), then the App Attest evidence if any:
 /// - attestation: Apple's nine steps (`AttestationVerifier`) with keyId = `appAttest.keyId` and
 ///   clientDataHash = SHA-256(registration client data); its reasons pass through (`nonce_mismatch`
-///   when the attestation commits to other client data);
+///   when the attestation commits to other client data); on success the verified App Attest key is
+///   `RegisteredDeviceKey.appAttestKey` (for the gateway to store, as `/attest` would);
 /// - assertion: `AssertionVerifier` with the held key and its app over the registration client data
 ///   (no counter check: the device key's one-time challenge is the replay guard).
 /// Thread-safe (immutable).
@@ -69,10 +70,10 @@ public struct DeviceKeyRegistrationVerifier: Sendable {
         }
         let keyId = SHA256.hash(registration.publicKey)
         func accepted(platform: Bool, spent: Bool, appAttestKeyId: [UInt8]?, appId: String?,
-                      environment: AppAttestEnvironment?) -> DeviceKeyRegistrationDecision {
+                      environment: AppAttestEnvironment?, appAttestKey: AttestedKey? = nil) -> DeviceKeyRegistrationDecision {
             .accepted(RegisteredDeviceKey(keyId: keyId, publicKey: publicKey, backing: backing, integrity: registration.integrity,
                                           platformAttested: platform, platformTokenSpent: spent, appAttestKeyId: appAttestKeyId,
-                                          appId: appId, environment: environment))
+                                          appId: appId, environment: environment, appAttestKey: appAttestKey))
         }
         switch registration.appAttest {
         case nil:
@@ -84,7 +85,7 @@ public struct DeviceKeyRegistrationVerifier: Sendable {
                                  spentAttestation: true)
             case .accepted(let key, _):
                 return accepted(platform: true, spent: true, appAttestKeyId: appKeyId, appId: key.appId,
-                                environment: key.environment)
+                                environment: key.environment, appAttestKey: key)
             }
         case .assertion(let appKeyId, let object)?:
             guard let heldKey else { return reject(.assertionMalformed, "appAttest.keyId is not an App Attest key the gateway holds") }

@@ -22,11 +22,17 @@ public struct RegisteredDeviceKey: Sendable {
     public let appId: String?
     /// The App Attest environment (nil without App Attest).
     public let environment: AppAttestEnvironment?
+    /// The App Attest key the attestation form verified, with what `POST {prefix}/attest` stores of
+    /// one (public key point, receipt, environment, App ID, counter 0 as the attestation left it);
+    /// nil for the other forms (the assertion form's key is one the gateway already holds). The
+    /// gateway stores it as an App Attest key when it holds none of that keyId, so that the key can
+    /// vouch again later with an assertion (DESIGN.md section 8).
+    public let appAttestKey: AttestedKey?
 
     /// Creates the result (the verifier's output).
     public init(keyId: [UInt8], publicKey: P256PublicKey, backing: DeviceKeyBacking, integrity: [String],
                 platformAttested: Bool, platformTokenSpent: Bool, appAttestKeyId: [UInt8]?, appId: String?,
-                environment: AppAttestEnvironment?) {
+                environment: AppAttestEnvironment?, appAttestKey: AttestedKey? = nil) {
         self.keyId = keyId
         self.publicKey = publicKey
         self.backing = backing
@@ -36,5 +42,6 @@ public struct RegisteredDeviceKey: Sendable {
         self.appAttestKeyId = appAttestKeyId
         self.appId = appId
         self.environment = environment
+        self.appAttestKey = appAttestKey
     }
 }

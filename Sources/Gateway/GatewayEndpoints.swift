@@ -171,16 +171,11 @@ final class GatewayEndpoints: Sendable {
                 refuse(.verification(reason, detail: detail), route: route, keyId: keyId, completion)
                 return
             }
-            let receipt = key.receiptVerification?.receipt
             let lifetime = apps[key.appId]?.lifetime ?? .forever
             let account = lifecycle.account(for: key.appId, headers: request.head.headers)
             if let refusal = account.refusal { return refuse(refusal, route: route, keyId: keyId, completion) }
-            guard let record = try? KeyRecord(
-                    keyId: keyId, publicKey: key.publicKeyPoint, environment: key.environment, appId: key.appId,
-                    createdAt: now, receipt: key.receipt,
-                    receiptRiskMetric: receipt?.riskMetric.flatMap { UInt32(exactly: $0) },
-                    receiptExpiresAt: receipt?.expirationTime.map { $0 * 1000 },
-                    expiresAt: lifetime.expiresAt(now: now), accountHash: account.hash) else {
+            guard let record = try? KeyRecord(attested: key, createdAt: now, expiresAt: lifetime.expiresAt(now: now),
+                                              accountHash: account.hash) else {
                 refuse(.internalError("attested key could not be recorded"), route: route, keyId: keyId, completion)
                 return
             }

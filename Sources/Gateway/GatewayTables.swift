@@ -106,7 +106,7 @@ final class GatewayTables: Sendable {
         registration = RegistrationEndpoint(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                             verifier: DeviceKeyRegistrationVerifier(attestations: verifier),
                                             errorHeader: config.headers.error, lifecycle: lifecycle,
-                                            firstChallenge: endpoints.nextChallengeForNewKey)
+                                            firstChallenge: endpoints.nextChallengeForNewKey, refreshHooks: refreshHooks)
         forwarding = ForwardingHeaders(trusted: config.trustedProxies)
         endpointsPrefix = Array(config.endpoints.prefix.utf8)
         rateLimit = config.endpoints.rateLimit

@@ -15,7 +15,10 @@ import GatewayStore
 /// (refuse, or lower the tier) -> the account header's keyed hash when the app counts keys per account
 /// -> `AttestStore.registerDeviceKey` (challenge of purpose `register` for keyId = SHA-256(publicKey),
 /// consumed with the write, atomically; expiry from the app's `registration_ttl`) -> the account
-/// index (`LifecycleEndpoints.indexRegistration`) -> `201` (with the key's first `assert` challenge in
+/// index (`LifecycleEndpoints.indexRegistration`); for the attestation form, first the App Attest key
+/// that vouched, stored as `/attest` stores one unless a record of its keyId exists
+/// (`AttestStore.registerVouchingKey`, after the challenge was spent) and indexed, so that it can vouch
+/// again with the assertion form -> `201` (with the key's first `assert` challenge in
 /// `App-Attest-Next-Challenge` when `endpoints.next_challenge` is on) `{"kid", "tier",
 /// "platformAttested", "platformTokenSpent", "expiresAt", "renewAfter", "integrity", "backing"}`.
 ///
@@ -36,13 +39,17 @@ final class RegistrationEndpoint: Sendable {
     /// The new key's first `assert` challenge for the `201` (`GatewayEndpoints.nextChallengeForNewKey`:
     /// nil when `endpoints.next_challenge` is off or the store could not issue it).
     let firstChallenge: @Sendable (KeyID, @escaping @Sendable (ChallengeIssuer.Issued?) -> Void) -> Void
+    /// Told about an App Attest key stored from the attestation form (the receipt refresher), as for `/attest`.
+    let refreshHooks: ReceiptRefreshHooks?
     /// Where verification (an attestation's chain building, about a millisecond) runs, off the event loops.
     private let verifyQueue = DispatchQueue(label: "attest-gateway.registration", attributes: .concurrent)
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer, clock: GatewayClock,
          verifier: DeviceKeyRegistrationVerifier, errorHeader: String, lifecycle: LifecycleEndpoints,
-         firstChallenge: @escaping @Sendable (KeyID, @escaping @Sendable (ChallengeIssuer.Issued?) -> Void) -> Void) {
+         firstChallenge: @escaping @Sendable (KeyID, @escaping @Sendable (ChallengeIssuer.Issued?) -> Void) -> Void,
+         refreshHooks: ReceiptRefreshHooks? = nil) {
         self.lifecycle = lifecycle
+        self.refreshHooks = refreshHooks
         self.firstChallenge = firstChallenge
         self.store = store
         self.keys = keys
@@ -170,14 +177,47 @@ final class RegistrationEndpoint: Sendable {
             case .success(.accepted):
                 keys.put(keyId, CachedKey(record: record, publicKey: key.publicKey, app: app.policy), shard: nil)
                 let answer = created(record: record, key: key, lifetime: app.lifetime)
-                // Keys per account: index the key and revoke the oldest beyond the limit, then answer.
-                lifecycle.indexRegistration(record) { [self] _ in
-                    firstChallenge(keyId) { next in
-                        var response = answer
-                        if let next { NextChallengeHeaders.set(next, on: &response.headers) }
-                        completion(response, RequestLogContext(route: RegistrationEndpoint.route, keyId: keyId))
+                storeVouchingKey(key.appAttestKey, app: app, registration: record) { [self] stored in
+                    // Keys per account: index the key and revoke the oldest beyond the limit, then answer.
+                    lifecycle.indexRegistration(record) { [self] _ in
+                        firstChallenge(keyId) { next in
+                            var response = answer
+                            if let next { NextChallengeHeaders.set(next, on: &response.headers) }
+                            completion(response, RequestLogContext(route: RegistrationEndpoint.route,
+                                                                   reason: stored ? nil : RegistrationEndpoint.vouchingKeyNotStored,
+                                                                   keyId: keyId))
+                        }
                     }
                 }
+            }
+        }
+    }
+
+    /// The access line's `reason` on a `201` whose App Attest key could not be stored (a store failure
+    /// after the registration was written): the registration stands, the key cannot vouch later.
+    static let vouchingKeyNotStored = "app_attest_key_not_stored"
+
+    /// After an accepted registration of the attestation form: stores the App Attest key that vouched
+    /// (`AttestStore.registerVouchingKey`, the record `/attest` would write, with the account and the
+    /// expiry of `registration`, created one millisecond before it so that the device key is the newer
+    /// of the two in its account) unless the store holds a record of that keyId, then caches it, tells
+    /// the receipt refresher and indexes it in its account like an attested key. Completes with false
+    /// only when the store failed (the device key's registration stands either way: its challenge is
+    /// spent, so a 503 would lose the registration the client paid an attestation for).
+    private func storeVouchingKey(_ attested: AttestedKey?, app: AppEntry, registration: KeyRecord,
+                                  _ done: @escaping @Sendable (Bool) -> Void) {
+        guard let attested else { return done(true) }
+        guard let record = try? KeyRecord(attested: attested, createdAt: registration.createdAt - 1, expiresAt: registration.expiresAt,
+                                          accountHash: registration.accountHash) else { return done(false) }
+        store.registerVouchingKey(record) { [self] result in
+            switch result {
+            case .failure: done(false)
+            case .success(.refused): done(true)  // key_exists: the held record is kept as it is
+            case .success(.accepted):
+                keys.put(record.keyId, CachedKey(keyId: record.keyId, publicKey: attested.publicKey, app: app.policy,
+                                                 environment: attested.environment), shard: nil)
+                refreshHooks?.registered(record.keyId, attested.appId)
+                lifecycle.indexRegistration(record) { _ in done(true) }
             }
         }
     }

@@ -228,6 +228,16 @@ struct RedisScript: Sendable {
         return 'ok'
         """, sha1: "6146675591084c3cc1095682b8e78dedbbd54e00")
 
+    /// `registerVouchingKey` (the App Attest key of `/register`'s attestation form, stored after the
+    /// device key's registration consumed its challenge). KEYS[1] key record hash. ARGV the record's
+    /// field/value pairs. Returns `ok` after writing the record, or `key_exists` when any record of
+    /// the keyId exists (it is never replaced: a held key's counter never goes back).
+    static let registerVouching = RedisScript("""
+        if redis.call('EXISTS', KEYS[1]) == 1 then return 'key_exists' end
+        redis.call('HSET', KEYS[1], unpack(ARGV))
+        return 'ok'
+        """, sha1: "b4a6d56dc4a92aeebb5946f7aecd3828609986dd")
+
     /// `commitSignedRequest` (a request signed by a device key: the challenge is the replay guard).
     /// KEYS[1] key record hash, KEYS[2] challenge hash. ARGV[1] now (ms). Returns `ok` after deleting the
     /// challenge, or `key_unknown` | `key_revoked` | `key_expired` | `challenge_unknown` |
@@ -274,5 +284,5 @@ struct RedisScript: Sendable {
 
     /// Every script, in the order they are loaded at connect.
     static let all: [RedisScript] = [issue, register, commit, revoke, revokeAudited, registerDevice, commitSigned,
-                                     registrationRefused, fleet] + lifecycle
+                                     registrationRefused, fleet, registerVouching] + lifecycle
 }

@@ -1,7 +1,8 @@
 import GatewayStore
 
 /// The device-key operations of the Redis store (DESIGN.md section 8), each one Lua script on keys of
-/// the device key's hash tag (`RedisScript.registerDevice`, `.commitSigned`, `.registrationRefused`).
+/// the device key's hash tag (`RedisScript.registerDevice`, `.commitSigned`, `.registrationRefused`), and the
+/// store of the App Attest key that vouched for a registration (`.registerVouching`, under that key's tag).
 extension RedisStore {
     /// See `AttestStore.registerDeviceKey` (one Lua script: record written, challenge and back-off deleted).
     public func registerDeviceKey(_ record: KeyRecord, challenge: Challenge, now: UnixMillis,
@@ -12,6 +13,17 @@ extension RedisStore {
         let keys = [schema.keyRecordName(record.keyId), schema.challengeName(record.keyId, challenge),
                     schema.registrationBackoffName(record.keyId)]
         runScriptRouted(.registerDevice, keys: keys, args: args) { [self] result, connection in
+            acknowledged(result.flatMap(RedisStore.decodeCodeReply), on: connection, completion: completion)
+        }
+    }
+
+    /// See `AttestStore.registerVouchingKey` (one Lua script on the App Attest key's record, under
+    /// its own hash tag: never replaces a record).
+    public func registerVouchingKey(_ record: KeyRecord,
+                                    completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
+        var args = RedisCommand(capacity: 320)
+        RedisKeySchema.appendFields(of: record, to: &args)
+        runScriptRouted(.registerVouching, keys: [schema.keyRecordName(record.keyId)], args: args) { [self] result, connection in
             acknowledged(result.flatMap(RedisStore.decodeCodeReply), on: connection, completion: completion)
         }
     }

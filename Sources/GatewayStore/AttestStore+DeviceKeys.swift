@@ -8,6 +8,12 @@ extension AttestStore {
     }
 
     /// Fails with `StoreUnavailable(.closed)`: this store cannot hold device keys.
+    public func registerVouchingKey(_ record: KeyRecord,
+                                    completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
+        completion(.failure(StoreUnavailable(.closed, detail: "this store does not support device keys")))
+    }
+
+    /// Fails with `StoreUnavailable(.closed)`: this store cannot hold device keys.
     public func commitSignedRequest(keyId: KeyID, challenge: Challenge, now: UnixMillis,
                                     completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
         completion(.failure(StoreUnavailable(.closed, detail: "this store does not support device keys")))

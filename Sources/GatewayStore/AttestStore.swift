@@ -113,6 +113,20 @@ public protocol AttestStore: AnyObject, Sendable {
     func registerDeviceKey(_ record: KeyRecord, challenge: Challenge, now: UnixMillis,
                            completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void)
 
+    /// Stores the App Attest key that vouched for a device-key registration with an attestation
+    /// (`POST {prefix}/register`'s attestation form, DESIGN.md section 8), so that it can vouch again
+    /// later with an assertion, exactly as `registerKey` stores a key attested through `/attest` but
+    /// without a challenge: the registration that verified the attestation already consumed its
+    /// `register` challenge (`registerDeviceKey`), which is the replay guard. Call it only after that
+    /// registration was accepted.
+    ///
+    /// Writes `record` when there is no record for `record.keyId`; any existing record (live, expired,
+    /// revoked, App Attest or device key) is kept as it is (`key_exists`: a held key's counter never
+    /// goes back). Atomic (one Lua script under the key's hash tag; one critical section in memory).
+    /// Default implementation (stores without device keys): `.failure(StoreUnavailable(.closed))`.
+    func registerVouchingKey(_ record: KeyRecord,
+                             completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void)
+
     /// The per-request commit of a request signed by a device key (`App-Attest-Signature`, DESIGN.md
     /// section 8), atomically, after the gateway verified the signature: the one-time challenge is the
     /// replay guard (there is no counter).

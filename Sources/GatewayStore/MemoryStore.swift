@@ -302,6 +302,18 @@ public final class MemoryStore: AttestStore, @unchecked Sendable {  // all mutab
         completion(result)
     }
 
+    /// See `AttestStore.registerVouchingKey` (one critical section): never replaces a record.
+    public func registerVouchingKey(_ record: KeyRecord,
+                                    completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
+        let result: Result<StoreOutcome<Void>, StoreUnavailable> = lock.withLock {
+            if closed { return .failure(MemoryStore.closedError) }
+            if keys[record.keyId] != nil { return .success(.refused(.keyExists)) }
+            keys[record.keyId] = record
+            return .success(.accepted(()))
+        }
+        completion(result)
+    }
+
     /// See `AttestStore.commitSignedRequest` (one critical section).
     public func commitSignedRequest(keyId: KeyID, challenge: Challenge, now: UnixMillis,
                                     completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {

@@ -14,13 +14,14 @@ final class MemoryStoreDeviceKeyConformanceTests: XCTestCase {
     func test_registrationBackoffDoublesAndClears() throws { try suite().registrationBackoffDoublesAndClears() }
     func test_legacyTierReadsAsAttested() throws { try suite().legacyTierReadsAsAttested() }
     func test_expiredDeviceRegistrationIsReplaced() throws { try suite().expiredDeviceRegistrationIsReplaced() }
+    func test_vouchingKeyStoredOnceNeverReplaced() throws { try suite().vouchingKeyStoredOnceNeverReplaced() }
 
     /// Fails when a device-key check has no test method here.
     func testCoversEveryDeviceKeyCheck() {
         XCTAssertEqual(Set(StoreConformance.deviceKeyChecks.map(\.name)),
                        ["deviceKeyRoundTrip", "deviceRegistrationRefusalsChangeNothing", "signedRequestCommitsOnceAndRefusalsChangeNothing",
                         "signedRequestRaceAcceptedOnce", "registrationBackoffDoublesAndClears", "legacyTierReadsAsAttested",
-                        "expiredDeviceRegistrationIsReplaced"])
+                        "expiredDeviceRegistrationIsReplaced", "vouchingKeyStoredOnceNeverReplaced"])
     }
 }
 
@@ -51,6 +52,7 @@ final class RedisStoreDeviceKeyConformanceTests: XCTestCase {
     func test_registrationBackoffDoublesAndClears() throws { try suite().registrationBackoffDoublesAndClears() }
     func test_legacyTierReadsAsAttested() throws { try suite().legacyTierReadsAsAttested() }
     func test_expiredDeviceRegistrationIsReplaced() throws { try suite().expiredDeviceRegistrationIsReplaced() }
+    func test_vouchingKeyStoredOnceNeverReplaced() throws { try suite().vouchingKeyStoredOnceNeverReplaced() }
 
     /// The back-off and the record live under the device key's hash tag; the back-off has a TTL of
     /// the delay plus seven days, the record none; a registration deletes the back-off.

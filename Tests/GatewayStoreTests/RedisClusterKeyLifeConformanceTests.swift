@@ -33,6 +33,7 @@ final class RedisClusterKeyLifeConformanceTests: XCTestCase {
     func test_registrationBackoffDoublesAndClears() throws { try suite().registrationBackoffDoublesAndClears() }
     func test_legacyTierReadsAsAttested() throws { try suite().legacyTierReadsAsAttested() }
     func test_expiredDeviceRegistrationIsReplaced() throws { try suite().expiredDeviceRegistrationIsReplaced() }
+    func test_vouchingKeyStoredOnceNeverReplaced() throws { try suite().vouchingKeyStoredOnceNeverReplaced() }
 
     func test_renewExtendsExpiryAndSpendsChallenge() throws { try suite().renewExtendsExpiryAndSpendsChallenge() }
     func test_renewRefusalsChangeNothing() throws { try suite().renewRefusalsChangeNothing() }
@@ -50,7 +51,7 @@ final class RedisClusterKeyLifeConformanceTests: XCTestCase {
         let covered: Set<String> = ["deviceKeyRoundTrip", "deviceRegistrationRefusalsChangeNothing",
                                     "signedRequestCommitsOnceAndRefusalsChangeNothing", "signedRequestRaceAcceptedOnce",
                                     "registrationBackoffDoublesAndClears", "legacyTierReadsAsAttested",
-                                    "expiredDeviceRegistrationIsReplaced", "renewExtendsExpiryAndSpendsChallenge", "renewRefusalsChangeNothing", "renewCounterAdvancesLikeAnAssertion",
+                                    "expiredDeviceRegistrationIsReplaced", "vouchingKeyStoredOnceNeverReplaced", "renewExtendsExpiryAndSpendsChallenge", "renewRefusalsChangeNothing", "renewCounterAdvancesLikeAnAssertion",
                                     "forgetDeletesAndForgottenKeyCannotRenew", "forgetRefusalsChangeNothing", "raceSameRenewalAcceptedOnce",
                                     "accountHashRoundTripAndReported", "accountIndexRevokesOldestBeyondLimit",
                                     "accountIndexDropsExpiredAndRemoved", "raceAccountIndexKeepsTheLimit"]

@@ -71,6 +71,11 @@ public final class LoopHoppingStore: AttestStore, Sendable {
         onLoop { self.inner.registerDeviceKey(record, challenge: challenge, now: now, completion: completion) }
     }
 
+    public func registerVouchingKey(_ record: KeyRecord,
+                                    completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
+        onLoop { self.inner.registerVouchingKey(record, completion: completion) }
+    }
+
     public func commitSignedRequest(keyId: KeyID, challenge: Challenge, now: UnixMillis,
                                     completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
         onLoop { self.inner.commitSignedRequest(keyId: keyId, challenge: challenge, now: now, completion: completion) }

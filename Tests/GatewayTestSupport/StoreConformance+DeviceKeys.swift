@@ -3,8 +3,8 @@ import GatewayRules
 import GatewayStore
 
 /// The device-key checks of the conformance suite (DESIGN.md section 8): `registerDeviceKey`,
-/// `commitSignedRequest` and `recordRegistrationRefusal`, each with its passing case and its
-/// refusals, which change nothing.
+/// `registerVouchingKey`, `commitSignedRequest` and `recordRegistrationRefusal`, each with its
+/// passing case and its refusals, which change nothing.
 extension StoreConformance {
     /// Every device-key check, by name (kept apart from `checks` so that suites list them separately).
     public static let deviceKeyChecks: [(name: String, run: @Sendable (StoreConformance) throws -> Void)] = [
@@ -15,6 +15,7 @@ extension StoreConformance {
         ("registrationBackoffDoublesAndClears", { try $0.registrationBackoffDoublesAndClears() }),
         ("legacyTierReadsAsAttested", { try $0.legacyTierReadsAsAttested() }),
         ("expiredDeviceRegistrationIsReplaced", { try $0.expiredDeviceRegistrationIsReplaced() }),
+        ("vouchingKeyStoredOnceNeverReplaced", { try $0.vouchingKeyStoredOnceNeverReplaced() }),
     ]
 
     /// A device-key record (random point) at `tier`.
@@ -144,6 +145,50 @@ extension StoreConformance {
         let later = try makeDeviceRecord(keyId: forever.keyId, expiresAt: baseNow + 90_000_000)
         try expect(try registerAgain(later, at: baseNow + 80_000_000).refusal == .keyExists, "a record without an expiry is not replaced")
         try expect(try fetch(forever.keyId) == forever, "kept")
+    }
+
+    /// registerVouchingKey's outcome (an unavailable store fails the check).
+    public func vouchingOutcome(_ record: KeyRecord, file: StaticString = #filePath, line: UInt = #line) throws -> StoreOutcome<Void> {
+        try wait("registerVouchingKey", { store.registerVouchingKey(record, completion: $0) }, file: file, line: line)
+            .mapError { ConformanceFailure(message: "registerVouchingKey unavailable: \($0)", file: file, line: line) }.get()
+    }
+
+    /// `registerVouchingKey` (the App Attest key of `/register`'s attestation form) writes the whole
+    /// App Attest record without a challenge, leaves the key's pending challenges alone, and the key
+    /// then commits assertions; any existing record of the keyId is never replaced (`key_exists`,
+    /// nothing changed): one whose counter advanced (the counter never goes back), a revoked one, an
+    /// expired one, a device key's.
+    public func vouchingKeyStoredOnceNeverReplaced() throws {
+        let record = try makeRecord(receipt: Array("receipt-bytes".utf8), riskMetric: 3, receiptExpiresAt: baseNow + 86_400_000,
+                                    expiresAt: baseNow + 3_600_000)
+        let pending = try issueAssert(record.keyId)
+        try expect(try vouchingOutcome(record).value != nil, "stored")
+        try expect(try fetch(record.keyId) == record, "the record reads back with every field")
+        try expectCommit(record.keyId, pending, counter: 5, now: baseNow, accepted: true, context: "the challenge issued before is untouched")
+        try expectCommit(record.keyId, try issueAssert(record.keyId), counter: 5, now: baseNow, accepted: false, refusedAs: .counterReplay)
+        let advanced = try fetch(record.keyId)
+        try expect(advanced?.counter == 5, "counter advanced: \(String(describing: advanced))")
+        let again = try makeRecord(keyId: record.keyId, expiresAt: baseNow + 90_000_000)
+        try expect(try vouchingOutcome(again).refusal == .keyExists, "an existing record is never replaced")
+        try expect(try fetch(record.keyId) == advanced, "the counter did not go back, nothing changed")
+
+        let revoked = try makeRecord()
+        try expect(try vouchingOutcome(revoked).value != nil, "stored")
+        try expect(try wait("revokeKey") { store.revokeKey(revoked.keyId, completion: $0) }.get() == true, "revoked")
+        let revokedRecord = try fetch(revoked.keyId)
+        try expect(try vouchingOutcome(try makeRecord(keyId: revoked.keyId)).refusal == .keyExists, "a revoked record is kept")
+        try expect(try fetch(revoked.keyId) == revokedRecord, "still revoked")
+
+        let expired = try makeRecord(expiresAt: baseNow - 1)
+        try expect(try vouchingOutcome(expired).value != nil, "stored")
+        try expect(try vouchingOutcome(try makeRecord(keyId: expired.keyId, expiresAt: baseNow + 90_000_000)).refusal == .keyExists,
+                   "an expired record is not replaced either")
+        try expect(try fetch(expired.keyId) == expired, "kept")
+
+        let device = try makeDeviceRecord(expiresAt: baseNow + 10_000)
+        try registerDeviceExpectingAccepted(device)
+        try expect(try vouchingOutcome(try makeRecord(keyId: device.keyId)).refusal == .keyExists, "a device key's record is kept")
+        try expect(try fetch(device.keyId) == device, "kept")
     }
 
     /// `commitSignedRequest` consumes an `assert` challenge once; its refusals (unknown key, wrong

@@ -224,6 +224,65 @@ final class DeviceKeyRegistrationTests: XCTestCase {
         XCTAssertEqual(reply.json["platformTokenSpent"] as? Bool, false)
     }
 
+    /// The App Attest key of the attestation form is stored as `/attest` stores one (before, only
+    /// `/attest` stored App Attest keys, so this key answered `401 key_unknown` when it vouched later
+    /// and the SDK backed off for an hour): it then vouches for another device key with the assertion
+    /// form, signs protected requests (replays and old counters still refused), and a later attestation
+    /// of the same key never resets its record.
+    func testAttestationFormKeyVouchesLaterWithAnAssertionAndSignsRequests() throws {
+        let first = try env.makeKey()
+        let appKey = try XCTUnwrap(try env.makeDevice(.ref) as? RefDevice)
+        let firstChallenge = try env.challenge(kid: first.kid)
+        let firstData = DeviceKeyEnvironment.clientData(challenge: firstChallenge, point: first.point, backing: "software", integrity: [])
+        let attestation = try appKey.attestation(challenge: Data(firstData).base64EncodedString(), appId: E2EEnvironment.appId,
+                                                 environment: "development", caDirectory: appKey.caDirectory)
+        let registered = try env.register(try env.registrationFields(first, challenge: firstChallenge,
+                                                                     appAttest: ["keyId": appKey.keyId, "attestation": attestation]))
+        XCTAssertEqual(registered.status, 201, "\(registered)")
+        let appRecord = "aa:{\(base64URL(appKey.keyId))}:key"
+        XCTAssertEqual(try env.redisCLI("HGET", appRecord, "ctr"), "0", "stored with the attestation's counter")
+        XCTAssertEqual(try env.redisCLI("HGET", appRecord, "app"), E2EEnvironment.appId)
+        XCTAssertEqual(try env.redisCLI("HGET", appRecord, "env"), "development")
+        XCTAssertEqual(try env.redisCLI("HGET", appRecord, "bk"), "", "an App Attest key, not a device key")
+        XCTAssertEqual(try env.redisCLI("HEXISTS", appRecord, "rcpt"), "1", "the receipt is kept, as /attest keeps it")
+
+        // Later: another device key (a re-registration), vouched for by an assertion of that App Attest key.
+        let second = try env.makeKey()
+        let secondChallenge = try env.challenge(kid: second.kid)
+        let secondData = DeviceKeyEnvironment.clientData(challenge: secondChallenge, point: second.point, backing: "software", integrity: [])
+        let vouched = try env.register(try env.registrationFields(
+            second, challenge: secondChallenge, appAttest: ["keyId": appKey.keyId, "assertion": try appKey.rawAssertion(clientData: secondData, counter: 1)]))
+        XCTAssertEqual(vouched.status, 201, "\(vouched)")
+        XCTAssertEqual(vouched.json["tier"] as? String, "attested")
+        XCTAssertEqual(vouched.json["platformTokenSpent"] as? Bool, false)
+
+        // The App Attest key signs protected requests; a replay and an old counter are refused.
+        let request = try env.signedRequest(appKey, target: "/v1/attested/x", body: Array("{}".utf8), counter: 2)
+        let accepted = try env.send(request)
+        XCTAssertEqual(accepted.status, 200, "\(accepted)")
+        XCTAssertEqual(accepted.echo?.values("App-Attest-Verdict"), ["valid"])
+        XCTAssertEqual(accepted.echo?.values("App-Attest-Key-Id"), [appKey.keyId])
+        assertChallengeRefusal(try env.send(request), code: "challenge_unknown", notBefore: nowSeconds)
+        assertRefusal(try env.send(try env.signedRequest(appKey, target: "/v1/attested/x", body: Array("{}".utf8), counter: 2)),
+                      status: 401, code: "counter_replay")
+
+        // Another attestation of the same App Attest key registers a third device key but never resets
+        // the held record: its counter stays, so counter 1 is still a replay.
+        let third = try env.makeKey()
+        let thirdChallenge = try env.challenge(kid: third.kid)
+        let thirdData = DeviceKeyEnvironment.clientData(challenge: thirdChallenge, point: third.point, backing: "software", integrity: [])
+        let again = try appKey.attestation(challenge: Data(thirdData).base64EncodedString(), appId: E2EEnvironment.appId,
+                                           environment: "development", caDirectory: appKey.caDirectory)
+        let reattested = try env.register(try env.registrationFields(third, challenge: thirdChallenge,
+                                                                     appAttest: ["keyId": appKey.keyId, "attestation": again]))
+        XCTAssertEqual(reattested.status, 201, "\(reattested)")
+        XCTAssertEqual(try env.redisCLI("HGET", appRecord, "ctr"), "2", "the held counter did not go back")
+        assertRefusal(try env.send(try env.signedRequest(appKey, target: "/v1/attested/x", body: Array("{}".utf8), counter: 1)),
+                      status: 401, code: "counter_replay")
+        XCTAssertEqual(try env.send(try env.signedRequest(appKey, target: "/v1/attested/x", body: Array("{}".utf8), counter: 3)).status,
+                       200)
+    }
+
     func testIntegrityPolicyLowersOrRefuses() throws {
         // integrity_lower: jb_files -> tier device even with an attestation.
         let key = try env.makeKey()
