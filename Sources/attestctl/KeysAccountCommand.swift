@@ -7,15 +7,17 @@ import GatewayStore
 /// `attestctl keys list --account V` and `attestctl keys revoke --account V` (issue 10, "Keys per
 /// account"): the keys of one account, found through the account index of the store
 /// (`<p>:{acct:<hash>}:keys`). The account value is hashed here exactly as the gateway does
-/// (HMAC-SHA256 under the app's account key, `Gateway.AccountBinding`), so the store never sees it.
+/// (HMAC-SHA256 under the app's account key over the App ID, 0x00 and the value,
+/// `Gateway.AccountBinding`), so the store never sees it. Accounts are per app: `--app ID` (the App ID
+/// of the app whose accounts these are) is required with `--account`.
 ///
 /// The account key comes from `--account-key-file FILE` or the environment variable
 /// `ATTESTCTL_ACCOUNT_KEY` (never from the command line: it is a secret); the same bytes as the app's
 /// `account_key` / `account_key_file` (one trailing newline stripped).
 ///
-/// - `list --account V [--status S] ...`: one compact JSON line per key of the account, oldest first
+/// - `list --account V --app ID [--status S] ...`: one compact JSON line per key of the account, oldest first
 ///   (`KeysCommand.describe`); exit 1 when the account has none.
-/// - `revoke --account V --reason R [--operator O] (--yes|--dry-run)`: revokes every active key of the
+/// - `revoke --account V --app ID --reason R [--operator O] (--yes|--dry-run)`: revokes every active key of the
 ///   account with the audit fields, then removes it from the index; one JSON line per key
 ///   (`"result": "would_revoke"|"revoked"|"already_revoked"|"not_found"|"failed"`, a failed one
 ///   with `"error"`), the summary on standard error; exit 1 when no active key matched, 3 (after
@@ -24,7 +26,8 @@ enum KeysAccountCommand {
     /// The options this command adds to `list` and `revoke`.
     static let options: Set<String> = ["account", "account-key-file"]
 
-    /// The account hash of `--account` under the account key; nil when `--account` is absent.
+    /// The account hash of `--account` of the app `--app` under the account key; nil when `--account`
+    /// is absent. - Throws: `DeviceCommandError.usage` without `--app` or the account key.
     static func account(_ options: DeviceCommandOptions,
                         environment: [String: String] = ProcessInfo.processInfo.environment) throws -> AccountHash? {
         guard let value = try options.value("account") else {
@@ -32,6 +35,9 @@ enum KeysAccountCommand {
             return nil
         }
         guard !value.isEmpty else { throw DeviceCommandError.usage("--account must not be empty") }
+        guard let appId = try options.value("app"), !appId.isEmpty else {
+            throw DeviceCommandError.usage("--account needs --app ID: an account belongs to one app (its App ID is part of the account hash)")
+        }
         var key: [UInt8]
         if let file = try options.value("account-key-file") {
             switch PasswordFile.read(file) {
@@ -45,7 +51,7 @@ enum KeysAccountCommand {
         }
         guard !key.isEmpty else { throw DeviceCommandError.usage("the account key is empty") }
         defer { key = [] }
-        return AccountBinding(header: "", hmacKey: key, maximumKeys: 1).hash(Array(value.utf8))
+        return AccountBinding(header: "", hmacKey: key, maximumKeys: 1, appId: appId).hash(Array(value.utf8))
     }
 
     /// `keys list --account`.

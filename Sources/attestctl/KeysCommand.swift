@@ -19,7 +19,8 @@ import GatewayStore
 /// - `revoke --app ID|--environment E [--created-after T] [--created-before T] --reason R
 ///   [--operator O] (--yes|--dry-run)`: bulk revocation of the matching active keys, one JSON line
 ///   per key (`KeysRevokeCommand`).
-/// - `list --account V` / `revoke --account V ...`: the keys of one account (`KeysAccountCommand`).
+/// - `list --account V --app ID` / `revoke --account V --app ID ...`: the keys of one account of one app
+///   (`KeysAccountCommand`).
 /// - `delete --key-id B64`: removes the record; the device must attest a new key.
 ///
 /// Redis login: `RedisLogin` (never a password on argv). The operator defaults to
@@ -40,12 +41,12 @@ enum KeysCommand {
     static let usage = """
         attestctl keys list [--app ID] [--environment development|production] [--status active|revoked]
                             [--created-after T] [--created-before T] [--limit N] [--cursor C] STORE
-               attestctl keys list --account VALUE [--account-key-file F] [--status active|revoked] STORE
+               attestctl keys list --account VALUE --app ID [--account-key-file F] [--status active|revoked] STORE
                attestctl keys show|delete --key-id B64 STORE
                attestctl keys revoke --key-id B64 [--reason TEXT] [--operator NAME] STORE
                attestctl keys revoke (--app ID|--environment E) [--created-after T] [--created-before T]
                                      --reason TEXT [--operator NAME] (--yes|--dry-run) STORE
-               attestctl keys revoke --account VALUE [--account-key-file F] --reason TEXT [--operator NAME]
+               attestctl keys revoke --account VALUE --app ID [--account-key-file F] --reason TEXT [--operator NAME]
                                      (--yes|--dry-run) STORE
                account key: --account-key-file F or ATTESTCTL_ACCOUNT_KEY (the app's account_key)
                STORE: \(RedisLogin.help)

@@ -24,8 +24,10 @@ enum KeysRevokeCommand {
         let filter = try KeyFilter(options)
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         if let account = try KeysAccountCommand.account(options) {
-            guard filter.isEmpty, try options.value("key-id") == nil else {
-                throw DeviceCommandError.usage("--account revokes the keys of one account: no --key-id, --app, --environment, --status or --created-* with it")
+            var others = filter
+            others.app = nil  // --app names the account's app (required by KeysAccountCommand.account)
+            guard others.isEmpty, try options.value("key-id") == nil else {
+                throw DeviceCommandError.usage("--account revokes the keys of one account: no --key-id, --environment, --status or --created-* with it")
             }
             guard reason != nil else { throw DeviceCommandError.usage("a revocation by account needs --reason") }
             let dryRun = options.flag("dry-run")

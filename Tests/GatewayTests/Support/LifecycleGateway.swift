@@ -26,13 +26,20 @@ final class LifecycleGateway: GatewayClient, @unchecked Sendable {  // immutable
     let accountKeyFile: URL
     var port: UInt16 { gateway.port }
 
-    init() throws {
+    /// With `secondAppId`, a second app with the same account header and account key (the same file)
+    /// but `max_keys_per_account: 1` and no `registration_ttl`.
+    init(secondAppId: String? = nil) throws {
         cas = try TestCAs.shared()
         work = try E2EPaths.temporaryDirectory("lifecycle")
         redis = try RedisServer()
         upstream = try UpstreamProcess()
         accountKeyFile = work.appendingPathComponent("account.key")
         try (LifecycleGateway.accountKey + "\n").write(to: accountKeyFile, atomically: true, encoding: .utf8)
+        let keyPath = accountKeyFile.path
+        let secondApp = secondAppId.map {
+            ["  - app_id: \($0)", "    environment: development", "    account_header: \(LifecycleGateway.accountHeader)",
+             "    account_key_file: \(keyPath)", "    max_keys_per_account: 1"].joined(separator: "\n")
+        } ?? ""
         let yaml = """
             listen: 127.0.0.1:0
             admin: 127.0.0.1:0
@@ -44,6 +51,7 @@ final class LifecycleGateway: GatewayClient, @unchecked Sendable {  // immutable
                 account_header: \(LifecycleGateway.accountHeader)
                 account_key_file: \(accountKeyFile.path)
                 max_keys_per_account: 2
+            \(secondApp)
             trust:
               extra_roots:
             \(cas.trustedRoots.map { "    - \($0)" }.joined(separator: "\n"))
@@ -84,13 +92,13 @@ final class LifecycleGateway: GatewayClient, @unchecked Sendable {  // immutable
         return try send("POST", "/app-attest/v1/\(action)", headers: [("Content-Type", "application/json")] + headers, body: Array(body))
     }
 
-    /// An App Attest key attested through `/attest`, for `account` when given.
-    func attestedRefDevice(account: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> RefDevice {
+    /// An App Attest key of `appId` attested through `/attest`, for `account` when given.
+    func attestedRefDevice(account: String? = nil, appId: String = LifecycleGateway.appId, file: StaticString = #filePath,
+                           line: UInt = #line) throws -> RefDevice {
         guard let ca = cas.ref else { throw XCTSkip(SharedFixtures.absentMessage) }
         let device = try RefDevice(directory: work, caDirectory: ca)
         let challenge = try self.challenge(for: device, purpose: "attest", file: file, line: line)
-        let attestation = try device.attestation(challenge: challenge, appId: LifecycleGateway.appId, environment: "development",
-                                                 caDirectory: ca)
+        let attestation = try device.attestation(challenge: challenge, appId: appId, environment: "development", caDirectory: ca)
         let reply = try post("attest", ["keyId": device.keyId, "challenge": challenge, "attestation": attestation],
                              headers: account.map { [(LifecycleGateway.accountHeader, $0)] } ?? [])
         XCTAssertEqual(reply.status, 201, "attest: \(reply)", file: file, line: line)
@@ -106,10 +114,9 @@ final class LifecycleGateway: GatewayClient, @unchecked Sendable {  // immutable
         return assertion
     }
 
-    /// A protected request signed by `device` with `counter`.
-    func protectedRequest(_ device: RefDevice, counter: UInt32) throws -> HTTPReply {
-        try send(try signedRequest(device, target: "/v1/protected/item", body: Array("{}".utf8), counter: counter,
-                                   appId: LifecycleGateway.appId))
+    /// A protected request signed by `device` (a key of `appId`) with `counter`.
+    func protectedRequest(_ device: RefDevice, counter: UInt32, appId: String = LifecycleGateway.appId) throws -> HTTPReply {
+        try send(try signedRequest(device, target: "/v1/protected/item", body: Array("{}".utf8), counter: counter, appId: appId))
     }
 
     /// The JSON of `/renew` or `/forget` with an App Attest assertion.
