@@ -21,7 +21,8 @@ import GatewayStore
 /// - `renew`, `forget` and the `renew`/`forget` challenge purposes: `LifecycleEndpoints`.
 /// Refusals follow DESIGN.md section 2; a challenge failure carries a fresh `attest` challenge.
 /// With `endpoints.fleet_attest_rate`, an `attest` challenge over the fleet's rate answers
-/// `429 attest_rate_limited` with `Retry-After` (the rest of the window, whole seconds, rounded up).
+/// `429 attest_rate_limited` with `Retry-After` (the rest of the window, whole seconds, rounded up;
+/// `FleetAttestRate`, which `/register`'s attestation form counts against too).
 final class GatewayEndpoints: Sendable {
     let store: any AttestStore
     let keys: KeyCache
@@ -35,9 +36,9 @@ final class GatewayEndpoints: Sendable {
     /// `endpoints.next_challenge`: a successful attestation's answer carries the key's first
     /// `assert` challenge (`NextChallengeHeaders`).
     let nextChallenge: Bool
-    /// `endpoints.fleet_attest_rate`: at most `count` attest challenges per window of
-    /// `windowMillis` across the fleet (store counter `attest`); nil: no limit.
-    let fleetAttestRate: (count: Int, windowMillis: Int64)?
+    /// `endpoints.fleet_attest_rate`, counted on `attest` challenges here (and on `/register`'s
+    /// attestation form by `RegistrationEndpoint`); nil: no limit.
+    let fleetAttestRate: FleetAttestRate?
     /// Told each key registered after its answer is decided (the receipt refresher).
     let refreshHooks: ReceiptRefreshHooks?
     /// Where attestation verification (chain building, about a millisecond) runs, off the event loops.
@@ -45,7 +46,7 @@ final class GatewayEndpoints: Sendable {
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer, clock: GatewayClock,
          verifier: AttestationVerifier, errorHeader: String, lifecycle: LifecycleEndpoints, nextChallenge: Bool = true,
-         fleetAttestRate: (count: Int, windowMillis: Int64)? = nil, refreshHooks: ReceiptRefreshHooks? = nil) {
+         fleetAttestRate: FleetAttestRate? = nil, refreshHooks: ReceiptRefreshHooks? = nil) {
         self.nextChallenge = nextChallenge
         self.fleetAttestRate = fleetAttestRate
         self.refreshHooks = refreshHooks
@@ -101,13 +102,8 @@ final class GatewayEndpoints: Sendable {
         if purpose == .attest, let limit = fleetAttestRate {
             // The fleet's attestation rate (issue 12): each attest challenge lets a device call
             // Apple's attestation service once, so the limit is counted here.
-            store.acquireFleetSlot("attest", limit: limit.count, windowMillis: limit.windowMillis, now: clock.now()) { [self] result in
-                switch result {
-                case .failure: refuse(.storeUnavailable, route: route, keyId: keyId, completion)
-                case .success(.refused(let retryAfterMillis)):
-                    refuse(.attestRateLimited(retryAfter: Int((retryAfterMillis + 999) / 1000)), route: route, keyId: keyId, completion)
-                case .success(.granted): issue()
-                }
+            limit.admit(store: store, now: clock.now()) { [self] refusal in
+                if let refusal { refuse(refusal, route: route, keyId: keyId, completion) } else { issue() }
             }
             return
         }

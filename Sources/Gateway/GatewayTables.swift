@@ -95,18 +95,20 @@ final class GatewayTables: Sendable {
         self.family = family
         lifecycle = LifecycleEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                        errorHeader: config.headers.error)
+        let fleetAttestRate = config.endpoints.fleetAttestRate.map {
+            FleetAttestRate(count: $0.count, windowMillis: GatewayRuntime.millis($0.per))
+        }
         endpoints = GatewayEndpoints(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                      verifier: verifier, errorHeader: config.headers.error, lifecycle: lifecycle,
                                      nextChallenge: config.endpoints.nextChallenge,
-                                     fleetAttestRate: config.endpoints.fleetAttestRate.map {
-                                         ($0.count, GatewayRuntime.millis($0.per))
-                                     }, refreshHooks: refreshHooks)
+                                     fleetAttestRate: fleetAttestRate, refreshHooks: refreshHooks)
         enforcer = AssertionEnforcer(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock, family: family,
                                      nextChallenge: config.endpoints.nextChallenge, refreshHooks: refreshHooks)
         registration = RegistrationEndpoint(store: store, keys: keys, apps: appEntries, issuer: issuer, clock: clock,
                                             verifier: DeviceKeyRegistrationVerifier(attestations: verifier),
                                             errorHeader: config.headers.error, lifecycle: lifecycle,
-                                            firstChallenge: endpoints.nextChallengeForNewKey, refreshHooks: refreshHooks)
+                                            firstChallenge: endpoints.nextChallengeForNewKey, refreshHooks: refreshHooks,
+                                            fleetAttestRate: fleetAttestRate)
         forwarding = ForwardingHeaders(trusted: config.trustedProxies)
         endpointsPrefix = Array(config.endpoints.prefix.utf8)
         rateLimit = config.endpoints.rateLimit

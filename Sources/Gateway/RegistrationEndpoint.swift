@@ -9,18 +9,20 @@ import GatewayStore
 /// App Attest vouches for it (an attestation over the registration client data, or an assertion by
 /// an App Attest key the gateway holds), else at tier `device`.
 ///
-/// Order: body decoded (`RegistrationBody`) -> for an `appAttest` assertion, the App Attest key read
-/// from the store (`key_unknown`, `key_revoked`, `key_expired`, `app_not_allowed`) -> the pure
-/// `DeviceKeyRegistrationVerifier` -> the app (`appId`, or App Attest's) and its integrity policy
-/// (refuse, or lower the tier) -> the account header's keyed hash when the app counts keys per account
-/// -> `AttestStore.registerDeviceKey` (challenge of purpose `register` for keyId = SHA-256(publicKey),
-/// consumed with the write, atomically; expiry from the app's `registration_ttl`) -> the account
-/// index (`LifecycleEndpoints.indexRegistration`); for the attestation form, first the App Attest key
-/// that vouched, stored as `/attest` stores one unless a record of its keyId exists
+/// Order: body decoded (`RegistrationBody`) -> for an `appAttest` attestation, one use of
+/// `endpoints.fleet_attest_rate` (`FleetAttestRate`: `429 attest_rate_limited` over it, `503` when the
+/// store fails; the assertion and device-key-only forms are not counted) -> for an `appAttest` assertion,
+/// the App Attest key read from the store (`key_unknown`, `key_revoked`, `key_expired`, `app_not_allowed`)
+/// -> the pure `DeviceKeyRegistrationVerifier` -> the app (`appId`, or App Attest's) and its integrity
+/// policy (refuse, or lower the tier) -> the account header's keyed hash when the app counts keys per
+/// account -> `AttestStore.registerDeviceKey` (challenge of purpose `register` for keyId =
+/// SHA-256(publicKey), consumed with the write, atomically; expiry from the app's `registration_ttl`) ->
+/// the account index (`LifecycleEndpoints.indexRegistration`); for the attestation form, first the App
+/// Attest key that vouched, stored as `/attest` stores one unless a record of its keyId exists
 /// (`AttestStore.registerVouchingKey`, after the challenge was spent) and indexed, so that it can vouch
 /// again with the assertion form -> `201` (with the key's first `assert` challenge in
-/// `App-Attest-Next-Challenge` when `endpoints.next_challenge` is on) `{"kid", "tier",
-/// "platformAttested", "platformTokenSpent", "expiresAt", "renewAfter", "integrity", "backing"}`.
+/// `App-Attest-Next-Challenge` when `endpoints.next_challenge` is on) `{"kid", "tier", "platformAttested",
+/// "platformTokenSpent", "expiresAt", "renewAfter", "integrity", "backing"}`.
 ///
 /// Nothing is written unless every check passed, with one exception by design: a registration whose
 /// device signature verified but whose App Attest attestation (a spent token) or integrity policy
@@ -41,15 +43,19 @@ final class RegistrationEndpoint: Sendable {
     let firstChallenge: @Sendable (KeyID, @escaping @Sendable (ChallengeIssuer.Issued?) -> Void) -> Void
     /// Told about an App Attest key stored from the attestation form (the receipt refresher), as for `/attest`.
     let refreshHooks: ReceiptRefreshHooks?
+    /// `endpoints.fleet_attest_rate`: the attestation form counts one attestation on arrival, before
+    /// verification (its `register` challenge could not tell the forms apart); nil: no limit.
+    let fleetAttestRate: FleetAttestRate?
     /// Where verification (an attestation's chain building, about a millisecond) runs, off the event loops.
     private let verifyQueue = DispatchQueue(label: "attest-gateway.registration", attributes: .concurrent)
 
     init(store: any AttestStore, keys: KeyCache, apps: [String: AppEntry], issuer: ChallengeIssuer, clock: GatewayClock,
          verifier: DeviceKeyRegistrationVerifier, errorHeader: String, lifecycle: LifecycleEndpoints,
          firstChallenge: @escaping @Sendable (KeyID, @escaping @Sendable (ChallengeIssuer.Issued?) -> Void) -> Void,
-         refreshHooks: ReceiptRefreshHooks? = nil) {
+         refreshHooks: ReceiptRefreshHooks? = nil, fleetAttestRate: FleetAttestRate? = nil) {
         self.lifecycle = lifecycle
         self.refreshHooks = refreshHooks
+        self.fleetAttestRate = fleetAttestRate
         self.firstChallenge = firstChallenge
         self.store = store
         self.keys = keys
@@ -71,6 +77,15 @@ final class RegistrationEndpoint: Sendable {
             body = try RegistrationBody(request.body, sha256: SHA256.hash)
         } catch {
             refuse(error.refusal, completion)
+            return
+        }
+        if case .attestation? = body.registration.appAttest, let limit = fleetAttestRate {
+            // An attestation spent through /register counts against the fleet's attestation rate, before
+            // any verification work; over it, nothing else happens (the challenge stays pending).
+            limit.admit(store: store, now: clock.now()) { [self] refusal in
+                if let refusal { return refuse(refusal, keyId: body.keyId, completion) }
+                verifyQueue.async { [self] in verify(body, heldKey: nil, headers: request.head.headers, completion) }
+            }
             return
         }
         guard case .assertion? = body.registration.appAttest, let appKeyId = body.appAttestKeyId else {

@@ -20,7 +20,8 @@ final class DeviceKeyEnvironment: GatewayClient, @unchecked Sendable {  // immut
 
     var port: UInt16 { gateway.port }
 
-    init() throws {
+    /// - Parameter fleetAttestRate: `endpoints.fleet_attest_rate` when given (e.g. `{count: 2, per: 1h}`).
+    init(fleetAttestRate: String? = nil) throws {
         cas = try TestCAs.shared()
         work = try E2EPaths.temporaryDirectory("devicekeys")
         redis = try RedisServer()
@@ -30,6 +31,7 @@ final class DeviceKeyEnvironment: GatewayClient, @unchecked Sendable {  // immut
             admin: 127.0.0.1:0
             store:
               url: \(redis.url)
+            \(fleetAttestRate.map { "endpoints:\n  fleet_attest_rate: \($0)" } ?? "")
             apps:
               - app_id: \(E2EEnvironment.appId)
                 environment: development
