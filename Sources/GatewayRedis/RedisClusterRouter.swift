@@ -140,15 +140,20 @@ final class RedisClusterRouter: @unchecked Sendable {  // every mutable field is
     /// The primaries of this loop's map (on the loop); while no map is known yet, waits for one (at
     /// most the command timeout).
     func primaries(completion: @escaping @Sendable ([RedisURL.Endpoint]) -> Void) {
-        let deadline = EventLoop.now() &+ commandTimeout
-        loop.queue.async { [self] in awaitPrimaries(deadline: deadline, completion: completion) }
+        slotTable { completion($0.primaries) }
     }
 
-    private func awaitPrimaries(deadline: UInt64, completion: @escaping @Sendable ([RedisURL.Endpoint]) -> Void) {
+    /// The current slot map (waiting up to the command timeout for a first one; empty when none came).
+    func slotTable(completion: @escaping @Sendable (RedisSlotTable) -> Void) {
+        let deadline = EventLoop.now() &+ commandTimeout
+        loop.queue.async { [self] in awaitTable(deadline: deadline, completion: completion) }
+    }
+
+    private func awaitTable(deadline: UInt64, completion: @escaping @Sendable (RedisSlotTable) -> Void) {
         syncTable()
-        guard table.primaries.isEmpty, !closed, EventLoop.now() < deadline else { return completion(table.primaries) }
+        guard table.primaries.isEmpty, !closed, EventLoop.now() < deadline else { return completion(table) }
         refresh()
-        loop.queue.asyncAfter(deadline: .now() + .milliseconds(10)) { [self] in awaitPrimaries(deadline: deadline, completion: completion) }
+        loop.queue.asyncAfter(deadline: .now() + .milliseconds(10)) { [self] in awaitTable(deadline: deadline, completion: completion) }
     }
 
     /// Sends a command to one given node (no redirects followed).

@@ -39,6 +39,18 @@ struct RedisSlotTable: Equatable, Sendable {
     /// Every primary serving at least one slot, in map order.
     var primaries: [RedisURL.Endpoint] { nodes.map { $0.endpoint } }
 
+    /// Every primary with the lowest slot it serves, ordered by that slot: the order of a walk over
+    /// the primaries that a failover does not change (a promoted replica serves the same slots).
+    var primariesByLowestSlot: [(endpoint: RedisURL.Endpoint, lowestSlot: Int)] {
+        var lowest = [Int](repeating: Int.max, count: nodes.count)
+        for (slot, index) in slots.enumerated() where index != RedisSlotTable.unassigned && lowest[Int(index)] == Int.max {
+            lowest[Int(index)] = slot
+        }
+        return nodes.indices.filter { lowest[$0] != Int.max }
+            .map { (nodes[$0].endpoint, lowest[$0]) }
+            .sorted { $0.lowestSlot < $1.lowestSlot }
+    }
+
     /// Number of slots some primary serves (16384 for a healthy cluster).
     var coveredSlots: Int { slots.reduce(0) { $0 + ($1 == RedisSlotTable.unassigned ? 0 : 1) } }
 

@@ -9,38 +9,82 @@ extension RedisStore {
     /// - Returns: the next cursor (`"0"` when the walk is over) and the keyIds (base64url, as they
     ///   appear in the key names) of this batch. Like SCAN, a record present during the whole walk is
     ///   returned at least once; the same keyId may come twice.
-    /// - Cluster: the cursor is still one decimal: the primary's position (primaries ordered by
-    ///   `host:port`) times 2^48 plus that node's SCAN cursor. A reshard or failover during the walk
-    ///   can skip or repeat records of the slots that moved.
+    /// - Cluster: the primaries are walked in the order of the lowest slot each serves, and the cursor
+    ///   names the node being walked by that slot, not by its address or position:
+    ///   `<lowest slot>.<SCAN cursor>.<node tag>` (the tag: a hash of the node's `host:port`). A failover
+    ///   (a replica promoted serves the same slots) therefore never makes the walk skip a primary;
+    ///   when the slot's primary is no longer the tagged node, its walk starts again from 0 on the new
+    ///   one (records repeat, none is missed). A reshard during the walk can still skip or repeat
+    ///   records of the slots that moved (SCAN walks one node's keys).
     public func scanKeyRecords(cursor: String, count: Int,
                                completion: @escaping @Sendable (Result<(cursor: String, keyIds: [String]), StoreUnavailable>) -> Void) {
         if isCluster { return scanClusterKeyRecords(cursor: cursor, count: count, completion: completion) }
         sendScan(cursor: cursor, count: count, to: nil, completion: completion)
     }
 
-    private static let nodeShift: UInt64 = 48
+    /// Whether the server behind a standalone URL is a Redis Cluster node (`INFO cluster` reads
+    /// `cluster_enabled:1`): through it, a walk sees one node's keys and a key of another node
+    /// answers MOVED. Always false for a cluster store.
+    public func isClusterNode(completion: @escaping @Sendable (Result<Bool, StoreUnavailable>) -> Void) {
+        guard !isCluster else { return completion(.success(false)) }
+        var command = RedisCommand(capacity: 32)
+        command.append("INFO")
+        command.append("cluster")
+        send(command, key: nil) { result in
+            completion(result.flatMap { reply in
+                guard case .bulk(let text) = reply else { return .failure(RedisStore.unexpected(reply)) }
+                return .success(String(decoding: text, as: UTF8.self).contains("cluster_enabled:1"))
+            })
+        }
+    }
+
+    /// The tag of a node in a cluster cursor: FNV-1a 64 of its `host:port`, hex.
+    static func nodeTag(_ endpoint: RedisURL.Endpoint) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in RedisURL.hostPort(endpoint).utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return String(hash, radix: 16)
+    }
 
     private func scanClusterKeyRecords(cursor: String, count: Int,
                                        completion: @escaping @Sendable (Result<(cursor: String, keyIds: [String]), StoreUnavailable>) -> Void) {
-        guard let value = UInt64(cursor) else {
-            return completion(.failure(StoreUnavailable(.protocolError, detail: "malformed cluster cursor \(cursor)")))
+        var resume: (anchor: Int, scan: UInt64, tag: String)?
+        if cursor != "0" {
+            let parts = cursor.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 3, let slot = Int(parts[0]), (0..<RedisClusterSlot.count).contains(slot),
+                  let scan = UInt64(parts[1]), !parts[2].isEmpty, parts[2].allSatisfy(\.isHexDigit) else {
+                return completion(.failure(StoreUnavailable(.protocolError, detail: "malformed cluster cursor \(cursor)")))
+            }
+            resume = (slot, scan, String(parts[2]))
         }
-        let node = Int(value >> RedisStore.nodeShift)
-        let nodeCursor = value & ((1 << RedisStore.nodeShift) - 1)
-        clusterPrimaries { [self] primaries in
-            let ordered = primaries.sorted { RedisURL.hostPort($0) < RedisURL.hostPort($1) }
+        let from = resume
+        clusterSlotTable { [self] table in
+            let ordered = table.primariesByLowestSlot
             guard !ordered.isEmpty else {
                 return completion(.failure(StoreUnavailable(.notConnected, detail: "no Redis Cluster map")))
             }
-            guard node < ordered.count else { return completion(.success(("0", []))) }
-            sendScan(cursor: String(nodeCursor), count: count, to: ordered[node]) { result in
-                completion(result.flatMap { step in
-                    guard let next = UInt64(step.cursor), next < (1 << RedisStore.nodeShift) else {
-                        return .failure(StoreUnavailable(.protocolError, detail: "SCAN cursor \(step.cursor) out of range"))
+            var index = 0
+            var nodeCursor: UInt64 = 0
+            if let from {
+                guard let owner = table.primary(ofSlot: from.anchor), let at = ordered.firstIndex(where: { $0.endpoint == owner }) else {
+                    return completion(.failure(StoreUnavailable(.notConnected, detail: "no primary serves slot \(from.anchor) (cluster down?)")))
+                }
+                index = at
+                // Another node serves the slot now (a failover): its SCAN cursor means nothing
+                // there, so that node is walked from the start.
+                nodeCursor = RedisStore.nodeTag(owner) == from.tag ? from.scan : 0
+            }
+            let node = ordered[index]
+            let following = index + 1 < ordered.count ? ordered[index + 1] : nil
+            sendScan(cursor: String(nodeCursor), count: count, to: node.endpoint) { result in
+                completion(result.map { step in
+                    if step.cursor != "0" {
+                        return ("\(node.lowestSlot).\(step.cursor).\(RedisStore.nodeTag(node.endpoint))", step.keyIds)
                     }
-                    if next != 0 { return .success((String(UInt64(node) << RedisStore.nodeShift | next), step.keyIds)) }
-                    let following = node + 1
-                    return .success((following < ordered.count ? String(UInt64(following) << RedisStore.nodeShift) : "0", step.keyIds))
+                    guard let following else { return ("0", step.keyIds) }
+                    return ("\(following.lowestSlot).0.\(RedisStore.nodeTag(following.endpoint))", step.keyIds)
                 })
             }
         }

@@ -508,6 +508,12 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         router.primaries(completion: completion)
     }
 
+    /// The cluster's slot map (empty on a standalone Redis, or when none could be read in time).
+    func clusterSlotTable(_ completion: @escaping @Sendable (RedisSlotTable) -> Void) {
+        guard let router = routers.first else { return completion(RedisSlotTable()) }
+        router.slotTable(completion: completion)
+    }
+
     /// Sends a command to one cluster node (no redirects followed); on a standalone Redis, to its
     /// one server.
     func sendToNode(_ command: RedisCommand, node: RedisURL.Endpoint, completion: @escaping RedisCompletion) {

@@ -131,11 +131,34 @@ enum KeysCommand {
         configuration.tlsContext = try RedisLogin.tlsContext(options, url: configuration.url)
         configuration.commandTimeout = 5_000
         configuration.connectTimeout = 3_000
+        let store: RedisStore
         do {
-            return try RedisStore(configuration: configuration)
+            store = try RedisStore(configuration: configuration)
         } catch {
             throw DeviceCommandError.usage("--store: \(error)")
         }
+        // A `redis://` URL naming a Redis Cluster node reaches that node's keys only: a bulk
+        // revocation would report success for a third of the keys. Refused. An unreachable store
+        // fails here (exit 3, once); a refused INFO (an ACL user without it) cannot tell, and goes on.
+        let isClusterNode = KeysCommandBox<Result<Bool, StoreUnavailable>>()
+        let checked = DispatchSemaphore(value: 0)
+        store.isClusterNode { isClusterNode.value = $0; checked.signal() }
+        _ = checked.wait(timeout: .now() + 15)
+        switch isClusterNode.value {
+        case .failure(let error)?:
+            if case .errorReply = error.reason { break }
+            store.close()
+            throw KeysCommandError(.storeUnavailable, "\(error)")
+        case nil:
+            store.close()
+            throw KeysCommandError(.storeUnavailable, "store_unavailable: the store did not answer within 15 s")
+        case .success(false)?:
+            break
+        case .success(true)?:
+            store.close()
+            throw DeviceCommandError.usage("--store \(configuration.url): this server is a Redis Cluster node; use redis+cluster://HOST:PORT[,HOST:PORT...] (a redis:// URL reaches one node's keys only)")
+        }
+        return store
     }
 
     /// The record (and its revocation audit fields) as JSON: keyId, appId, environment, counter,

@@ -10,29 +10,35 @@ import GatewayStore
 /// cursor is opaque; like Redis SCAN, a record present during the whole walk is listed at least once
 /// and may come twice across pages). Exit 1 when no record matched at all.
 enum KeysListCommand {
-    /// A position in the walk: a SCAN cursor and how many keys of its batch were already seen.
+    /// A position in the walk: the store's SCAN cursor and, when a page ended inside that cursor's
+    /// batch, the last keyId listed from it. A batch is taken in keyId order, and a resumed batch
+    /// skips the keyIds up to that one by value, not by position: records deleted between two pages
+    /// no longer shift unseen ones into the skipped part (a probe lost as many as were deleted).
     struct Cursor: Equatable {
         var scan: String
-        var skip: Int
+        /// The last keyId (unpadded base64url) listed from `scan`'s batch; nil: none yet.
+        var after: String?
 
-        static let start = Cursor(scan: "0", skip: 0)
+        static let start = Cursor(scan: "0", after: nil)
 
-        /// `SCAN` or `SCAN:SKIP`.
-        var text: String { skip == 0 ? scan : "\(scan):\(skip)" }
+        /// `SCAN` or `SCAN:KEYID`.
+        var text: String { after.map { "\(scan):\($0)" } ?? scan }
 
-        init(scan: String, skip: Int) {
+        init(scan: String, after: String?) {
             self.scan = scan
-            self.skip = skip
+            self.after = after
         }
 
+        /// Reads a printed cursor; nil when it is not one (the store checks the SCAN part's form).
         init?(_ text: String) {
             let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-            guard (1...2).contains(parts.count), let scanValue = UInt64(parts[0]) else { return nil }
-            scan = String(scanValue)
-            skip = 0
+            guard (1...2).contains(parts.count), !parts[0].isEmpty, parts[0].count <= 64,
+                  parts[0].allSatisfy({ $0.isHexDigit || $0 == "." }) else { return nil }
+            scan = String(parts[0])
+            after = nil
             if parts.count == 2 {
-                guard let s = Int(parts[1]), s > 0 else { return nil }
-                skip = s
+                guard let key = Base64.decode(String(parts[1])), (try? KeyID(key)) != nil else { return nil }
+                after = String(parts[1])
             }
         }
     }
@@ -80,28 +86,30 @@ enum KeysListCommand {
     static func walk(_ store: RedisStore, from start: Cursor, count: Int = 500,
                      _ batch: ([Item]) throws -> Cursor??) throws -> Cursor? {
         var scan = start.scan
-        var skip = start.skip
+        var after = start.after
         var seen = Set<KeyID>()
         while true {
             let step = try KeysCommand.wait { store.scanKeyRecords(cursor: scan, count: count, completion: $0) }
-            let keyIds = step.keyIds.map { Base64.decode($0).flatMap { try? KeyID($0) } }
-            var positions: [(index: Int, keyId: KeyID)] = []
-            for (index, keyId) in keyIds.enumerated() where index >= skip {
-                guard let keyId, seen.insert(keyId).inserted else { continue }
-                positions.append((index, keyId))
+            // In keyId order, from just after the last one listed (by value).
+            let names = Set(step.keyIds).sorted().filter { name in after.map { name > $0 } ?? true }
+            var positions: [(name: String, keyId: KeyID)] = []
+            for name in names {
+                guard let keyId = Base64.decode(name).flatMap({ try? KeyID($0) }), seen.insert(keyId).inserted else { continue }
+                positions.append((name, keyId))
             }
             let records = try KeysCommand.waitAll(positions) { position, done in store.fetchKey(position.keyId, completion: done) }
             var items: [Item] = []
-            for (position, record) in zip(positions, records) {
+            for (offset, (position, record)) in zip(positions, records).enumerated() {
                 guard let record else { continue }  // deleted meanwhile
-                let after: Cursor? = position.index + 1 < keyIds.count ? Cursor(scan: scan, skip: position.index + 1)
-                    : (step.cursor == "0" ? nil : Cursor(scan: step.cursor, skip: 0))
-                items.append(Item(record: record, after: after))
+                let last = offset + 1 == positions.count
+                let resume: Cursor? = !last ? Cursor(scan: scan, after: position.name)
+                    : (step.cursor == "0" ? nil : Cursor(scan: step.cursor, after: nil))
+                items.append(Item(record: record, after: resume))
             }
             if let stop = try batch(items) { return stop }
             if step.cursor == "0" { return nil }
             scan = step.cursor
-            skip = 0
+            after = nil
         }
     }
 }

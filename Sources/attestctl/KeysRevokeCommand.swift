@@ -62,24 +62,30 @@ enum KeysRevokeCommand {
         var matched = 0
         var revoked = 0
         var failure: KeysCommandError?
-        _ = try KeysListCommand.walk(store, from: .start) { items in
-            let chosen = items.map(\.record).filter { $0.status == .active && filter.matches($0) }
-            matched += chosen.count
-            let batch = KeysRevocationBatch(chosen, dryRun: dryRun, store: store, reason: reason, revokedBy: revokedBy, now: now) {
-                try KeysCommand.leaveAccount($0, store)
+        // A failure of the walk itself (SCAN, reading a record) ends it too: the summary is written
+        // first, then the error (exit 3).
+        do {
+            _ = try KeysListCommand.walk(store, from: .start) { items in
+                let chosen = items.map(\.record).filter { $0.status == .active && filter.matches($0) }
+                matched += chosen.count
+                let batch = KeysRevocationBatch(chosen, dryRun: dryRun, store: store, reason: reason, revokedBy: revokedBy, now: now) {
+                    try KeysCommand.leaveAccount($0, store)
+                }
+                revoked += batch.revoked
+                for (i, record) in chosen.enumerated() {
+                    print(batch.line(i, [("keyId", DeviceCommand.base64(record.keyId.bytes)), ("appId", .string(record.appId)),
+                                         ("environment", .string(record.environment.rawValue)), ("createdAt", .integer(record.createdAt))]))
+                }
+                // The page is printed: stop at its store failure (the next pages would fail the same way;
+                // a re-run picks up the keys still active).
+                if let error = batch.failure {
+                    failure = error
+                    return .some(nil)  // stop here (the walk's own cursor is not needed)
+                }
+                return nil
             }
-            revoked += batch.revoked
-            for (i, record) in chosen.enumerated() {
-                print(batch.line(i, [("keyId", DeviceCommand.base64(record.keyId.bytes)), ("appId", .string(record.appId)),
-                                     ("environment", .string(record.environment.rawValue)), ("createdAt", .integer(record.createdAt))]))
-            }
-            // The page is printed: stop at its store failure (the next pages would fail the same way;
-            // a re-run picks up the keys still active).
-            if let error = batch.failure {
-                failure = error
-                return .some(nil)  // stop here (the walk's own cursor is not needed)
-            }
-            return nil
+        } catch let error as KeysCommandError {
+            failure = failure ?? error
         }
         FileHandle.standardError.write(Data("{\"matched\":\(matched),\"revoked\":\(revoked),\"dryRun\":\(dryRun)}\n".utf8))
         if let failure { throw failure }

@@ -3,6 +3,7 @@ import GatewayRules
 import GatewayStore
 @testable import GatewayRedis
 import GatewayTestSupport
+import Synchronization
 import XCTest
 
 /// `RedisStore` against the shared local Redis Cluster (three primaries, three replicas): CRC16 against
@@ -220,6 +221,66 @@ final class RedisClusterStoreTests: XCTestCase {
             steps += 1
         } while cursor != "0" && steps < 1_000
         XCTAssertEqual(seen, written)
+    }
+
+    /// Probe: the walk's cursor named a primary by its position among the primaries sorted by
+    /// `host:port`. A failover re-sorted them (the promoted replica has another port), so a resumed
+    /// walk skipped the rest of a primary that never failed: a bulk revocation reported success with
+    /// a third of the keys still active. Now a node is named by the lowest slot it serves: here the
+    /// lowest-port primary fails over (`CLUSTER FAILOVER`, no data lost) while the walk is inside
+    /// another node, and every record is still seen.
+    func testKeyWalkSurvivesAFailoverMidWay() throws {
+        let cluster = try SharedRedisCluster.cluster()
+        let prefix = "f\(UInt32.random(in: 0...UInt32.max))"
+        var configuration = RedisStore.Configuration(url: try RedisURL(parsing: cluster.url))
+        configuration.keyPrefix = prefix
+        let store = try RedisStore(configuration: configuration)
+        stores.append(store)
+        let suite = StoreConformance(store: store)
+        var written = Set<String>()
+        var keyIds: [KeyID] = []
+        for _ in 0..<150 {
+            let record = try suite.makeRecord()
+            try suite.registerExpectingAccepted(record)
+            written.insert(String(decoding: record.keyId.base64URL, as: UTF8.self))
+            keyIds.append(record.keyId)
+        }
+        var seen = Set<String>()
+        var cursor = "0"
+        var steps = 0
+        var failedOver = false
+        defer { XCTAssertNoThrow(try cluster.waitUntilHealthy(), "the test left the shared cluster unhealthy") }
+        repeat {
+            let step = try suite.wait("scan") { done in store.scanKeyRecords(cursor: cursor, count: 5, completion: done) }.get()
+            seen.formUnion(step.keyIds)
+            cursor = step.cursor
+            steps += 1
+            if !failedOver && seen.count >= written.count / 2 {
+                // Half way: inside the second node of the walk. The lowest-port primary's replica
+                // takes over; in `host:port` order every later primary moves up one place.
+                failedOver = true
+                let roles = try cluster.roles()
+                let first = try XCTUnwrap(roles.primaries.min())
+                let replica = try XCTUnwrap(roles.replicas.first { $0.value == first }?.key, "\(roles)")
+                XCTAssertEqual(try cluster.cli(replica, ["CLUSTER", "FAILOVER"]), "OK")
+                waitFor("the replica promoted", timeout: 30) { (try? cluster.roles().primaries.contains(replica)) ?? false }
+                // The store learns the new map from a MOVED and the refresh it starts: keyed
+                // commands to every record until its map holds exactly the cluster's primaries.
+                let expected = Set(try cluster.roles().primaries.map { "127.0.0.1:\($0)" })
+                waitFor("the store's map names the promoted replica", timeout: 30) {
+                    for id in keyIds.prefix(40) {
+                        _ = try? suite.wait("fetch") { done in store.fetchKey(id, completion: done) }
+                    }
+                    let done = DispatchSemaphore(value: 0)
+                    let names = Mutex<Set<String>>([])
+                    store.clusterPrimaries { endpoints in names.withLock { $0 = Set(endpoints.map(RedisURL.hostPort)) }; done.signal() }
+                    _ = done.wait(timeout: .now() + 5)
+                    return names.withLock { $0 } == expected
+                }
+            }
+        } while cursor != "0" && steps < 2_000
+        XCTAssertTrue(failedOver)
+        XCTAssertEqual(written.subtracting(seen), [], "every record present during the whole walk is seen")
     }
 
     /// The harness itself (`RedisCluster.waitUntilHealthy`): a primary that holds a slot it does not

@@ -108,6 +108,62 @@ final class KeysOperatorTests: XCTestCase {
         XCTAssertEqual(try attestctl(["keys", "list", "--limit", "0"] + store).status, 2)
     }
 
+    /// Probe: a page resumed by skipping a count of its SCAN batch, so records deleted between two
+    /// pages shifted as many unseen ones into the skipped part (100 deleted, 100 never listed). A page
+    /// now resumes after the last keyId it listed, by value.
+    func testAPageResumesAfterItsLastKeySoDeletionsBetweenPagesSkipNothing() throws {
+        let first = try attestctl(["keys", "list", "--limit", "10"] + store)
+        XCTAssertEqual(first.status, 0, first.stderr)
+        let listed = objects(first.stdout).compactMap { $0["keyId"] as? String }
+        XCTAssertEqual(listed.count, 10)
+        let cursor = try XCTUnwrap(objects(first.stderr).compactMap { $0["next_cursor"] as? String }.first, first.stderr)
+        func url(_ keyId: String) -> String {
+            keyId.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        }
+        // Half of the listed records go (expired, deleted, forgotten), and two not listed yet.
+        let unlisted = Set(seeded.keys).subtracting(listed).sorted()
+        for keyId in Array(listed.prefix(5)) + Array(unlisted.prefix(2)) {
+            XCTAssertEqual(try redis.cli("DEL", "aa:{\(url(keyId))}:key"), "1")
+        }
+        var rest: [String] = []
+        var next: String? = cursor
+        var pages = 0
+        while let at = next, pages < 20 {
+            let page = try attestctl(["keys", "list", "--limit", "10", "--cursor", at] + store)
+            XCTAssertEqual(page.status, 0, page.stderr)
+            rest += objects(page.stdout).compactMap { $0["keyId"] as? String }
+            next = objects(page.stderr).compactMap { $0["next_cursor"] as? String }.first
+            pages += 1
+        }
+        XCTAssertEqual(Set(unlisted.dropFirst(2)).subtracting(rest), [], "every record present during the whole walk is listed")
+    }
+
+    /// A store failure in the walk itself (SCAN refused to an ACL user) still writes the summary,
+    /// then exits 3 (before, the error left before the summary).
+    func testAWalkFailureStillWritesTheSummary() throws {
+        let acl = try ChildProcess.run("redis-cli", ["-p", String(redis.port), "ACL", "SETUSER", "noscan", "on", ">noscan-pw", "+@all", "-scan", "~*"])
+        XCTAssertEqual(acl.output.trimmingCharacters(in: .whitespacesAndNewlines), "OK", acl.output)
+        let run = try attestctl(["keys", "revoke", "--app", Self.appB, "--reason", "r", "--yes", "--username", "noscan"] + store,
+                                environment: ["ATTESTCTL_REDIS_PASSWORD": "noscan-pw"])
+        XCTAssertEqual(run.status, 3, run.stderr)
+        XCTAssertEqual(objects(run.stderr).first?["matched"] as? Int, 0, run.stderr)
+        XCTAssertTrue(run.stderr.contains("NOPERM"), run.stderr)
+    }
+
+    /// Probe: `redis://` naming one node of a Redis Cluster walked that node's keys only (a third), and
+    /// a bulk revocation reported success. Refused with the URL to use; `redis+cluster://` works.
+    func testARedisURLNamingAClusterNodeIsRefused() throws {
+        let cluster = try SharedRedisCluster.cluster()
+        let node = try cluster.liveNode()
+        let wrong = try attestctl(["keys", "list", "--store", "redis://127.0.0.1:\(node)/0"])
+        XCTAssertEqual(wrong.status, 2, wrong.stderr)
+        XCTAssertTrue(wrong.stderr.contains("Redis Cluster node") && wrong.stderr.contains("redis+cluster://"), wrong.stderr)
+        let revoke = try attestctl(["keys", "revoke", "--app", Self.appA, "--reason", "r", "--yes", "--store", "redis://127.0.0.1:\(node)/0"])
+        XCTAssertEqual(revoke.status, 2, revoke.stderr)
+        let right = try attestctl(["keys", "list", "--app", "ABCDE12345.com.example.nothing", "--store", cluster.url(seed: node)])
+        XCTAssertEqual(right.status, 1, "a cluster URL walks every primary (nothing of this app): \(right.stderr)")
+    }
+
     // MARK: revoke
 
     func testSingleRevocationRecordsReasonOperatorAndTimeAndKeepsTheFirst() throws {
