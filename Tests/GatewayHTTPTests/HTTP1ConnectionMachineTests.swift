@@ -724,14 +724,35 @@ final class HTTP1ConnectionMachineTests: XCTestCase {
         XCTAssertEqual(mid.records.first?.aborted, true)
         XCTAssertTrue(mid.wire.isEmpty)
 
-        let halfClosed = Driver()
-        halfClosed.respond = { _ in nil }
-        halfClosed.receive("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
-        halfClosed.endOfFile()
-        XCTAssertFalse(halfClosed.closed, "a half-closed client still gets its answer")
-        halfClosed.answer(.response(HTTPResponse(status: 200)))
-        XCTAssertEqual(halfClosed.responses().map(\.status), [200])
-        XCTAssertTrue(halfClosed.closed)
+        // The client went away while its request was handled (nginx's 499, Envoy's reset): no
+        // socket is held for an answer nobody reads; the late answer is dropped.
+        let gone = Driver()
+        gone.respond = { _ in nil }
+        gone.receive("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+        gone.endOfFile()
+        XCTAssertTrue(gone.closed, "closed at once, not after the handler's answer")
+        XCTAssertEqual(gone.records.first?.status, 499)
+        XCTAssertEqual(gone.records.first?.aborted, true)
+        gone.answer(.response(HTTPResponse(status: 200)))
+        XCTAssertTrue(gone.wire.isEmpty, "nothing written for a client that left")
+    }
+
+    func testEndOfFileWhileForwardingCancelsTheUpstreamUnlessTheAnswerStarted() {
+        let waiting = forwarding()
+        waiting.endOfFile()
+        XCTAssertTrue(waiting.upstreamCancelled, "the upstream exchange stops")
+        XCTAssertTrue(waiting.closed)
+        XCTAssertEqual(waiting.records.first?.status, 499)
+
+        let started = forwarding()
+        started.upstreamHead(head(200, .contentLength(4)))
+        started.endOfFile()
+        XCTAssertFalse(started.upstreamCancelled, "an answer being written goes on")
+        XCTAssertFalse(started.closed)
+        started.upstreamBody(Array("done".utf8))
+        started.upstreamEnd()
+        XCTAssertEqual(started.responses().map(\.status), [200])
+        XCTAssertTrue(started.closed, "then it closes")
     }
 
     func testActionListsHoldOneAwaitedActionLastAndNeverAllocate() {

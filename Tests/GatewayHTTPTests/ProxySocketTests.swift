@@ -249,6 +249,18 @@ final class ProxySocketTests: XCTestCase {
         XCTAssertEqual(harness.handler.completed.last?.aborted, true)
     }
 
+    /// A client that closes (or half-closes: an end of file cannot tell them apart) while its request
+    /// waits for the upstream: the exchange stops at once, recorded as 499 (nginx's default). Before,
+    /// the gateway waited for the upstream's answer (up to `response_timeout`, both sockets held)
+    /// and then wrote it to nobody (recorded as its status, 200).
+    func testClientClosingWhileWaitingForTheUpstreamIs499() throws {
+        _ = try raw([.send("GET /gone/x?delay=3000 HTTP/1.1\r\nHost: h\r\n\r\n"), .sleep(300), .shutdown], timeout: 0.5)
+        waitFor("the exchange's record") { !harness.handler.completed.isEmpty }
+        let record = try XCTUnwrap(harness.handler.completed.first)
+        XCTAssertEqual(record.status, 499, "\(record)")
+        XCTAssertEqual(record.aborted, true)
+    }
+
     func testUpstreamConnectTimeoutIs504() throws {
         let (status, output) = try Curl.run(["-D", "-", harness.url("/blackhole/x")])
         XCTAssertEqual(status, 0, output)
