@@ -131,6 +131,9 @@ enum KeysCommand {
         configuration.tlsContext = try RedisLogin.tlsContext(options, url: configuration.url)
         configuration.commandTimeout = 5_000
         configuration.connectTimeout = 3_000
+        // As the gateway's `store.wait_replicas`: a revocation is reported done only once N replicas
+        // have it, so a failover right after cannot bring the key back.
+        configuration.waitReplicas = try options.integer("wait-replicas", default: 0, in: 0...16) ?? 0
         let store: RedisStore
         do {
             store = try RedisStore(configuration: configuration)

@@ -17,9 +17,9 @@ import GatewayRules
 ///   configuration's `store.tls`; the certificate is always verified.
 struct RedisLogin {
     /// The options it reads (for `DeviceCommandOptions`).
-    static let options: Set<String> = ["store", "password-file", "username", "password", "tls-ca", "tls-cert", "tls-key"]
+    static let options: Set<String> = ["store", "password-file", "username", "password", "tls-ca", "tls-cert", "tls-key", "wait-replicas"]
     /// The one-line help.
-    static let help = "--store redis://HOST:PORT/DB|redis+cluster://HOST:PORT[,HOST:PORT...]|unix:/PATH/redis.sock [--username U] [--password-file F] [--tls-ca F] [--tls-cert F --tls-key F] (rediss://, rediss+cluster://: TLS); password from --password-file, ATTESTCTL_REDIS_PASSWORD or REDISCLI_AUTH"
+    static let help = "--store redis://HOST:PORT/DB|redis+cluster://HOST:PORT[,HOST:PORT...]|unix:/PATH/redis.sock [--username U] [--password-file F] [--tls-ca F] [--tls-cert F --tls-key F] [--wait-replicas N] (rediss://, rediss+cluster://: TLS; N as the gateway's store.wait_replicas); password from --password-file, ATTESTCTL_REDIS_PASSWORD or REDISCLI_AUTH"
 
     private static let alternatives = "give it with --password-file FILE or the environment variable ATTESTCTL_REDIS_PASSWORD (or REDISCLI_AUTH): a password on the command line is visible to every user (ps) and stays in shell history"
 

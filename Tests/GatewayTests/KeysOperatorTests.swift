@@ -269,6 +269,22 @@ final class KeysOperatorTests: XCTestCase {
                        "what the output says is what the store holds")
     }
 
+    /// `--wait-replicas N`, as the gateway's `store.wait_replicas`: a revocation is reported done only
+    /// once N replicas acknowledged it. This Redis has no replica: the revocation is made (the key
+    /// is refused from then on) but not confirmed durable, so the command fails (exit 3, `WAIT`);
+    /// without the option it succeeds. Before, attestctl never waited, whatever the fleet's setting.
+    func testWaitReplicasMakesARevocationWaitForReplicas() throws {
+        let keys = seeded.filter { $0.value.app == Self.appA }.map(\.key).sorted()
+        let unconfirmed = try attestctl(["keys", "revoke", "--key-id", keys[0], "--reason", "r", "--wait-replicas", "1"] + store)
+        XCTAssertEqual(unconfirmed.status, 3, unconfirmed.stderr)
+        XCTAssertTrue(unconfirmed.stderr.contains("WAIT"), unconfirmed.stderr)
+        let shown = try attestctl(["keys", "show", "--key-id", keys[0]] + store)
+        XCTAssertTrue(shown.stdout.contains("\"revoked\""), "the write happened: \(shown.stdout)")
+        let plain = try attestctl(["keys", "revoke", "--key-id", keys[1], "--reason", "r"] + store)
+        XCTAssertEqual(plain.status, 0, plain.stderr)
+        XCTAssertEqual(try attestctl(["keys", "revoke", "--key-id", keys[2], "--reason", "r", "--wait-replicas", "17"] + store).status, 2)
+    }
+
     // MARK: exit codes and login
 
     func testStoreUnavailableExitsThree() throws {
