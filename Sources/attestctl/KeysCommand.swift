@@ -99,9 +99,14 @@ enum KeysCommand {
         default:
             let record = try wait({ store.fetchKey(keyId, completion: $0) })
             let existed = try wait({ store.deleteKey(keyId, completion: $0) })
-            if existed { try leaveAccount(record, store) }
+            // Printed first: a failure in the account index must not hide the deletion.
             print(JSONText.object([("keyId", DeviceCommand.base64(keyId.bytes)), ("deleted", .bool(existed))]).pretty())
             if !existed { throw KeysCommandError(.nothingMatched, "no key record for \(keyId)") }
+            do {
+                try leaveAccount(record, store)
+            } catch let error as KeysCommandError {
+                throw KeysCommandError(error.exitCode, "the key is deleted, but not yet out of its account's index: \(error)")
+            }
         }
     }
 

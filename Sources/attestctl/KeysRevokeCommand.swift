@@ -43,9 +43,15 @@ enum KeysRevokeCommand {
             defer { store.close() }
             let outcome = try KeysCommand.wait { store.revokeKey(keyId, reason: reason, revokedBy: revokedBy, now: now, completion: $0) }
             guard outcome != .notFound else { throw KeysCommandError(.nothingMatched, "no key record for \(keyId)") }
-            try KeysCommand.leaveAccount(try KeysCommand.wait { store.fetchKey(keyId, completion: $0) }, store)
+            // Printed before the account index is touched: a failure there must not hide that the
+            // key is revoked (exit 3 then says what is left to do).
             print(JSONText.object([("keyId", DeviceCommand.base64(keyId.bytes)), ("status", .string("revoked")),
                                    ("result", .string(outcome == .revoked ? "revoked" : "already_revoked"))]).pretty())
+            do {
+                try KeysCommand.leaveAccount(try KeysCommand.wait { store.fetchKey(keyId, completion: $0) }, store)
+            } catch let error as KeysCommandError {
+                throw KeysCommandError(error.exitCode, "the key is revoked, but not yet out of its account's index (run the command again): \(error)")
+            }
             return
         }
         guard filter.app != nil || filter.environment != nil else {

@@ -285,6 +285,21 @@ final class KeysOperatorTests: XCTestCase {
         XCTAssertEqual(try attestctl(["keys", "revoke", "--key-id", keys[2], "--reason", "r", "--wait-replicas", "17"] + store).status, 2)
     }
 
+    /// Probe (read in the code): `keys revoke --key-id` read the record again after revoking it (to
+    /// leave its account's index) and printed nothing when that read failed, although the key was
+    /// revoked. The result is now printed first; the failure follows (exit 3, saying what is done).
+    func testASingleRevocationIsReportedEvenWhenTheFollowUpFails() throws {
+        let acl = try ChildProcess.run("redis-cli", ["-p", String(redis.port), "ACL", "SETUSER", "noread", "on", ">noread-pw", "+@all", "-hmget", "~*"])
+        XCTAssertEqual(acl.output.trimmingCharacters(in: .whitespacesAndNewlines), "OK", acl.output)
+        let keyId = try XCTUnwrap(seeded.keys.sorted().first)
+        let run = try attestctl(["keys", "revoke", "--key-id", keyId, "--reason", "r", "--username", "noread"] + store,
+                                environment: ["ATTESTCTL_REDIS_PASSWORD": "noread-pw"])
+        XCTAssertEqual(run.status, 3, run.stderr)
+        XCTAssertTrue(run.stdout.contains("\"revoked\""), "reported: \(run.stdout)")
+        XCTAssertTrue(run.stderr.contains("the key is revoked"), run.stderr)
+        XCTAssertTrue(try attestctl(["keys", "show", "--key-id", keyId] + store).stdout.contains("\"revoked\""))
+    }
+
     // MARK: exit codes and login
 
     func testStoreUnavailableExitsThree() throws {
