@@ -175,7 +175,34 @@ final class RegistrationEndpoint: Sendable {
         } catch {
             return refuse(.internalError("registered key could not be recorded: \(error)"), keyId: keyId, completion)
         }
-        store.registerDeviceKey(record, challenge: body.challenge, now: now) { [self] result in
+        // The App Attest key that vouched is stored with the registration only when it vouched at
+        // full trust: a registration whose tier an integrity code lowered must not leave an
+        // `attested` App Attest key behind (probe: `jb_files` gave the device key tier `device`, and
+        // its App Attest key signed `min_tier: attested` routes and vouched again at `attested`).
+        let vouching = tier == .attested ? key.appAttestKey : nil
+        guard let vouching, let vouchingKeyId = try? KeyID(vouching.keyId) else {
+            return commit(record, key: key, vouching: nil, app: app, challenge: body.challenge, now: now, completion)
+        }
+        // A revoked App Attest key vouches for nothing, in this form as in the assertion form
+        // (probe: a second attestation of a revoked key registered a device key at `attested`).
+        store.fetchKey(vouchingKeyId) { [self] result in
+            switch result {
+            case .failure:
+                refuse(.storeUnavailable, keyId: keyId, completion)
+            case .success(let held?) where held.status == .revoked:
+                refuseWithBackoff("the App Attest key that vouched is revoked", keyId: keyId, now: now, completion)
+            case .success:
+                commit(record, key: key, vouching: vouching, app: app, challenge: body.challenge, now: now, completion)
+            }
+        }
+    }
+
+    /// Writes the registration (its challenge consumed with it) and answers: `201`, after storing
+    /// `vouching` (the App Attest key of the attestation form) and indexing both in their account.
+    private func commit(_ record: KeyRecord, key: RegisteredDeviceKey, vouching: AttestedKey?, app: AppEntry, challenge: Challenge,
+                        now: Int64, _ completion: @escaping Completion) {
+        let keyId = record.keyId
+        store.registerDeviceKey(record, challenge: challenge, now: now) { [self] result in
             switch result {
             case .failure:
                 refuse(.storeUnavailable, keyId: keyId, completion)
@@ -192,7 +219,7 @@ final class RegistrationEndpoint: Sendable {
             case .success(.accepted):
                 keys.put(keyId, CachedKey(record: record, publicKey: key.publicKey, app: app.policy), shard: nil)
                 let answer = created(record: record, key: key, lifetime: app.lifetime)
-                storeVouchingKey(key.appAttestKey, app: app, registration: record) { [self] stored in
+                storeVouchingKey(vouching, app: app, registration: record) { [self] stored in
                     // Keys per account: index the key and revoke the oldest beyond the limit, then answer.
                     lifecycle.indexRegistration(record) { [self] _ in
                         firstChallenge(keyId) { next in
@@ -224,15 +251,32 @@ final class RegistrationEndpoint: Sendable {
         guard let attested else { return done(true) }
         guard let record = try? KeyRecord(attested: attested, createdAt: registration.createdAt - 1, expiresAt: registration.expiresAt,
                                           accountHash: registration.accountHash) else { return done(false) }
+        /// The record is this registration's: cache it, tell the receipt refresher, index it.
+        @Sendable func adopt() {
+            keys.put(record.keyId, CachedKey(keyId: record.keyId, publicKey: attested.publicKey, app: app.policy,
+                                             environment: attested.environment), shard: nil)
+            refreshHooks?.registered(record.keyId, attested.appId)
+            lifecycle.indexRegistration(record) { _ in done(true) }
+        }
         store.registerVouchingKey(record) { [self] result in
             switch result {
-            case .failure: done(false)
-            case .success(.refused): done(true)  // key_exists: the held record is kept as it is
             case .success(.accepted):
-                keys.put(record.keyId, CachedKey(keyId: record.keyId, publicKey: attested.publicKey, app: app.policy,
-                                                 environment: attested.environment), shard: nil)
-                refreshHooks?.registered(record.keyId, attested.appId)
-                lifecycle.indexRegistration(record) { _ in done(true) }
+                adopt()
+            case .success(.refused), .failure:
+                // `key_exists`, or no answer (the write may have happened: a reply lost with its
+                // connection). The record decides: this registration's own (same key, created one
+                // millisecond before the device key) is adopted, so it never stays outside its
+                // account's index; an older record is kept as it is; none, after a failure: not stored.
+                store.fetchKey(record.keyId) { held in
+                    switch held {
+                    case .success(let found?) where found.publicKey == record.publicKey && found.createdAt == record.createdAt:
+                        adopt()
+                    case .success(_?):
+                        done(true)
+                    case .success(nil), .failure:
+                        if case .failure = result { done(false) } else { done(true) }
+                    }
+                }
             }
         }
     }

@@ -283,6 +283,35 @@ final class DeviceKeyRegistrationTests: XCTestCase {
                        200)
     }
 
+    /// Probe: a revoked App Attest key attested again through `/register`'s attestation form registered
+    /// a new device key at tier `attested` (the assertion form and `/attest` already refused it). A
+    /// revoked key vouches for nothing: `403 registration_refused` (the attestation was spent), and
+    /// the device key is not registered.
+    func testARevokedAppAttestKeyVouchesForNothingInTheAttestationForm() throws {
+        let first = try env.makeKey()
+        let appKey = try XCTUnwrap(try env.makeDevice(.ref) as? RefDevice)
+        let firstChallenge = try env.challenge(kid: first.kid)
+        let firstData = DeviceKeyEnvironment.clientData(challenge: firstChallenge, point: first.point, backing: "software", integrity: [])
+        let attestation = try appKey.attestation(challenge: Data(firstData).base64EncodedString(), appId: E2EEnvironment.appId,
+                                                 environment: "development", caDirectory: appKey.caDirectory)
+        XCTAssertEqual(try env.register(try env.registrationFields(first, challenge: firstChallenge,
+                                                                   appAttest: ["keyId": appKey.keyId, "attestation": attestation])).status, 201)
+        XCTAssertEqual(try env.redisCLI("HSET", "aa:{\(base64URL(appKey.keyId))}:key", "status", "revoked"), "0")
+
+        let second = try env.makeKey()
+        let secondChallenge = try env.challenge(kid: second.kid)
+        let secondData = DeviceKeyEnvironment.clientData(challenge: secondChallenge, point: second.point, backing: "software", integrity: [])
+        let again = try appKey.attestation(challenge: Data(secondData).base64EncodedString(), appId: E2EEnvironment.appId,
+                                           environment: "development", caDirectory: appKey.caDirectory)
+        let refused = try env.register(try env.registrationFields(second, challenge: secondChallenge,
+                                                                  appAttest: ["keyId": appKey.keyId, "attestation": again]))
+        XCTAssertEqual(refused.status, 403, "\(refused)")
+        XCTAssertEqual(refused.json["error"] as? String, "registration_refused")
+        XCTAssertEqual(try env.redisCLI("EXISTS", "aa:{\(base64URL(second.kid))}:key"), "0", "the device key is not registered")
+        XCTAssertEqual(try env.redisCLI("EXISTS", "aa:{\(base64URL(first.kid))}:key"), "1",
+                       "failing variant: the first, vouched by the live key, is")
+    }
+
     func testIntegrityPolicyLowersOrRefuses() throws {
         // integrity_lower: jb_files -> tier device even with an attestation.
         let key = try env.makeKey()
@@ -296,6 +325,9 @@ final class DeviceKeyRegistrationTests: XCTestCase {
         XCTAssertEqual(lowered.status, 201, "\(lowered)")
         XCTAssertEqual(lowered.json["tier"] as? String, "device")
         XCTAssertEqual(lowered.json["platformAttested"] as? Bool, true)
+        // The App Attest key of a registration whose tier was lowered is not stored (probe: it was, at
+        // tier attested, and signed `min_tier: attested` routes and vouched again at `attested`).
+        XCTAssertEqual(try env.redisCLI("EXISTS", "aa:{\(base64URL(appKey.keyId))}:key"), "0", "no attested key left behind")
         let signed = try env.signed(key, target: "/v1/device/x")
         let forwarded = try env.send("POST", "/v1/device/x", headers: signed.headers, body: Array("{}".utf8))
         XCTAssertEqual(forwarded.status, 200, "\(forwarded)")
