@@ -29,6 +29,16 @@ enum KeysListCommand {
             self.after = after
         }
 
+        /// Whether the SCAN part has the form the store prints: a decimal for one Redis, `0` or
+        /// `<slot>.<decimal>.<hex tag>` for a Redis Cluster (an older or foreign cursor is a usage
+        /// error, exit 2, not a store failure).
+        func fits(cluster: Bool) -> Bool {
+            guard cluster, scan != "0" else { return UInt64(scan) != nil }
+            let parts = scan.split(separator: ".", omittingEmptySubsequences: false)
+            return parts.count == 3 && Int(parts[0]).map { (0..<16_384).contains($0) } == true && UInt64(parts[1]) != nil
+                && !parts[2].isEmpty && parts[2].allSatisfy(\.isHexDigit)
+        }
+
         /// Reads a printed cursor; nil when it is not one (the store checks the SCAN part's form).
         init?(_ text: String) {
             let parts = text.split(separator: ":", omittingEmptySubsequences: false)
@@ -56,6 +66,9 @@ enum KeysListCommand {
         }
         let store = try KeysCommand.connect(options)
         defer { store.close() }
+        guard start.fits(cluster: store.isCluster) else {
+            throw DeviceCommandError.usage("--cursor must be a cursor printed by a previous keys list against this store (this version)")
+        }
         var listed = 0
         let next = try walk(store, from: start) { records in
             let chosen = records.filter { filter.matches($0.record) }.prefix(limit - listed)

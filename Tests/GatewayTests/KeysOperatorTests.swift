@@ -105,6 +105,11 @@ final class KeysOperatorTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(pages, 5)
         XCTAssertEqual(Set(listed), Set(seeded.keys), "every record on some page")
         XCTAssertEqual(try attestctl(["keys", "list", "--cursor", "nonsense"] + store).status, 2)
+        // Probe: cursors of another form reached Redis and came back "store unavailable" (exit 3).
+        for foreign in ["abc", "1.0.ffff", "12:AAAA"] {
+            let refused = try attestctl(["keys", "list", "--cursor", foreign] + store)
+            XCTAssertEqual(refused.status, 2, "\(foreign): \(refused.stderr)")
+        }
         XCTAssertEqual(try attestctl(["keys", "list", "--limit", "0"] + store).status, 2)
     }
 
@@ -162,6 +167,11 @@ final class KeysOperatorTests: XCTestCase {
         XCTAssertEqual(revoke.status, 2, revoke.stderr)
         let right = try attestctl(["keys", "list", "--app", "ABCDE12345.com.example.nothing", "--store", cluster.url(seed: node)])
         XCTAssertEqual(right.status, 1, "a cluster URL walks every primary (nothing of this app): \(right.stderr)")
+        // A cursor of the old cluster form (position x 2^48) or a standalone one: usage errors.
+        for foreign in ["281474976710656", "5", "99999.0.ab"] {
+            let refused = try attestctl(["keys", "list", "--cursor", foreign, "--store", cluster.url(seed: node)])
+            XCTAssertEqual(refused.status, 2, "\(foreign): \(refused.stderr)")
+        }
     }
 
     // MARK: revoke
