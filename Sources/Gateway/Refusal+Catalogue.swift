@@ -79,7 +79,7 @@ extension Refusal {
             return Refusal(status: 403, code: refusal.code, action: .deny, detail: "the key was revoked")
         case .keyExists:
             return Refusal(status: 409, code: refusal.code, action: .deny,
-                           detail: "this key is already registered and its registration is live: sign requests with it")
+                           detail: "this key is already registered (live or revoked) and a registration never replaces it: a live key signs requests, a revoked one is refused")
         case .counterReplay:
             return Refusal(status: 401, code: refusal.code, action: .deny,
                            detail: "the assertion's counter is not above the last accepted one (replay)")
