@@ -18,9 +18,9 @@ import GatewayStore
 /// account -> `AttestStore.registerDeviceKey` (challenge of purpose `register` for keyId =
 /// SHA-256(publicKey), consumed with the write, atomically; expiry from the app's `registration_ttl`) ->
 /// the account index (`LifecycleEndpoints.indexRegistration`); for the attestation form, first the App
-/// Attest key that vouched, stored as `/attest` stores one unless a record of its keyId exists
-/// (`AttestStore.registerVouchingKey`, after the challenge was spent) and indexed, so that it can vouch
-/// again with the assertion form -> `201` (with the key's first `assert` challenge in
+/// Attest key that vouched (when the registration keeps tier `attested`), stored as `/attest` stores
+/// one unless a record of its keyId exists (`AttestStore.registerVouchingKey`, after the challenge was
+/// spent; in no account), so that it can vouch again with the assertion form -> `201` (with the key's first `assert` challenge in
 /// `App-Attest-Next-Challenge` when `endpoints.next_challenge` is on) `{"kid", "tier", "platformAttested",
 /// "platformTokenSpent", "expiresAt", "renewAfter", "integrity", "backing"}`.
 ///
@@ -240,23 +240,25 @@ final class RegistrationEndpoint: Sendable {
     static let vouchingKeyNotStored = "app_attest_key_not_stored"
 
     /// After an accepted registration of the attestation form: stores the App Attest key that vouched
-    /// (`AttestStore.registerVouchingKey`, the record `/attest` would write, with the account and the
-    /// expiry of `registration`, created one millisecond before it so that the device key is the newer
-    /// of the two in its account) unless the store holds a record of that keyId, then caches it, tells
-    /// the receipt refresher and indexes it in its account like an attested key. Completes with false
-    /// only when the store failed (the device key's registration stands either way: its challenge is
-    /// spent, so a 503 would lose the registration the client paid an attestation for).
+    /// (`AttestStore.registerVouchingKey`, the record `/attest` would write, with the expiry of
+    /// `registration`, created one millisecond before it) unless the store holds a record of that
+    /// keyId, then caches it and tells the receipt refresher. It belongs to no account: the device key
+    /// it vouched for counts for that device in `max_keys_per_account`. Counted too, it took a second
+    /// slot per device and, with a limit of 1, was revoked at once, so the SDK's later
+    /// re-registration through it answered `key_revoked` (deny) instead of re-attesting. Completes with
+    /// false only when the store failed (the device key's registration stands either way: its
+    /// challenge is spent, so a 503 would lose the registration the client paid an attestation for).
     private func storeVouchingKey(_ attested: AttestedKey?, app: AppEntry, registration: KeyRecord,
                                   _ done: @escaping @Sendable (Bool) -> Void) {
         guard let attested else { return done(true) }
         guard let record = try? KeyRecord(attested: attested, createdAt: registration.createdAt - 1, expiresAt: registration.expiresAt,
-                                          accountHash: registration.accountHash) else { return done(false) }
-        /// The record is this registration's: cache it, tell the receipt refresher, index it.
+                                          accountHash: nil) else { return done(false) }
+        /// The record is this registration's: cache it, tell the receipt refresher.
         @Sendable func adopt() {
             keys.put(record.keyId, CachedKey(keyId: record.keyId, publicKey: attested.publicKey, app: app.policy,
                                              environment: attested.environment), shard: nil)
             refreshHooks?.registered(record.keyId, attested.appId)
-            lifecycle.indexRegistration(record) { _ in done(true) }
+            done(true)
         }
         store.registerVouchingKey(record) { [self] result in
             switch result {
@@ -265,8 +267,8 @@ final class RegistrationEndpoint: Sendable {
             case .success(.refused), .failure:
                 // `key_exists`, or no answer (the write may have happened: a reply lost with its
                 // connection). The record decides: this registration's own (same key, created one
-                // millisecond before the device key) is adopted, so it never stays outside its
-                // account's index; an older record is kept as it is; none, after a failure: not stored.
+                // millisecond before the device key) is adopted (cached, its receipt refreshed); an
+                // older record is kept as it is; none, after a failure: not stored.
                 store.fetchKey(record.keyId) { held in
                     switch held {
                     case .success(let found?) where found.publicKey == record.publicKey && found.createdAt == record.createdAt:

@@ -312,6 +312,41 @@ final class DeviceKeyRegistrationTests: XCTestCase {
                        "failing variant: the first, vouched by the live key, is")
     }
 
+    /// With keys per account, a device registered through the attestation form counts once, by its
+    /// device key; the App Attest key that vouched belongs to no account. Before, it took a slot, and
+    /// with `max_keys_per_account: 1` it was revoked at once, so the re-registration through it
+    /// answered `403 key_revoked` (deny) where the SDK needs it to pass.
+    func testTheVouchingKeyTakesNoAccountSlot() throws {
+        let accounts = try DeviceKeyEnvironment(maxKeysPerAccount: 1)
+        defer { accounts.stop() }
+        let first = try accounts.makeKey()
+        let appKey = try XCTUnwrap(try accounts.makeDevice(.ref) as? RefDevice)
+        let firstChallenge = try accounts.challenge(kid: first.kid)
+        let firstData = DeviceKeyEnvironment.clientData(challenge: firstChallenge, point: first.point, backing: "software", integrity: [])
+        let attestation = try appKey.attestation(challenge: Data(firstData).base64EncodedString(), appId: E2EEnvironment.appId,
+                                                 environment: "development", caDirectory: appKey.caDirectory)
+        let registered = try accounts.register(try accounts.registrationFields(first, challenge: firstChallenge,
+                                                                               appAttest: ["keyId": appKey.keyId, "attestation": attestation]),
+                                               account: "alice")
+        XCTAssertEqual(registered.status, 201, "\(registered)")
+        let appRecord = "aa:{\(base64URL(appKey.keyId))}:key"
+        XCTAssertEqual(try accounts.redisCLI("HGET", appRecord, "status"), "active", "not revoked by the account's limit")
+        XCTAssertEqual(try accounts.redisCLI("HGET", "aa:{\(base64URL(first.kid))}:key", "status"), "active")
+
+        // The device key's registration is renewed by a new device key, vouched for by the App Attest key.
+        let second = try accounts.makeKey()
+        let secondChallenge = try accounts.challenge(kid: second.kid)
+        let secondData = DeviceKeyEnvironment.clientData(challenge: secondChallenge, point: second.point, backing: "software", integrity: [])
+        let vouched = try accounts.register(try accounts.registrationFields(
+            second, challenge: secondChallenge, appAttest: ["keyId": appKey.keyId, "assertion": try appKey.rawAssertion(clientData: secondData, counter: 1)]),
+            account: "alice")
+        XCTAssertEqual(vouched.status, 201, "\(vouched)")
+        XCTAssertEqual(vouched.json["tier"] as? String, "attested")
+        XCTAssertEqual(try accounts.redisCLI("HGET", "aa:{\(base64URL(first.kid))}:key", "status"), "revoked",
+                       "one key per account: the new device key replaced the first")
+        XCTAssertEqual(try accounts.redisCLI("HGET", appRecord, "status"), "active")
+    }
+
     func testIntegrityPolicyLowersOrRefuses() throws {
         // integrity_lower: jb_files -> tier device even with an attestation.
         let key = try env.makeKey()

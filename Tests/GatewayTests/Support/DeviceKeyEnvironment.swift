@@ -20,8 +20,10 @@ final class DeviceKeyEnvironment: GatewayClient, @unchecked Sendable {  // immut
 
     var port: UInt16 { gateway.port }
 
-    /// - Parameter fleetAttestRate: `endpoints.fleet_attest_rate` when given (e.g. `{count: 2, per: 1h}`).
-    init(fleetAttestRate: String? = nil) throws {
+    /// - Parameters:
+    ///   - fleetAttestRate: `endpoints.fleet_attest_rate` when given (e.g. `{count: 2, per: 1h}`).
+    ///   - maxKeysPerAccount: keys per account (`account_header: X-Account`) when given.
+    init(fleetAttestRate: String? = nil, maxKeysPerAccount: Int? = nil) throws {
         cas = try TestCAs.shared()
         work = try E2EPaths.temporaryDirectory("devicekeys")
         redis = try RedisServer()
@@ -37,6 +39,7 @@ final class DeviceKeyEnvironment: GatewayClient, @unchecked Sendable {  // immut
                 environment: development
                 integrity_refuse: [debugger]
                 integrity_lower: [jb_files]
+            \(maxKeysPerAccount.map { "    account_header: X-Account\n    account_key: device-key-tests-account-key-32b\n    max_keys_per_account: \($0)" } ?? "")
             trust:
               extra_roots:
             \(cas.trustedRoots.map { "    - \($0)" }.joined(separator: "\n"))
@@ -86,9 +89,10 @@ final class DeviceKeyEnvironment: GatewayClient, @unchecked Sendable {  // immut
     }
 
     /// `POST /app-attest/v1/register` with the JSON fields as given.
-    func register(_ fields: [String: Any]) throws -> HTTPReply {
+    func register(_ fields: [String: Any], account: String? = nil) throws -> HTTPReply {
         let body = try JSONSerialization.data(withJSONObject: fields)
-        return try send("POST", "/app-attest/v1/register", headers: [("Content-Type", "application/json")], body: Array(body))
+        return try send("POST", "/app-attest/v1/register",
+                        headers: [("Content-Type", "application/json")] + (account.map { [("X-Account", $0)] } ?? []), body: Array(body))
     }
 
     /// The usual registration body: `key` signs the client data over `challenge` (unless `signer`
