@@ -143,6 +143,9 @@ final class RedisClusterRouter: @unchecked Sendable {  // every mutable field is
         slotTable { completion($0.primaries) }
     }
 
+    /// Why the last map request failed (`CLUSTER SLOTS` refused, no seed reachable), nil after a success.
+    var mapFailure: String? { topology.lastFailure }
+
     /// The current slot map (waiting up to the command timeout for a first one; empty when none came).
     func slotTable(completion: @escaping @Sendable (RedisSlotTable) -> Void) {
         let deadline = EventLoop.now() &+ commandTimeout

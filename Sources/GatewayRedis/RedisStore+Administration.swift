@@ -63,7 +63,10 @@ extension RedisStore {
         clusterSlotTable { [self] table in
             let ordered = table.primariesByLowestSlot
             guard !ordered.isEmpty else {
-                return completion(.failure(StoreUnavailable(.notConnected, detail: "no Redis Cluster map")))
+                // Say why: every seed refused, or a seed that is no cluster node ("cluster support
+                // disabled": a redis+cluster:// URL naming a standalone Redis).
+                let why = clusterMapFailure.map { " (\($0))" } ?? ""
+                return completion(.failure(StoreUnavailable(.notConnected, detail: "no Redis Cluster map\(why)")))
             }
             var index = 0
             var nodeCursor: UInt64 = 0

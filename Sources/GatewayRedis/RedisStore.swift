@@ -508,6 +508,9 @@ public final class RedisStore: AttestStore, @unchecked Sendable {  // immutable 
         router.primaries(completion: completion)
     }
 
+    /// Why the cluster's last map request failed (nil on a standalone Redis, or after a success).
+    var clusterMapFailure: String? { routers.first?.mapFailure }
+
     /// The cluster's slot map (empty on a standalone Redis, or when none could be read in time).
     func clusterSlotTable(_ completion: @escaping @Sendable (RedisSlotTable) -> Void) {
         guard let router = routers.first else { return completion(RedisSlotTable()) }

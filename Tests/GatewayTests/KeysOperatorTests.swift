@@ -167,6 +167,10 @@ final class KeysOperatorTests: XCTestCase {
         XCTAssertEqual(revoke.status, 2, revoke.stderr)
         let right = try attestctl(["keys", "list", "--app", "ABCDE12345.com.example.nothing", "--store", cluster.url(seed: node)])
         XCTAssertEqual(right.status, 1, "a cluster URL walks every primary (nothing of this app): \(right.stderr)")
+        // The other way round: a cluster URL naming a standalone Redis says why there is no map.
+        let standalone = try attestctl(["keys", "list", "--store", "redis+cluster://127.0.0.1:\(redis.port)"])
+        XCTAssertEqual(standalone.status, 3, standalone.stderr)
+        XCTAssertTrue(standalone.stderr.contains("cluster support disabled"), standalone.stderr)
         // A cursor of the old cluster form (position x 2^48) or a standalone one: usage errors.
         for foreign in ["281474976710656", "5", "99999.0.ab"] {
             let refused = try attestctl(["keys", "list", "--cursor", foreign, "--store", cluster.url(seed: node)])
