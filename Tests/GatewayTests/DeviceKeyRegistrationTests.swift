@@ -230,14 +230,8 @@ final class DeviceKeyRegistrationTests: XCTestCase {
     /// form, signs protected requests (replays and old counters still refused), and a later attestation
     /// of the same key never resets its record.
     func testAttestationFormKeyVouchesLaterWithAnAssertionAndSignsRequests() throws {
-        let first = try env.makeKey()
         let appKey = try XCTUnwrap(try env.makeDevice(.ref) as? RefDevice)
-        let firstChallenge = try env.challenge(kid: first.kid)
-        let firstData = DeviceKeyEnvironment.clientData(challenge: firstChallenge, point: first.point, backing: "software", integrity: [])
-        let attestation = try appKey.attestation(challenge: Data(firstData).base64EncodedString(), appId: E2EEnvironment.appId,
-                                                 environment: "development", caDirectory: appKey.caDirectory)
-        let registered = try env.register(try env.registrationFields(first, challenge: firstChallenge,
-                                                                     appAttest: ["keyId": appKey.keyId, "attestation": attestation]))
+        let registered = try env.registerAttested(by: appKey).reply
         XCTAssertEqual(registered.status, 201, "\(registered)")
         let appRecord = "aa:{\(base64URL(appKey.keyId))}:key"
         XCTAssertEqual(try env.redisCLI("HGET", appRecord, "ctr"), "0", "stored with the attestation's counter")
@@ -247,11 +241,7 @@ final class DeviceKeyRegistrationTests: XCTestCase {
         XCTAssertEqual(try env.redisCLI("HEXISTS", appRecord, "rcpt"), "1", "the receipt is kept, as /attest keeps it")
 
         // Later: another device key (a re-registration), vouched for by an assertion of that App Attest key.
-        let second = try env.makeKey()
-        let secondChallenge = try env.challenge(kid: second.kid)
-        let secondData = DeviceKeyEnvironment.clientData(challenge: secondChallenge, point: second.point, backing: "software", integrity: [])
-        let vouched = try env.register(try env.registrationFields(
-            second, challenge: secondChallenge, appAttest: ["keyId": appKey.keyId, "assertion": try appKey.rawAssertion(clientData: secondData, counter: 1)]))
+        let vouched = try env.registerVouched(by: appKey, counter: 1).reply
         XCTAssertEqual(vouched.status, 201, "\(vouched)")
         XCTAssertEqual(vouched.json["tier"] as? String, "attested")
         XCTAssertEqual(vouched.json["platformTokenSpent"] as? Bool, false)
@@ -268,13 +258,7 @@ final class DeviceKeyRegistrationTests: XCTestCase {
 
         // Another attestation of the same App Attest key registers a third device key but never resets
         // the held record: its counter stays, so counter 1 is still a replay.
-        let third = try env.makeKey()
-        let thirdChallenge = try env.challenge(kid: third.kid)
-        let thirdData = DeviceKeyEnvironment.clientData(challenge: thirdChallenge, point: third.point, backing: "software", integrity: [])
-        let again = try appKey.attestation(challenge: Data(thirdData).base64EncodedString(), appId: E2EEnvironment.appId,
-                                           environment: "development", caDirectory: appKey.caDirectory)
-        let reattested = try env.register(try env.registrationFields(third, challenge: thirdChallenge,
-                                                                     appAttest: ["keyId": appKey.keyId, "attestation": again]))
+        let reattested = try env.registerAttested(by: appKey).reply
         XCTAssertEqual(reattested.status, 201, "\(reattested)")
         XCTAssertEqual(try env.redisCLI("HGET", appRecord, "ctr"), "2", "the held counter did not go back")
         assertRefusal(try env.send(try env.signedRequest(appKey, target: "/v1/attested/x", body: Array("{}".utf8), counter: 1)),
@@ -288,23 +272,12 @@ final class DeviceKeyRegistrationTests: XCTestCase {
     /// revoked key vouches for nothing: `403 registration_refused` (the attestation was spent), and
     /// the device key is not registered.
     func testARevokedAppAttestKeyVouchesForNothingInTheAttestationForm() throws {
-        let first = try env.makeKey()
         let appKey = try XCTUnwrap(try env.makeDevice(.ref) as? RefDevice)
-        let firstChallenge = try env.challenge(kid: first.kid)
-        let firstData = DeviceKeyEnvironment.clientData(challenge: firstChallenge, point: first.point, backing: "software", integrity: [])
-        let attestation = try appKey.attestation(challenge: Data(firstData).base64EncodedString(), appId: E2EEnvironment.appId,
-                                                 environment: "development", caDirectory: appKey.caDirectory)
-        XCTAssertEqual(try env.register(try env.registrationFields(first, challenge: firstChallenge,
-                                                                   appAttest: ["keyId": appKey.keyId, "attestation": attestation])).status, 201)
+        let (first, registered) = try env.registerAttested(by: appKey)
+        XCTAssertEqual(registered.status, 201, "\(registered)")
         XCTAssertEqual(try env.redisCLI("HSET", "aa:{\(base64URL(appKey.keyId))}:key", "status", "revoked"), "0")
 
-        let second = try env.makeKey()
-        let secondChallenge = try env.challenge(kid: second.kid)
-        let secondData = DeviceKeyEnvironment.clientData(challenge: secondChallenge, point: second.point, backing: "software", integrity: [])
-        let again = try appKey.attestation(challenge: Data(secondData).base64EncodedString(), appId: E2EEnvironment.appId,
-                                           environment: "development", caDirectory: appKey.caDirectory)
-        let refused = try env.register(try env.registrationFields(second, challenge: secondChallenge,
-                                                                  appAttest: ["keyId": appKey.keyId, "attestation": again]))
+        let (second, refused) = try env.registerAttested(by: appKey)
         XCTAssertEqual(refused.status, 403, "\(refused)")
         XCTAssertEqual(refused.json["error"] as? String, "registration_refused")
         XCTAssertEqual(try env.redisCLI("EXISTS", "aa:{\(base64URL(second.kid))}:key"), "0", "the device key is not registered")
@@ -319,27 +292,15 @@ final class DeviceKeyRegistrationTests: XCTestCase {
     func testTheVouchingKeyTakesNoAccountSlot() throws {
         let accounts = try DeviceKeyEnvironment(maxKeysPerAccount: 1)
         defer { accounts.stop() }
-        let first = try accounts.makeKey()
         let appKey = try XCTUnwrap(try accounts.makeDevice(.ref) as? RefDevice)
-        let firstChallenge = try accounts.challenge(kid: first.kid)
-        let firstData = DeviceKeyEnvironment.clientData(challenge: firstChallenge, point: first.point, backing: "software", integrity: [])
-        let attestation = try appKey.attestation(challenge: Data(firstData).base64EncodedString(), appId: E2EEnvironment.appId,
-                                                 environment: "development", caDirectory: appKey.caDirectory)
-        let registered = try accounts.register(try accounts.registrationFields(first, challenge: firstChallenge,
-                                                                               appAttest: ["keyId": appKey.keyId, "attestation": attestation]),
-                                               account: "alice")
+        let (first, registered) = try accounts.registerAttested(by: appKey, account: "alice")
         XCTAssertEqual(registered.status, 201, "\(registered)")
         let appRecord = "aa:{\(base64URL(appKey.keyId))}:key"
         XCTAssertEqual(try accounts.redisCLI("HGET", appRecord, "status"), "active", "not revoked by the account's limit")
         XCTAssertEqual(try accounts.redisCLI("HGET", "aa:{\(base64URL(first.kid))}:key", "status"), "active")
 
         // The device key's registration is renewed by a new device key, vouched for by the App Attest key.
-        let second = try accounts.makeKey()
-        let secondChallenge = try accounts.challenge(kid: second.kid)
-        let secondData = DeviceKeyEnvironment.clientData(challenge: secondChallenge, point: second.point, backing: "software", integrity: [])
-        let vouched = try accounts.register(try accounts.registrationFields(
-            second, challenge: secondChallenge, appAttest: ["keyId": appKey.keyId, "assertion": try appKey.rawAssertion(clientData: secondData, counter: 1)]),
-            account: "alice")
+        let vouched = try accounts.registerVouched(by: appKey, counter: 1, account: "alice").reply
         XCTAssertEqual(vouched.status, 201, "\(vouched)")
         XCTAssertEqual(vouched.json["tier"] as? String, "attested")
         XCTAssertEqual(try accounts.redisCLI("HGET", "aa:{\(base64URL(first.kid))}:key", "status"), "revoked",

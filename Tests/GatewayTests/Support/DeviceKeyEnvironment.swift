@@ -156,6 +156,33 @@ final class DeviceKeyEnvironment: GatewayClient, @unchecked Sendable {  // immut
     }
 }
 
+extension DeviceKeyEnvironment {
+    /// A new device key registered through `/register`'s attestation form, `appKey` attesting over its
+    /// client data (software backing): the key and the answer.
+    func registerAttested(by appKey: RefDevice, integrity: [String] = [], account: String? = nil) throws -> (key: OpenSSLDeviceKey, reply: HTTPReply) {
+        let key = try makeKey()
+        let challenge = try self.challenge(kid: key.kid)
+        let data = DeviceKeyEnvironment.clientData(challenge: challenge, point: key.point, backing: "software", integrity: integrity)
+        let attestation = try appKey.attestation(challenge: Data(data).base64EncodedString(), appId: E2EEnvironment.appId,
+                                                 environment: "development", caDirectory: appKey.caDirectory)
+        let reply = try register(try registrationFields(key, challenge: challenge, integrity: integrity,
+                                                        appAttest: ["keyId": appKey.keyId, "attestation": attestation]), account: account)
+        return (key, reply)
+    }
+
+    /// A new device key registered through the assertion form: `appKey`'s assertion with `counter`
+    /// over its client data (software backing, no integrity codes).
+    func registerVouched(by appKey: RefDevice, counter: UInt32, account: String? = nil) throws -> (key: OpenSSLDeviceKey, reply: HTTPReply) {
+        let key = try makeKey()
+        let challenge = try self.challenge(kid: key.kid)
+        let data = DeviceKeyEnvironment.clientData(challenge: challenge, point: key.point, backing: "software", integrity: [])
+        let assertion = try appKey.rawAssertion(clientData: data, counter: counter)
+        let reply = try register(try registrationFields(key, challenge: challenge, appAttest: ["keyId": appKey.keyId, "assertion": assertion]),
+                                 account: account)
+        return (key, reply)
+    }
+}
+
 extension RefDevice {
     /// An assertion over arbitrary client data (`ref_device.py assert-raw`).
     func rawAssertion(clientData: [UInt8], counter: UInt32, appId: String = E2EEnvironment.appId) throws -> String {
