@@ -197,20 +197,27 @@ final class RedisClusterStoreTests: XCTestCase {
         XCTAssertEqual(issueError.reason, .errorReply("WAIT"))
     }
 
-    func testKeyWalkVisitsEveryPrimary() throws {
+    /// A store on the shared cluster under a key prefix of its own, holding `count` new key records:
+    /// the store, its conformance suite and the records' keyIds.
+    private func walkedStore(records count: Int) throws -> (store: RedisStore, suite: StoreConformance, keyIds: [KeyID]) {
         let cluster = try SharedRedisCluster.cluster()
-        let prefix = "w\(UInt32.random(in: 0...UInt32.max))"
         var configuration = RedisStore.Configuration(url: try RedisURL(parsing: cluster.url))
-        configuration.keyPrefix = prefix
+        configuration.keyPrefix = "w\(UInt32.random(in: 0...UInt32.max))"
         let store = try RedisStore(configuration: configuration)
         stores.append(store)
         let suite = StoreConformance(store: store)
-        var written = Set<String>()
-        for _ in 0..<30 {
+        var keyIds: [KeyID] = []
+        for _ in 0..<count {
             let record = try suite.makeRecord()
             try suite.registerExpectingAccepted(record)
-            written.insert(String(decoding: record.keyId.base64URL, as: UTF8.self))
+            keyIds.append(record.keyId)
         }
+        return (store, suite, keyIds)
+    }
+
+    func testKeyWalkVisitsEveryPrimary() throws {
+        let (store, suite, keyIds) = try walkedStore(records: 30)
+        let written = Set(keyIds.map { String(decoding: $0.base64URL, as: UTF8.self) })
         var seen = Set<String>()
         var cursor = "0"
         var steps = 0
@@ -231,20 +238,8 @@ final class RedisClusterStoreTests: XCTestCase {
     /// another node, and every record is still seen.
     func testKeyWalkSurvivesAFailoverMidWay() throws {
         let cluster = try SharedRedisCluster.cluster()
-        let prefix = "f\(UInt32.random(in: 0...UInt32.max))"
-        var configuration = RedisStore.Configuration(url: try RedisURL(parsing: cluster.url))
-        configuration.keyPrefix = prefix
-        let store = try RedisStore(configuration: configuration)
-        stores.append(store)
-        let suite = StoreConformance(store: store)
-        var written = Set<String>()
-        var keyIds: [KeyID] = []
-        for _ in 0..<150 {
-            let record = try suite.makeRecord()
-            try suite.registerExpectingAccepted(record)
-            written.insert(String(decoding: record.keyId.base64URL, as: UTF8.self))
-            keyIds.append(record.keyId)
-        }
+        let (store, suite, keyIds) = try walkedStore(records: 150)
+        let written = Set(keyIds.map { String(decoding: $0.base64URL, as: UTF8.self) })
         var seen = Set<String>()
         var cursor = "0"
         var steps = 0
