@@ -38,6 +38,22 @@ extension RedisStore {
         }
     }
 
+    /// Whether `cursor` has the form `scanKeyRecords` prints for this kind of store: a decimal for one
+    /// Redis, `0` or `<slot>.<decimal>.<hex tag>` for a Redis Cluster (`attestctl keys list --cursor`
+    /// refuses anything else as a usage error).
+    public static func isKeyWalkCursor(_ cursor: String, cluster: Bool) -> Bool {
+        guard cluster, cursor != "0" else { return UInt64(cursor) != nil }
+        return clusterCursor(cursor) != nil
+    }
+
+    /// The parts of a cluster walk cursor `<slot>.<SCAN cursor>.<node tag>`; nil when malformed.
+    private static func clusterCursor(_ cursor: String) -> (anchor: Int, scan: UInt64, tag: String)? {
+        let parts = cursor.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let slot = Int(parts[0]), (0..<RedisClusterSlot.count).contains(slot),
+              let scan = UInt64(parts[1]), !parts[2].isEmpty, parts[2].allSatisfy(\.isHexDigit) else { return nil }
+        return (slot, scan, String(parts[2]))
+    }
+
     /// The tag of a node in a cluster cursor: FNV-1a 64 of its `host:port`, hex.
     static func nodeTag(_ endpoint: RedisURL.Endpoint) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
@@ -50,16 +66,10 @@ extension RedisStore {
 
     private func scanClusterKeyRecords(cursor: String, count: Int,
                                        completion: @escaping @Sendable (Result<(cursor: String, keyIds: [String]), StoreUnavailable>) -> Void) {
-        var resume: (anchor: Int, scan: UInt64, tag: String)?
-        if cursor != "0" {
-            let parts = cursor.split(separator: ".", omittingEmptySubsequences: false)
-            guard parts.count == 3, let slot = Int(parts[0]), (0..<RedisClusterSlot.count).contains(slot),
-                  let scan = UInt64(parts[1]), !parts[2].isEmpty, parts[2].allSatisfy(\.isHexDigit) else {
-                return completion(.failure(StoreUnavailable(.protocolError, detail: "malformed cluster cursor \(cursor)")))
-            }
-            resume = (slot, scan, String(parts[2]))
+        let from = cursor == "0" ? nil : RedisStore.clusterCursor(cursor)
+        guard cursor == "0" || from != nil else {
+            return completion(.failure(StoreUnavailable(.protocolError, detail: "malformed cluster cursor \(cursor)")))
         }
-        let from = resume
         clusterSlotTable { [self] table in
             let ordered = table.primariesByLowestSlot
             guard !ordered.isEmpty else {

@@ -32,12 +32,7 @@ enum KeysListCommand {
         /// Whether the SCAN part has the form the store prints: a decimal for one Redis, `0` or
         /// `<slot>.<decimal>.<hex tag>` for a Redis Cluster (an older or foreign cursor is a usage
         /// error, exit 2, not a store failure).
-        func fits(cluster: Bool) -> Bool {
-            guard cluster, scan != "0" else { return UInt64(scan) != nil }
-            let parts = scan.split(separator: ".", omittingEmptySubsequences: false)
-            return parts.count == 3 && Int(parts[0]).map { (0..<16_384).contains($0) } == true && UInt64(parts[1]) != nil
-                && !parts[2].isEmpty && parts[2].allSatisfy(\.isHexDigit)
-        }
+        func fits(cluster: Bool) -> Bool { RedisStore.isKeyWalkCursor(scan, cluster: cluster) }
 
         /// Reads a printed cursor; nil when it is not one (the store checks the SCAN part's form).
         init?(_ text: String) {
