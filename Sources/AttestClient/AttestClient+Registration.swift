@@ -224,8 +224,27 @@ extension AttestClient {
             if let tier = answer.string("tier") { attestation.tier = tier }
             if let attested = answer.bool("platformAttested") { attestation.platformAttested = attested }
             if let integrity = answer.integrity { attestation.integrity = integrity }
+            if previous.signing == .device { renewVouchingKey(roundTrips: &roundTrips) }
             return (attestation, StoredRegistration(attestation: attestation, signing: previous.signing, appAttestKeyId: previous.appAttestKeyId))
         }
+    }
+
+    /// After a device key's renewal: the App Attest key that vouched for a registration (its attestation
+    /// accepted by `/register`, so the gateway stores it with the registration's expiry) renewed too,
+    /// through `/renew` with an assertion over renew-v1, best effort (the answer is not needed: a key
+    /// the gateway no longer holds is replaced at the next registration, which it refuses with
+    /// `reattest`). Without it the App Attest key lapsed one TTL after the registration while the
+    /// device key lived on, and the next re-registration (a revoked or forgotten device key) spent a
+    /// new attestation instead of an assertion. Nothing is sent for a key the gateway never accepted.
+    func renewVouchingKey(roundTrips: inout Int) {
+        guard appAttest.isSupported, let key = loadAppAttestKey(), key.attested, key.acceptedAt != nil, key.unconfirmed != true,
+              case .challenge(let challenge) = requestChallenge(kid: key.keyId, purpose: "renew", roundTrips: &roundTrips) else { return }
+        let vouching = StoredRegistration(attestation: Attestation(supported: true, verdict: .passed, platformAttested: true, kid: key.keyId,
+                                                                   tier: "attested", backing: "app_attest"),
+                                          signing: .appAttest, appAttestKeyId: key.keyId)
+        guard let proof = lifecycleProof(vouching, label: "renew-v1", challenge: challenge) else { return }
+        _ = postEndpoint("/renew", ["keyId": key.keyId, "challenge": Base64Text.encode(challenge), proof.name: proof.value],
+                         kid: key.keyId, roundTrips: &roundTrips)
     }
 
     /// `POST {prefix}/forget` for `registration`, once, answer ignored (best effort: a gateway without

@@ -140,7 +140,7 @@ final class RegistrationTests: XCTestCase {
         h.clock.advance(50_000)
         let renewed = h.client.renewAttestation()
         XCTAssertEqual(renewed.verdict, .passed)
-        XCTAssertEqual(h.gateway.count("/renew"), 1)
+        XCTAssertEqual(h.gateway.count("/renew"), 2, "the device key, then the App Attest key that vouched for it")
         XCTAssertEqual(h.gateway.count("/register"), 1, "renewed, not registered again")
         XCTAssertEqual(renewed.expiresAt, Int(h.clock.now()) + 86_400)
         XCTAssertEqual(renewed.kid, first.kid)
@@ -159,6 +159,42 @@ final class RegistrationTests: XCTestCase {
         h.gateway.unreachable = 100
         h.clock.advance(200_000)
         XCTAssertEqual(h.client.renewAttestation().verdict, .failed)
+    }
+
+    func testRenewalRenewsTheVouchingAppAttestKeySoReRegistrationSpendsNoAttestation() throws {
+        let h = SDKHarness()
+        let first = h.client.attest()
+        XCTAssertEqual(first.verdict, .passed, "\(first)")
+        let appAttestKeyId = try XCTUnwrap((h.gateway.bodies("/register").first?["appAttest"] as? [String: String])?["keyId"])
+        // At the refresh time: the device key renews, then the App Attest key, proven by an assertion.
+        h.clock.advance(50_000)
+        XCTAssertEqual(h.client.renewAttestation().verdict, .passed)
+        let renewals = h.gateway.bodies("/renew")
+        XCTAssertEqual(renewals.map { $0["keyId"] as? String }, [first.kid, appAttestKeyId])
+        XCTAssertNotNil(renewals.last?["assertion"], "the App Attest key proves with an assertion over renew-v1")
+        XCTAssertNil(renewals.last?["signature"])
+        // Past the first registration's expiry (inside the renewed one): the device key is forgotten
+        // (revoked, lost), and the registration again is made with the App Attest key's assertion,
+        // without a second attestation. Without the renewal the gateway answered `key_expired` /
+        // `reattest`, and the SDK attested a new key.
+        h.clock.advance(50_000)
+        h.client.forgetAttestation()
+        let again = h.client.attest()
+        XCTAssertEqual(again.verdict, .passed, "\(again)")
+        XCTAssertEqual(again.tier, "attested")
+        XCTAssertNotNil((h.gateway.bodies("/register").last?["appAttest"] as? [String: String])?["assertion"])
+        XCTAssertEqual(h.appAttest.recorded.filter { if case .attestKey = $0 { return true } else { return false } }.count, 1,
+                       "one attestation in all")
+        XCTAssertEqual(h.appAttest.generated, 1, "one App Attest key in all")
+    }
+
+    func testRenewalOfADeviceOnlyRegistrationSendsOneRenew() throws {
+        let h = SDKHarness(appAttest: false)
+        XCTAssertEqual(h.client.attest().verdict, .passed)
+        h.clock.advance(50_000)
+        XCTAssertEqual(h.client.renewAttestation().verdict, .passed)
+        XCTAssertEqual(h.gateway.count("/renew"), 1, "no App Attest key to renew")
+        XCTAssertEqual(h.gateway.count("/challenge"), 2)
     }
 
     func testRefusedRegistrationBacksOffOneHourDoublingToSevenDays() throws {
@@ -256,7 +292,7 @@ final class RegistrationTests: XCTestCase {
         // Due: the clock moved; the next timer (re-armed by storedAttestation) renews.
         h.clock.advance(2)
         XCTAssertNotNil(client.storedAttestation())
-        waitFor("the automatic renewal", timeout: 10) { h.gateway.count("/renew") == 1 }
+        waitFor("the automatic renewal (the device key, then its App Attest key)", timeout: 10) { h.gateway.count("/renew") == 2 }
         waitFor("the renewed result", timeout: 5) { client.lastAttestation?.expiresAt == Int(h.clock.now()) + 4 }
         client.forgetAttestation()
         XCTAssertNil(client.nextAttestationRefresh, "forgetting stops the automatic renewal")

@@ -308,6 +308,40 @@ final class DeviceKeyRegistrationTests: XCTestCase {
         XCTAssertEqual(try accounts.redisCLI("HGET", appRecord, "status"), "active")
     }
 
+    /// With `registration_ttl`, the App Attest key of the attestation form gets the registration's
+    /// expiry and renews through `/renew` with an assertion, as a key from `/attest` does (the SDK
+    /// renews it with the device key, `AttestClient.renewVouchingKey`): renewed, it still vouches after
+    /// the first expiry; the failing variant, a key not renewed, answers `401 key_expired`.
+    func testTheVouchingKeyRenewsThroughRenewAndVouchesAfterTheFirstExpiry() throws {
+        let ttl = try DeviceKeyEnvironment(registrationTTL: "1h")
+        defer { ttl.stop() }
+        let renewing = try XCTUnwrap(try ttl.makeDevice(.ref) as? RefDevice)
+        let lapsing = try XCTUnwrap(try ttl.makeDevice(.ref) as? RefDevice)
+        for appKey in [renewing, lapsing] {
+            let registered = try ttl.registerAttested(by: appKey).reply
+            XCTAssertEqual(registered.status, 201, "\(registered)")
+        }
+        ttl.clock.advance(seconds: 2400)
+        let challenge = try ttl.challenge(kid: renewing.keyId, purpose: "renew")
+        let clientData = LifecycleGateway.clientData("renew-v1", challenge: Array(Data(base64Encoded: challenge)!),
+                                                     keyId: Array(Data(base64Encoded: renewing.keyId)!))
+        let body = try JSONSerialization.data(withJSONObject: [
+            "keyId": renewing.keyId, "challenge": challenge,
+            "assertion": try renewing.rawAssertion(clientData: clientData, counter: 1)])
+        let renewed = try ttl.send("POST", "/app-attest/v1/renew", headers: [("Content-Type", "application/json")], body: Array(body))
+        XCTAssertEqual(renewed.status, 200, "\(renewed)")
+        XCTAssertEqual((renewed.json["expiresAt"] as? NSNumber)?.doubleValue ?? 0, Double(ttl.clock.now() / 1000 + 3600), accuracy: 2,
+                       "moved to the renewal's time + TTL")
+
+        ttl.clock.advance(seconds: 1800)  // past the registrations' first expiry
+        let vouched = try ttl.registerVouched(by: renewing, counter: 2).reply
+        XCTAssertEqual(vouched.status, 201, "\(vouched)")
+        XCTAssertEqual(vouched.json["tier"] as? String, "attested")
+        let lapsed = try ttl.registerVouched(by: lapsing, counter: 1).reply
+        XCTAssertEqual(lapsed.status, 401, "\(lapsed)")
+        XCTAssertEqual(lapsed.json["error"] as? String, "key_expired")
+    }
+
     func testIntegrityPolicyLowersOrRefuses() throws {
         // integrity_lower: jb_files -> tier device even with an attestation.
         let key = try env.makeKey()

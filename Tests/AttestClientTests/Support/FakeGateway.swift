@@ -34,7 +34,9 @@ final class FakeGateway: HTTPTransport, @unchecked Sendable {  // all state guar
     private var log: [TransportRequest] = []
     private var challenges: [Data: (kid: String, purpose: String, expiresAt: Double)] = [:]
     private var deviceKeys: [String: Data] = [:]          // kid -> public key
-    private var appAttestKeys: Set<String> = []
+    /// keyId -> expiry (unix seconds): keys attested through `/attest` or vouching in `/register`'s
+    /// attestation form get the registration's TTL, moved by their own `/renew` only (as the gateway).
+    private var appAttestKeys: [String: Double] = [:]
     private var forgotten: [String] = []
 
     init(clock: FakeClock) { self.clock = clock }
@@ -129,7 +131,7 @@ final class FakeGateway: HTTPTransport, @unchecked Sendable {  // all state guar
                 return Self.refusal(400, "json_invalid", "deny")
             }
             if purpose == "register" && !registerSupported { return Self.refusal(400, "json_invalid", "deny") }
-            if purpose == "assert" && deviceKeys[kid] == nil && !appAttestKeys.contains(kid) { return Self.refusal(401, "key_unknown", "reattest") }
+            if purpose == "assert" && deviceKeys[kid] == nil && appAttestKeys[kid] == nil { return Self.refusal(401, "key_unknown", "reattest") }
             let (bytes, expiresAt) = issue(kid: kid, purpose: purpose)
             return json(201, ["challenge": bytes.base64EncodedString(), "expiresAt": expiresAt])
         case prefix + "/register":
@@ -155,9 +157,10 @@ final class FakeGateway: HTTPTransport, @unchecked Sendable {  // all state guar
                 let keyId = appAttest["keyId"] ?? ""
                 if let attestation = appAttest["attestation"] {
                     guard attestation == Data("attestation|\(keyId)|\(hash)".utf8).base64EncodedString() else { return Self.refusal(401, "bad_attestation", "reattest") }
-                    appAttestKeys.insert(keyId)
+                    appAttestKeys[keyId] = clock.now() + Double(registrationTTL)
                 } else if let assertion = appAttest["assertion"] {
-                    guard appAttestKeys.contains(keyId) else { return Self.refusal(401, "key_unknown", "reattest") }
+                    guard let expiresAt = appAttestKeys[keyId] else { return Self.refusal(401, "key_unknown", "reattest") }
+                    guard expiresAt > clock.now() else { return Self.refusal(401, "key_expired", "reattest") }
                     guard assertion == Data("assertion|\(keyId)|\(hash)".utf8).base64EncodedString() else { return Self.refusal(401, "bad_signature", "reattest") }
                 }
                 tier = "attested"
@@ -168,9 +171,10 @@ final class FakeGateway: HTTPTransport, @unchecked Sendable {  // all state guar
                               "expiresAt": now + registrationTTL, "renewAfter": now + registrationTTL / 2, "integrity": integrity, "backing": backing],
                         headers: nextChallengeHeaders(kid: kid))
         case prefix + "/renew", prefix + "/forget":
-            guard let kid = body["keyId"] as? String, deviceKeys[kid] != nil || appAttestKeys.contains(kid) else {
+            guard let kid = body["keyId"] as? String, deviceKeys[kid] != nil || appAttestKeys[kid] != nil else {
                 return Self.refusal(401, "key_unknown", "reattest")
             }
+            if let expiresAt = appAttestKeys[kid], expiresAt <= clock.now() { return Self.refusal(401, "key_expired", "reattest") }
             let label = path.hasSuffix("renew") ? "renew" : "forget"
             guard let challenge = consume(body["challenge"] as? String, kid: kid, purpose: label) else {
                 return Self.refusal(401, "challenge_unknown", "refresh_challenge")
@@ -188,11 +192,12 @@ final class FakeGateway: HTTPTransport, @unchecked Sendable {  // all state guar
             guard proven else { return Self.refusal(401, "bad_signature", "deny") }
             if label == "forget" {
                 deviceKeys[kid] = nil
-                appAttestKeys.remove(kid)
+                appAttestKeys[kid] = nil
                 forgotten.append(kid)
                 return json(200, ["forgotten": true])
             }
             let now = Int(clock.now())
+            if appAttestKeys[kid] != nil { appAttestKeys[kid] = Double(now + registrationTTL) }
             return json(200, ["kid": kid, "expiresAt": now + registrationTTL, "renewAfter": now + registrationTTL / 2])
         case prefix + "/attest":
             guard let keyId = body["keyId"] as? String, let attestation = body["attestation"] as? String,
@@ -201,7 +206,7 @@ final class FakeGateway: HTTPTransport, @unchecked Sendable {  // all state guar
             }
             let hash = Data(AttestCrypto.SHA256.hash(Array(challenge))).base64EncodedString()
             guard attestation == Data("attestation|\(keyId)|\(hash)".utf8).base64EncodedString() else { return Self.refusal(401, "bad_attestation", "reattest") }
-            appAttestKeys.insert(keyId)
+            appAttestKeys[keyId] = clock.now() + Double(registrationTTL)
             return json(201, ["keyId": keyId, "appId": "ABCDE12345.com.example", "environment": "development"], headers: nextChallengeHeaders(kid: keyId))
         default:
             return protected(request)
@@ -211,8 +216,9 @@ final class FakeGateway: HTTPTransport, @unchecked Sendable {  // all state guar
     /// A protected route: the evidence checked against ClientDataBinding.v1 of the request as received.
     private func protected(_ request: TransportRequest) -> TransportResponse {
         guard let kid = request.header("App-Attest-Key-Id") else { return Self.refusal(401, "evidence_missing", "reattest") }
-        let known = deviceKeys[kid] != nil || appAttestKeys.contains(kid)
+        let known = deviceKeys[kid] != nil || appAttestKeys[kid] != nil
         guard known else { return Self.refusal(401, "key_unknown", "reattest") }
+        if let expiresAt = appAttestKeys[kid], expiresAt <= clock.now() { return Self.refusal(401, "key_expired", "reattest") }
         guard let challenge = consume(request.header("App-Attest-Challenge"), kid: kid, purpose: "assert") else {
             let (fresh, expiresAt) = issue(kid: kid, purpose: "assert")
             return Self.refusal(401, "challenge_unknown", "refresh_challenge", extra: ["challenge": fresh.base64EncodedString(), "expiresAt": expiresAt])

@@ -23,7 +23,8 @@ final class DeviceKeyEnvironment: GatewayClient, @unchecked Sendable {  // immut
     /// - Parameters:
     ///   - fleetAttestRate: `endpoints.fleet_attest_rate` when given (e.g. `{count: 2, per: 1h}`).
     ///   - maxKeysPerAccount: keys per account (`account_header: X-Account`) when given.
-    init(fleetAttestRate: String? = nil, maxKeysPerAccount: Int? = nil) throws {
+    ///   - registrationTTL: the app's `registration_ttl` when given (e.g. `1h`).
+    init(fleetAttestRate: String? = nil, maxKeysPerAccount: Int? = nil, registrationTTL: String? = nil) throws {
         cas = try TestCAs.shared()
         work = try E2EPaths.temporaryDirectory("devicekeys")
         redis = try RedisServer()
@@ -39,6 +40,7 @@ final class DeviceKeyEnvironment: GatewayClient, @unchecked Sendable {  // immut
                 environment: development
                 integrity_refuse: [debugger]
                 integrity_lower: [jb_files]
+            \(registrationTTL.map { "    registration_ttl: \($0)" } ?? "")
             \(maxKeysPerAccount.map { "    account_header: X-Account\n    account_key: device-key-tests-account-key-32b\n    max_keys_per_account: \($0)" } ?? "")
             trust:
               extra_roots:
