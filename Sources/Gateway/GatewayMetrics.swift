@@ -193,6 +193,10 @@ final class GatewayMetrics: Sendable {
         case commitAssertion = "commit_assertion", revokeKey = "revoke_key", deleteKey = "delete_key", ping
         case renewKey = "renew_key", forgetKey = "forget_key", accountIndex = "account_index"
         case fleetSlot = "fleet_slot"
+        /// `/register`'s attestation form storing the App Attest key that vouched (the registration itself is `register_key`).
+        case registerVouchingKey = "register_vouching_key"
+        /// A refused registration's back-off count.
+        case registrationRefusal = "registration_refusal"
     }
 
     /// One loop's counts.

@@ -1,8 +1,9 @@
 import GatewayStore
 
-/// The device-key commands of `MeasuredStore`, counted under the command they stand beside: a
-/// device-key registration (and the App Attest key that vouched for it) as `register_key`, a signed request's commit as `commit_assertion`, a
-/// refused registration's back-off as `register_key`.
+/// The device-key commands of `MeasuredStore`: a device-key registration as `register_key`, the App
+/// Attest key that vouched for it as `register_vouching_key` (a failure there is the access line's
+/// `app_attest_key_not_stored`), a signed request's commit as `commit_assertion`, a refused
+/// registration's back-off as `registration_refusal`.
 extension MeasuredStore {
     func registerDeviceKey(_ record: KeyRecord, challenge: Challenge, now: UnixMillis,
                            completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
@@ -11,7 +12,7 @@ extension MeasuredStore {
 
     func registerVouchingKey(_ record: KeyRecord,
                              completion: @escaping @Sendable (Result<StoreOutcome<Void>, StoreUnavailable>) -> Void) {
-        inner.registerVouchingKey(record, completion: measured(.registerKey, completion))
+        inner.registerVouchingKey(record, completion: measured(.registerVouchingKey, completion))
     }
 
     func commitSignedRequest(keyId: KeyID, challenge: Challenge, now: UnixMillis,
@@ -21,6 +22,6 @@ extension MeasuredStore {
 
     func recordRegistrationRefusal(keyId: KeyID, now: UnixMillis,
                                    completion: @escaping @Sendable (Result<RegistrationBackoff, StoreUnavailable>) -> Void) {
-        inner.recordRegistrationRefusal(keyId: keyId, now: now, completion: measured(.registerKey, completion))
+        inner.recordRegistrationRefusal(keyId: keyId, now: now, completion: measured(.registrationRefusal, completion))
     }
 }

@@ -342,6 +342,37 @@ final class DeviceKeyRegistrationTests: XCTestCase {
         XCTAssertEqual(lapsed.json["error"] as? String, "key_expired")
     }
 
+    /// The App Attest key's write reaches Redis but its reply is lost with the connection (a proxy cuts
+    /// it): the registration still answers `201` at tier `attested`, the failure is counted as
+    /// `store_errors_total{command="register_vouching_key"}` (not `register_key`), the record Redis
+    /// holds is the one written (read back, never written twice), and the key vouches later.
+    func testAVouchingWriteWhoseReplyIsLostIsReadBackAndTheKeyVouchesLater() throws {
+        let lossy = try DeviceKeyEnvironment(replyDroppingProxy: true)
+        defer { lossy.stop() }
+        let proxy = try XCTUnwrap(lossy.proxy)
+        let appKey = try XCTUnwrap(try lossy.makeDevice(.ref) as? RefDevice)
+        let appRecord = "aa:{\(base64URL(appKey.keyId))}:key"
+        // The vouching write is the one EVALSHA naming the App Attest key's record.
+        try proxy.loseReply(toChunkHolding: ["EVALSHA", appRecord])
+        let (deviceKey, registered) = try lossy.registerAttested(by: appKey)
+        XCTAssertEqual(registered.status, 201, "\(registered)")
+        XCTAssertEqual(registered.json["tier"] as? String, "attested")
+        XCTAssertEqual(proxy.cuts, ["cut EVALSHA"], "the reply of the vouching write was lost")
+        XCTAssertEqual(try lossy.redisCLI("HGET", appRecord, "status"), "active")
+        XCTAssertEqual(try lossy.redisCLI("HGET", appRecord, "ctr"), "0")
+        XCTAssertEqual(try lossy.redisCLI("HGET", "aa:{\(base64URL(deviceKey.kid))}:key", "status"), "active")
+        let metrics = try Curl.get("http://127.0.0.1:\(lossy.gateway.adminPort)/metrics").text
+        let vouchingErrors = metrics.split(separator: "\n").filter {
+            $0.hasPrefix("attest_gateway_store_errors_total{") && $0.contains("command=\"register_vouching_key\"")
+        }
+        XCTAssertEqual(vouchingErrors.count, 1, metrics)
+        XCTAssertFalse(metrics.contains("attest_gateway_store_errors_total{command=\"register_key\""), metrics)
+
+        let vouched = try lossy.registerVouched(by: appKey, counter: 1).reply
+        XCTAssertEqual(vouched.status, 201, "\(vouched)")
+        XCTAssertEqual(vouched.json["tier"] as? String, "attested")
+    }
+
     func testIntegrityPolicyLowersOrRefuses() throws {
         // integrity_lower: jb_files -> tier device even with an attestation.
         let key = try env.makeKey()

@@ -17,6 +17,8 @@ final class DeviceKeyEnvironment: GatewayClient, @unchecked Sendable {  // immut
     let cas: TestCAs
     let work: URL
     let gateway: GatewayUnderTest
+    /// Between the gateway and Redis when made with `replyDroppingProxy`.
+    let proxy: ReplyDroppingProxy?
 
     var port: UInt16 { gateway.port }
 
@@ -24,16 +26,19 @@ final class DeviceKeyEnvironment: GatewayClient, @unchecked Sendable {  // immut
     ///   - fleetAttestRate: `endpoints.fleet_attest_rate` when given (e.g. `{count: 2, per: 1h}`).
     ///   - maxKeysPerAccount: keys per account (`account_header: X-Account`) when given.
     ///   - registrationTTL: the app's `registration_ttl` when given (e.g. `1h`).
-    init(fleetAttestRate: String? = nil, maxKeysPerAccount: Int? = nil, registrationTTL: String? = nil) throws {
+    ///   - replyDroppingProxy: the gateway reaches Redis through a `ReplyDroppingProxy`.
+    init(fleetAttestRate: String? = nil, maxKeysPerAccount: Int? = nil, registrationTTL: String? = nil,
+         replyDroppingProxy: Bool = false) throws {
         cas = try TestCAs.shared()
         work = try E2EPaths.temporaryDirectory("devicekeys")
         redis = try RedisServer()
         upstream = try UpstreamProcess()
+        proxy = replyDroppingProxy ? try ReplyDroppingProxy(redisPort: redis.port, directory: work) : nil
         let yaml = """
             listen: 127.0.0.1:0
             admin: 127.0.0.1:0
             store:
-              url: \(redis.url)
+              url: \(proxy.map { "redis://127.0.0.1:\($0.port)/0" } ?? redis.url)
             \(fleetAttestRate.map { "endpoints:\n  fleet_attest_rate: \($0)" } ?? "")
             apps:
               - app_id: \(E2EEnvironment.appId)
@@ -66,6 +71,7 @@ final class DeviceKeyEnvironment: GatewayClient, @unchecked Sendable {  // immut
 
     func stop() {
         gateway.stop()
+        proxy?.stop()
         upstream.stop()
         redis.stop()
         try? FileManager.default.removeItem(at: work)

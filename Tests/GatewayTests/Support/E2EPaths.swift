@@ -26,6 +26,10 @@ enum E2EPaths {
     }
 
     /// Tests/GatewayTests/Fixtures/load_client.py (continuous requests; a TLS connection held open).
+    static var replyDroppingProxyScript: String {
+        SharedFixtures.packageRoot.appendingPathComponent("Tests/GatewayTests/Fixtures/reply_dropping_proxy.py").path
+    }
+
     static var loadClientScript: String {
         SharedFixtures.packageRoot.appendingPathComponent("Tests/GatewayTests/Fixtures/load_client.py").path
     }
