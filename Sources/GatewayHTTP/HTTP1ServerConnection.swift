@@ -82,7 +82,14 @@ final class HTTP1ServerConnection: DownstreamConnection, HTTPResponseSink, Upstr
                                          dateLine: { [unowned loop] in loop.dateHeaderLine() })
         stream.setHandlers(onReadable: { [unowned self] in self.readable() },
                            onWritable: { [unowned self] in self.writable() })
+        #if DEBUG
+        context.liveSinks.increment()
+        #endif
     }
+
+    #if DEBUG
+    deinit { context.liveSinks.decrement() }
+    #endif
 
     /// Where the connection's machine is (diagnostics and tests; on the loop's queue).
     var phase: HTTP1ConnectionMachine.Phase { machine.phase }

@@ -67,12 +67,25 @@ final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's
     /// handed to `requestCompleted` (nil for a stream refused or reset before its head was decided).
     var context: HTTPContextBox?
 
+    #if DEBUG
+    /// The server's count of live sinks (debug builds; `HTTPServerContext.liveSinks`).
+    private let liveSinks: LiveObjectCount
+    #endif
+
     init(id: Int32, connection: HTTP2ServerConnection, now: UInt64) {
         self.id = id
         self.connection = connection
         start = now
         lastProgress = now
+        #if DEBUG
+        liveSinks = connection.server.liveSinks
+        liveSinks.increment()
+        #endif
     }
+
+    #if DEBUG
+    deinit { liveSinks.decrement() }
+    #endif
 
     func upstreamHead(_ head: consuming HTTPResponseHead) { connection.upstreamHead(self, head) }
     func upstreamBody(_ bytes: UnsafeRawBufferPointer) -> Bool { connection.upstreamBody(self, bytes) }

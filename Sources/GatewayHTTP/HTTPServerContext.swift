@@ -21,6 +21,11 @@ final class HTTPServerContext: @unchecked Sendable {  // immutable, or atomics a
     var writeTimeout: UInt64 { connectionSettings.writeTimeout }
     var lingerTimeout: UInt64 { connectionSettings.lingerTimeout }
     private let draining = Atomic<Bool>(false)
+    #if DEBUG
+    /// Debug builds: this server's HTTP/1.1 connections and HTTP/2 streams still alive (an upstream
+    /// exchange holds its sink strongly until it finishes; tests check that nothing is kept after close).
+    let liveSinks = LiveObjectCount()
+    #endif
     private let nextConnectionID = Atomic<UInt64>(1)
     private let accounting = Mutex<Accounting>(Accounting())
 
