@@ -4,8 +4,8 @@
 ///
 /// Rules (times unix ms):
 /// - `200` (`refreshed`): failures reset; next at the new receipt's not-before time (Apple answers
-///   `304` before it), but never later than `refreshMargin` before its expiry, and never sooner than
-///   `minimumDelay` from now. Without either time: `interval`.
+///   `304` before it), but never later than `refreshMargin` before its expiry nor `maximumRefreshDelay`
+///   from now, and never sooner than `minimumDelay` from now. Without either time: `interval`.
 /// - `304` (`notModified`): next at the stored receipt's not-before time when it is still ahead, else
 ///   `interval` (never sooner than `minimumDelay`).
 /// - `400` / `401` (`rejected`): `stop` (the refresher alerts; only an operator restarts it).
@@ -51,6 +51,10 @@ struct ReceiptRefreshSchedule: Sendable, Equatable {
         var maximumBackoff: Int64 = 3_600_000
         /// The longest `Retry-After` honoured (1 day).
         var maximumRetryAfter: Int64 = 86_400_000
+        /// The longest wait after a refresh, whatever the receipt's not-before says (2 days: Apple's
+        /// not-before is about a day after the receipt's creation; one far ahead, from a clock
+        /// running behind or a broken receipt, never parks the key for longer).
+        var maximumRefreshDelay: Int64 = 172_800_000
     }
 
     let timing: Timing
@@ -67,6 +71,7 @@ struct ReceiptRefreshSchedule: Sendable, Equatable {
             failures = 0
             var due = notBefore ?? (now + timing.interval)
             if let expiresAt { due = min(due, expiresAt - timing.refreshMargin) }
+            due = min(due, now + timing.maximumRefreshDelay)  // a not-before far ahead never parks the key
             return .at(max(due, earliest))
         case .notModified(let notBefore):
             failures = 0

@@ -18,10 +18,15 @@ import GatewayStore
 /// - Exchange: `POST /v1/attestationData` with the stored receipt in base64 and `Authorization:` the
 ///   app's ES256 JWT (`DataServerToken`), over TLS (`HTTPSClientExchange`, `TLSClientContext`).
 /// - `200`: the body (base64) is verified with `ReceiptVerifier` (CMS chain to the receipt roots,
-///   signature) and must name this key (field 3) and app (field 2); then receipt, metric, its time and
-///   expiry replace the stored ones atomically. `304`: next at the receipt's not-before. `400`/`401`:
-///   metric state `stopped`, an alert event, no more automatic exchanges. `404`: state `stale`.
-///   `429`/`5xx`/unreachable: exponential back-off.
+///   signature) and must name this key (field 3) and app (field 2), be of type `RECEIPT` (field 6),
+///   unexpired (field 21), and carry a risk metric (field 17) that fits 32 bits; then receipt, metric,
+///   its time (a creation time ahead of the clock counts as now) and expiry replace the stored ones
+///   atomically. Anything else is `invalid_receipt`: the last valid receipt and metric stay, back-off.
+///   `304`: next at the receipt's not-before. `400`/`401`: metric state `stopped`, an alert event, no
+///   more automatic exchanges. `404`: state `stale`. `429`/`5xx`/unreachable: exponential back-off.
+/// - A stopped key is exchanged only when forced (`attestctl risk refresh`); any answer of the data
+///   server but `400`/`401` then ends the stop (`304`: state `fresh`, the receipt is current; others:
+///   `stale`, retried on the schedule), so a forced exchange never reports a retry that is skipped.
 /// - A token bucket per app bounds the calls of this process (`risk.max_calls_per_second`).
 /// - Every attempt (but one postponed by the rate bound) is an event `risk_refresh` (keyId, outcome,
 ///   owner, status, next_at, detail); a `400`/`401` also raises `risk_refresh_stopped` (alert).
@@ -307,9 +312,14 @@ final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFligh
                         done: @escaping @Sendable (ReceiptRefreshReport) -> Void) {
         let keyId = record.keyId
         let now = clock.now()
+        /// A stopped key reaches here only when forced: an answer other than 400/401 ends the stop.
+        func unstop(_ state: RiskMetricState) {
+            if record.riskState == .stopped { store.markRisk(keyId, state: state) { _ in } }
+        }
         let response: HTTPSClientExchange.Response
         switch result {
         case .failure(let failure):
+            unstop(.stale)
             finish(keyId, .retryable(retryAfter: nil), .unreachable, status: nil, detail: "\(failure)", now: now, done: done)
             return
         case .success(let r):
@@ -319,28 +329,40 @@ final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFligh
         switch status {
         case 200:
             let bytes = Base64.decode(response.body.filter { $0 != 0x0A && $0 != 0x0D }) ?? response.body
-            let verification = verifier.verify(bytes)
-            guard verification.isValid, let receipt = verification.receipt else {
-                emit("risk_receipt_invalid", keyId, [("detail", verification.detail)])
-                finish(keyId, .retryable(retryAfter: nil), .invalidReceipt, status: status, detail: verification.detail, now: now, done: done)
-                return
-            }
-            guard let attested = receipt.attestedKeyId, ConstantTime.equals(attested, keyId.bytes), receipt.appId == record.appId else {
-                let detail = "the receipt names another key or app (\(receipt.appId ?? "no app"))"
+            /// A 200 whose receipt cannot replace the stored one: the last valid receipt and metric stay.
+            func invalid(_ detail: String) {
                 emit("risk_receipt_invalid", keyId, [("detail", detail)])
+                unstop(.stale)
                 finish(keyId, .retryable(retryAfter: nil), .invalidReceipt, status: status, detail: detail, now: now, done: done)
-                return
             }
-            let metric = receipt.riskMetric.flatMap { UInt32(exactly: $0) }
-            let observedAt = (receipt.creationTime ?? now / 1000) * 1000
-            let expiresAt = receipt.expirationTime.map { $0 * 1000 }
+            let verification = verifier.verify(bytes)
+            guard verification.isValid, let receipt = verification.receipt else { return invalid(verification.detail) }
+            guard let attested = receipt.attestedKeyId, ConstantTime.equals(attested, keyId.bytes) else {
+                return invalid("the receipt names another key (its field 3 is not this keyId)")
+            }
+            guard receipt.appId == record.appId else {
+                return invalid("the receipt names another app (\(receipt.appId ?? "none") instead of \(record.appId))")
+            }
+            guard receipt.type == "RECEIPT" else {
+                return invalid("the receipt is of type \(receipt.type ?? "none"), not RECEIPT (a refreshed receipt)")
+            }
+            guard let expiration = receipt.expirationTime, expiration * 1000 > now else {
+                return invalid("the receipt expired at \(receipt.expirationTime.map(String.init) ?? "an unknown time") (unix seconds)")
+            }
+            guard let metric = receipt.riskMetric.flatMap({ UInt32(exactly: $0) }) else {
+                return invalid("the receipt carries no usable risk metric (field 17: \(receipt.riskMetric.map(String.init) ?? "absent"))")
+            }
+            // A creation time ahead of this clock (skew, or a clock running behind) counts as now: the
+            // metric's age is never negative and the next exchange is never parked by it.
+            let observedAt = min((receipt.creationTime ?? now / 1000) * 1000, now)
+            let expiresAt: Int64? = expiration * 1000
             store.storeRefreshedReceipt(keyId, receipt: bytes, riskMetric: metric, observedAt: observedAt,
                                         receiptExpiresAt: expiresAt) { [self] stored in
                 loop.execute { [self] in
                     switch stored {
                     case .success(true):
                         finish(keyId, .refreshed(notBefore: receipt.notBefore.map { $0 * 1000 }, expiresAt: expiresAt), .refreshed,
-                               status: status, metric: metric, detail: "risk metric \(metric.map(String.init) ?? "absent")", now: now, done: done)
+                               status: status, metric: metric, detail: "risk metric \(metric)", now: now, done: done)
                     case .success(false):
                         store.unscheduleRefresh(keyId) { _ in }
                         done(report(keyId, .skipped, status: status, detail: "the key record disappeared"))
@@ -351,6 +373,7 @@ final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFligh
             }
         case 304:
             let notBefore = record.receipt.flatMap { verifier.verify($0).receipt?.notBefore }.map { $0 * 1000 }
+            unstop(.fresh)
             finish(keyId, .notModified(notBefore: notBefore), .notModified, status: status, detail: "receipt not modified", now: now, done: done)
         case 400, 401:
             emit("risk_refresh_stopped", keyId, [("status", String(status)),
@@ -358,11 +381,12 @@ final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFligh
             store.markRisk(keyId, state: .stopped) { _ in }
             finish(keyId, .rejected, .rejected, status: status, detail: "refreshes stopped for this key", now: now, done: done)
         case 404:
-            store.markRisk(keyId, state: .stale) { _ in }
+            store.markRisk(keyId, state: .stale) { _ in }  // also ends a stop
             finish(keyId, .notFound, .notFound, status: status, detail: "no receipt found: last receipt kept, metric stale", now: now, done: done)
         default:
             // Seconds or an HTTP-date, saturating: a hostile value never traps (the schedule caps it).
             let retryAfter = response.headers.first("Retry-After").flatMap { RetryAfterValue.milliseconds($0, now: now) }
+            unstop(.stale)
             finish(keyId, .retryable(retryAfter: retryAfter), .throttled, status: status, detail: "backing off", now: now, done: done)
         }
     }

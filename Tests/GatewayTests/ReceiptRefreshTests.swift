@@ -364,6 +364,67 @@ final class ReceiptRefreshTests: XCTestCase, GatewayClient {
         }
     }
 
+    /// Probe: a 200 whose receipt is signed and names the key and app, but is expired, of type ATTEST,
+    /// or carries no usable metric (absent, negative, beyond 32 bits) counted as `refreshed` and
+    /// replaced the last valid metric with `unknown`. Each is now `invalid_receipt`: the stored
+    /// receipt and metric stay (the failing variant is the valid receipt that follows).
+    func testUnusableReceiptsOfA200KeepTheLastValidOne() throws {
+        let (device, good) = try attestedRefreshed(metric: 3)
+        let unusable: [(String, [UInt8])] = [
+            ("expired", try fake.refreshedReceipt(for: device, riskMetric: 1, createdIn: -100_000, expiresIn: -10)),
+            ("ATTEST", try fake.refreshedReceipt(for: device, riskMetric: 1, type: "ATTEST")),
+            ("no metric", try fake.refreshedReceipt(for: device, riskMetric: nil)),
+            ("negative metric", try fake.refreshedReceipt(for: device, riskMetric: -1)),
+            ("metric beyond 32 bits", try fake.refreshedReceipt(for: device, riskMetric: 4_294_967_296)),
+        ]
+        for (name, receipt) in unusable {
+            try fake.set(device.name, status: 200, receipt: receipt)
+            let report = try refresh(device)
+            XCTAssertEqual(report.outcome, .invalidReceipt, "\(name): \(report.detail)")
+            let stored = try XCTUnwrap(try record(device))
+            XCTAssertEqual(stored.receipt, good, "\(name): the last valid receipt stays")
+            XCTAssertEqual(stored.receiptRiskMetric, 3, name)
+            XCTAssertEqual(stored.riskState, .fresh, name)
+        }
+        try fake.set(device.name, status: 200, receipt: try fake.refreshedReceipt(for: device, riskMetric: 5))
+        XCTAssertEqual(try refresh(device).outcome, .refreshed)
+        XCTAssertEqual(try record(device)?.receiptRiskMetric, 5)
+    }
+
+    /// Probe: a receipt created ten days ahead of this clock parked the key's next exchange eleven days
+    /// away. Its time counts as now, and the next exchange is at most two days away.
+    func testAReceiptFromTheFutureCountsAsNowAndNeverParksTheKey() throws {
+        let (device, _) = try attestedRefreshed(metric: 3)
+        try fake.set(device.name, status: 200, receipt: try fake.refreshedReceipt(for: device, riskMetric: 2, createdIn: 864_000))
+        let before = GatewayClock.system.now()
+        let report = try refresh(device)
+        XCTAssertEqual(report.outcome, .refreshed, report.detail)
+        let stored = try XCTUnwrap(try record(device))
+        XCTAssertEqual(stored.receiptRiskMetric, 2)
+        XCTAssertLessThanOrEqual(try XCTUnwrap(stored.riskObservedAt), GatewayClock.system.now(), "never ahead of the clock")
+        XCTAssertGreaterThanOrEqual(try XCTUnwrap(stored.riskObservedAt), before)
+        XCTAssertLessThanOrEqual(try XCTUnwrap(report.nextAt), GatewayClock.system.now() + 2 * 86_400_000, "at most two days")
+        XCTAssertTrue(try due(device, at: GatewayClock.system.now() + 2 * 86_400_000 + 1000))
+    }
+
+    /// Probe: a forced exchange of a stopped key answered 304 said `not_modified` (exit 0) but left the
+    /// key stopped, and one answered 503 promised a retry that the schedule then skipped. Any answer
+    /// but 400/401 ends the stop: 304 `fresh`, 503 `stale` and due again.
+    func testAForcedExchangeOfAStoppedKeyEndsTheStopUnless400Or401() throws {
+        for (status, state) in [(304, RiskMetricState.fresh), (503, .stale), (401, .stopped)] {
+            let device = try attested { try fake.set($0.name, status: 401) }
+            waitFor("state stopped") { (try? record(device))??.riskState == .stopped }
+            try fake.set(device.name, status: status)
+            let report = try refresh(device)
+            XCTAssertNotEqual(report.outcome, .skipped, "\(status): \(report.detail)")
+            waitFor("state \(state) after a forced \(status)") { (try? record(device))??.riskState == state }
+            if status == 503 {
+                let next = try XCTUnwrap(report.nextAt, "a retry")
+                XCTAssertTrue(try due(device, at: next + 1000), "the retry is scheduled")
+            }
+        }
+    }
+
     func testRoutePolicyDeniesOrMonitorsOnlyKnownMetricsAboveTheMaximum() throws {
         let (high, _) = try attestedRefreshed(metric: 7)
         let (low, _) = try attestedRefreshed(metric: 3)

@@ -25,8 +25,11 @@ final class ReceiptRefreshUnitTests: XCTestCase {
         XCTAssertEqual(schedule.next(after: .refreshed(notBefore: now + day, expiresAt: now + 90 * day), now: now, jitter: 0.5),
                        .at(now + day))
         // A not-before past the expiry margin is pulled in: refreshed 7 days before expiry.
+        XCTAssertEqual(schedule.next(after: .refreshed(notBefore: now + 3 * day / 2, expiresAt: now + 8 * day), now: now, jitter: 0.5),
+                       .at(now + day))
+        // A not-before far ahead (a clock running behind, a broken receipt) never parks the key: two days at most.
         XCTAssertEqual(schedule.next(after: .refreshed(notBefore: now + 85 * day, expiresAt: now + 90 * day), now: now, jitter: 0.5),
-                       .at(now + 83 * day))
+                       .at(now + 2 * day))
         // Never sooner than a minute, even for a receipt already in its margin.
         XCTAssertEqual(schedule.next(after: .refreshed(notBefore: now - day, expiresAt: now + day), now: now, jitter: 0.5),
                        .at(now + 60_000))

@@ -76,12 +76,16 @@ final class FakeDataServer: @unchecked Sendable {  // immutable after init
     }
 
     /// A refreshed receipt for `device` (type RECEIPT) with `riskMetric`, created now.
-    func refreshedReceipt(for device: RiskDevice, riskMetric: Int, appId: String? = nil,
-                          signer: TestReceiptCA? = nil, notBeforeIn: Int64 = 86_400) throws -> [UInt8] {
+    /// (`type`, a creation time `createdIn` seconds from now and an expiry `expiresIn` seconds from
+    /// now, when given, make the receipts a data server should never answer with.)
+    func refreshedReceipt(for device: RiskDevice, riskMetric: Int?, appId: String? = nil,
+                          signer: TestReceiptCA? = nil, notBeforeIn: Int64 = 86_400, type: String = "RECEIPT",
+                          createdIn: Int64 = 0, expiresIn: Int64? = nil) throws -> [UInt8] {
         let now = Int64(Date().timeIntervalSince1970)
+        let created = now + createdIn
         let fields = ReceiptFields(appId: appId ?? device.appId, attestedCertificate: device.credentialCertificate,
-                                   type: "RECEIPT", environment: "sandbox", creationTime: now, riskMetric: riskMetric,
-                                   notBefore: now + notBeforeIn)
+                                   type: type, environment: "sandbox", creationTime: created, riskMetric: riskMetric,
+                                   notBefore: created + notBeforeIn, expirationTime: expiresIn.map { now + $0 })
         return try (signer ?? receiptCA).mint(fields)
     }
 
