@@ -64,8 +64,11 @@ final class GatewayTables: Sendable {
         let anchors = try GatewayTables.addingReceiptRoots(config.trust,
                                                            to: extraRoots.isEmpty ? TrustAnchors.apple : try TrustAnchors.apple.adding(appAttestRoots: extraRoots))
 
-        let appEntries = Dictionary(config.apps.map { ($0.appID.description, AppEntry($0)) }, uniquingKeysWith: { a, _ in a })
-        let verifier = AttestationVerifier(trust: anchors, apps: config.apps.map { AppEntry($0).policy })
+        let refreshed = refreshHooks?.appIds ?? []
+        let appEntries = Dictionary(config.apps.map {
+            ($0.appID.description, AppEntry($0, refreshesRisk: refreshed.contains($0.appID.description)))
+        }, uniquingKeysWith: { a, _ in a })
+        let verifier = AttestationVerifier(trust: anchors, apps: config.apps.compactMap { appEntries[$0.appID.description]?.policy })
         let family = HeaderFamily(config.headers)
         let issuer = ChallengeIssuer(store: store, byteCount: config.endpoints.challengeBytes,
                                      ttlMillis: GatewayRuntime.millis(config.endpoints.challengeTTL), clock: clock)

@@ -59,8 +59,9 @@ final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFligh
     let owner: String
     /// Confined to `loop.queue` (tokens and buckets change).
     private var apps: [String: App]
-    /// The App IDs with `risk`, readable from any thread.
-    private let appIds: Set<String>
+    /// The App IDs with `risk` at start, readable from any thread (restart-only: a reload never
+    /// changes which apps are refreshed, `RestartOnlySettings`).
+    let appIds: Set<String>
     /// Keys `noticed` already asked to schedule (bounded; cleared when full), under `countsLock`.
     private var noticedKeys: Set<KeyID> = []
     static let maxNoticedKeys = 100_000

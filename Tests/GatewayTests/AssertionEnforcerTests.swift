@@ -32,8 +32,8 @@ final class AssertionEnforcerTests: XCTestCase {
         init(environment: AppAttestEnvironment = .development, appId: String = AssertionEnforcerTests.appId) throws {
             let clock = GatewayClock { NowBox.shared.value }
             issuer = ChallengeIssuer(store: store, byteCount: 32, ttlMillis: 300_000, clock: clock)
-            let apps = [AssertionEnforcerTests.appId: AppEntry(AppConfiguration(appID: AppID(AssertionEnforcerTests.appId)!, environment: .any)),
-                        AssertionEnforcerTests.otherAppId: AppEntry(AppConfiguration(appID: AppID(AssertionEnforcerTests.otherAppId)!, environment: .production))]
+            let apps = [AssertionEnforcerTests.appId: AppEntry(AppConfiguration(appID: AppID(AssertionEnforcerTests.appId)!, environment: .any), refreshesRisk: false),
+                        AssertionEnforcerTests.otherAppId: AppEntry(AppConfiguration(appID: AppID(AssertionEnforcerTests.otherAppId)!, environment: .production), refreshesRisk: false)]
             enforcer = AssertionEnforcer(store: store, keys: keys, apps: apps, issuer: issuer, clock: clock, family: family)
             device = try SoftwareDevice()
             upstream = try UpstreamPool(GatewayHTTP.UpstreamConfiguration(name: "unused", address: .tcp(host: "127.0.0.1", port: 9)), group: group)

@@ -48,7 +48,8 @@ final class ReceiptRefreshTests: XCTestCase, GatewayClient {
         upstream?.stop()
     }
 
-    static func yaml(fake: FakeDataServer, upstreamPort: UInt16, roots: [String], store: String = "memory") -> String {
+    static func yaml(fake: FakeDataServer, upstreamPort: UInt16, roots: [String], store: String = "memory",
+                     firstAppRisk: Bool = true) -> String {
         func risk(_ key: String, _ ca: String, rate: Int = 5) -> String {
             """
                 risk:
@@ -68,7 +69,7 @@ final class ReceiptRefreshTests: XCTestCase, GatewayClient {
         apps:
           - app_id: \(appId)
             environment: development
-        \(risk(fake.keyFile, fake.caFile))
+        \(firstAppRisk ? risk(fake.keyFile, fake.caFile) : "")
           - app_id: \(wrongKeyAppId)
             environment: development
         \(risk(fake.wrongKeyFile, fake.caFile))
@@ -423,6 +424,30 @@ final class ReceiptRefreshTests: XCTestCase, GatewayClient {
                 XCTAssertTrue(try due(device, at: next + 1000), "the retry is scheduled")
             }
         }
+    }
+
+    /// Probe: a reload that removed `apps[0].risk` was reported `restart_required`, yet the request
+    /// path applied it at once (the deny route let a metric of 9 through, no risk headers) while the
+    /// refresher kept exchanging. Risk stays as the process started until a restart.
+    func testAReloadThatRemovesRiskChangesNothingUntilARestart() throws {
+        let (device, _) = try attestedRefreshed(metric: 9)
+        let before = try upstreamHeaders(device, target: "/v1/deny/x", counter: 1)
+        XCTAssertEqual(before.status, 403, "\(before)")
+        XCTAssertEqual(before.errorCode, "risk_too_high")
+
+        let file = work.appendingPathComponent("reloaded.yaml")
+        try Self.yaml(fake: fake, upstreamPort: upstream.port, roots: [cas.sim.appendingPathComponent("root.pem").path],
+                      firstAppRisk: false).write(to: file, atomically: true, encoding: .utf8)
+        let report = runtime.reload(path: file.path)
+        XCTAssertTrue(report.succeeded, "\(report.errors)")
+        XCTAssertEqual(report.restartRequired, ["apps[0].risk"])
+
+        let after = try upstreamHeaders(device, target: "/v1/deny/x", counter: 2)
+        XCTAssertEqual(after.status, 403, "still denied: the running refresher still exchanges this app's receipts; \(after)")
+        XCTAssertEqual(after.errorCode, "risk_too_high")
+        let watched = try upstreamHeaders(device, target: "/v1/watch/x", counter: 3)
+        XCTAssertEqual(watched.status, 200, "\(watched)")
+        XCTAssertEqual(watched.echo?.values("App-Attest-Risk-Metric"), ["9;env=development"], "the headers stay too")
     }
 
     func testRoutePolicyDeniesOrMonitorsOnlyKnownMetricsAboveTheMaximum() throws {
