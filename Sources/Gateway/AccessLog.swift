@@ -101,8 +101,9 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
         }
         if let keyId = context?.keyId { json.field("key_id", String(decoding: keyId.base64URL, as: UTF8.self)) }
         if let tier = context?.tier { json.field("tier", tier) }
-        // Cut by the gateway (the drain deadline), not by the client (499): its own field.
-        if record.error == .drainDeadline { json.field("cut", HTTPError.drainDeadline.code) }
+        // Cut by the gateway (the drain deadline, a client that took no bytes for `timeouts.write`),
+        // not by the client (499): its own field.
+        if record.error == .drainDeadline || record.error == .clientStalled { json.field("cut", record.error!.code) }
         json.endObject()
         let line = json.bytes
         let full: Bool? = shards.withShard(record.connection.loopIndex) { buffered in

@@ -761,7 +761,7 @@ struct HTTP1ConnectionMachine {
         var actions = Actions()
         guard phase != .closed else { return actions }
         if writeArmed && settings.writeTimeout > 0 && now &- lastWriteProgress > settings.writeTimeout {
-            abort(now: now, &actions)  // the client stopped reading
+            abort(now: now, error: .clientStalled, &actions)  // the client stopped reading
             return actions
         }
         guard deadlineKind != .none, now >= deadline else { return actions }

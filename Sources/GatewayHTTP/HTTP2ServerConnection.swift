@@ -85,6 +85,9 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     private var finalGoawaySent = false
     /// Set when the shutdown's grace period ran out: the streams still open are reported cut by the server.
     private var cutByDrain = false
+    /// The connection is cut because the client took no bytes for the write timeout (its socket, or
+    /// every stream's window): open streams are reported with `HTTPError.clientStalled`.
+    private var cutByStall = false
     /// Whether a request arrived yet: before, the header timeout bounds the wait (as for HTTP/1.1).
     private var anyStream = false
     /// `handler.connectionStarted` was called (so `connectionEnded` is due at close).
@@ -626,6 +629,11 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             // The shutdown's grace period ran out: the server cut it, the client did not go away.
             error = .drainDeadline
             if !stream.responseStarted { status = HTTPError.drainDeadline.status }
+        } else if cutByStall && !complete {
+            // The client stopped taking bytes: the server cut the connection (not a 499: the client
+            // did not close or reset).
+            error = error ?? .clientStalled
+            if !stream.responseStarted { status = HTTPError.clientStalled.status }
         }
         let malformedReset = !stream.responseStarted && !stream.peerReset && (stream.malformed || code == .protocolError)
         if malformedReset {
@@ -748,6 +756,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         self.now = now
         let writeTimeout = context.writeTimeout
         if channel.isWriteArmed && writeTimeout > 0 && now &- lastWriteProgress > writeTimeout {
+            cutByStall = true
             abort()  // the client accepts no bytes at all
             return
         }
@@ -775,12 +784,13 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
                 }
             }
             if !stalled.isEmpty && !flowing {
+                cutByStall = true
                 terminate(.enhanceYourCalm)  // the GOAWAY goes out (the socket is writable), then close
                 if state == .closing && out.isEmpty { startLinger() }
                 return
             }
             for stream in stalled {
-                stream.error = stream.error ?? .upstreamTimeout
+                stream.error = stream.error ?? .clientStalled  // the client's window, not the upstream
                 cancelUpstream(stream)
                 bufferedBytes -= stream.pending.count
                 stream.pending.removeAll()

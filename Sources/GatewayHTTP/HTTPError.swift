@@ -97,6 +97,12 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
     /// 499 means). Never answered; reported in the access record (status 503 when no response had
     /// started, else the status being sent; `aborted`).
     case drainDeadline = "drain_deadline"
+    /// The client took no response bytes for longer than the write timeout (`timeouts.write`): over
+    /// HTTP/1.1 its socket accepted nothing, over HTTP/2 the stream's (or every stream's)
+    /// flow-control window stayed closed (RFC 9113 section 6.9). Cut by the server, not by the
+    /// client, as nginx's "client timed out" on `send_timeout`. Reported in the access record
+    /// (`aborted`; 408 when no response had started), never answered.
+    case clientStalled = "client_stalled"
 
     // MARK: 502 / 504 - upstream
 
@@ -129,7 +135,7 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
         case .requestLineTooLong: return 414
         case .versionNotSupported: return 505
         case .expectationFailed: return 417
-        case .headerTimeout, .bodyTimeout: return 408
+        case .headerTimeout, .bodyTimeout, .clientStalled: return 408
         case .handlerDidNotRespond: return 500
         case .shuttingDown, .drainDeadline, .upstreamUnresolved: return 503
         case .upstreamUnavailable, .upstreamReset, .upstreamBadResponse, .upstreamTLSFailed: return 502

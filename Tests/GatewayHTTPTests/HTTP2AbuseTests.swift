@@ -224,6 +224,7 @@ final class HTTP2AbuseTests: XCTestCase {
         let record = try XCTUnwrap(h.handler.completed.first { $0.targetString?.hasPrefix("/zero") == true })
         XCTAssertTrue(record.aborted)
         XCTAssertEqual(record.status, 200)
+        XCTAssertEqual(record.error, .clientStalled, "the client's window, not the upstream (was upstream_timeout or nothing)")
         let r2 = try HTTP2Client.run(port: h.port, "request", "/local/after-zero")
         XCTAssertEqual(r2["status"] as? Int, 200)
     }

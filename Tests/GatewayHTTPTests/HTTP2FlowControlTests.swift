@@ -98,6 +98,7 @@ final class HTTP2FlowControlTests: XCTestCase {
         XCTAssertTrue(waitUntil(5) { h.handler.completed.contains { $0.targetString?.hasPrefix("/large") == true } })
         let record = try XCTUnwrap(h.handler.completed.first { $0.targetString?.hasPrefix("/large") == true })
         XCTAssertTrue(record.aborted, "the write timeout ended it")
+        XCTAssertEqual(record.error, .clientStalled)
         XCTAssertEqual(record.connection.protocolName, "h2")
     }
 }

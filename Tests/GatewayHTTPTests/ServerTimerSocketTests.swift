@@ -138,5 +138,6 @@ final class ServerTimerSocketTests: XCTestCase {
         let record = try XCTUnwrap(harness.handler.completed.last)
         XCTAssertTrue(record.aborted)
         XCTAssertEqual(record.status, 200)
+        XCTAssertEqual(record.error, .clientStalled, "cut by the server for a client that stopped reading, not a client gone")
     }
 }
