@@ -73,7 +73,7 @@ func exitAfterLifecycleLines(_ code: Int32, wait: DispatchTimeInterval = .second
 @Sendable func runtimeEvent(_ name: String, _ fields: [(String, String)]) {
     let numeric: Set<String> = ["duration_ms", "connections", "suppressed"]
     let texts = fields.filter { !numeric.contains($0.0) || Int($0.1) == nil }
-    event(name, level: name == "store_recovered" ? .info : .warning, texts, more: { json in
+    event(name, level: RuntimeEventLevel.of(name, fields), texts, more: { json in
         for (key, value) in fields where numeric.contains(key) {
             if let number = Int(value) { json.field(key, number) }
         }
