@@ -39,7 +39,7 @@ enum KeysCommand {
     }
 
     static let usage = """
-        attestctl keys list [--app ID] [--environment development|production] [--status active|revoked]
+        attestctl keys list [--app ID] [--environment development|production] [--status active|revoked] [--risk-state fresh|stale|stopped|unknown]
                             [--created-after T] [--created-before T] [--limit N] [--cursor C] STORE
                attestctl keys list --account VALUE --app ID [--account-key-file F] [--status active|revoked] STORE
                attestctl keys show|delete --key-id B64 STORE

@@ -10,7 +10,13 @@ import GatewayStore
 /// (`ReceiptRefreshReport.Outcome`), status, riskMetric, nextAt (unix ms), detail.
 ///
 /// Exit codes: 0 refreshed / not_modified; 1 any other outcome (rejected, not_found, throttled,
-/// unreachable, invalid_receipt, lease_held, skipped, store_unavailable); 2 usage or configuration.
+/// unreachable, invalid_receipt, lease_held, skipped); 2 usage or configuration (also a `memory`
+/// store: its keys live inside the gateway's process, out of reach); 3 store_unavailable (as
+/// `attestctl keys`: a script retries it).
+///
+/// Keys whose refreshes a 400/401 stopped (a wrong `team_id`, `key_id` or `.p8` stops every key it
+/// touched) are found with `attestctl keys list --risk-state stopped STORE` and forced again one by
+/// one with this command once the credentials are fixed.
 enum RiskCommand {
     static let usage = "attestctl risk refresh --key-id B64 --config gateway.yaml"
 
@@ -40,6 +46,9 @@ enum RiskCommand {
         do { loaded = try GatewayConfiguration.load(path: configPath) } catch {
             return fail("\(configPath): \(error)")
         }
+        if case .memory = loaded.configuration.store.kind {
+            return fail("\(configPath): the store is memory: its keys live inside the running gateway's process, out of attestctl's reach")
+        }
         let report: ReceiptRefreshReport
         do { report = try ReceiptRefreshOnce.run(loaded: loaded, keyId: keyId) } catch {
             return fail("\(error)")
@@ -53,7 +62,11 @@ enum RiskCommand {
             ("detail", .string(report.detail)),
         ])
         print(json.rendered)
-        return report.outcome == .refreshed || report.outcome == .notModified ? 0 : 1
+        switch report.outcome {
+        case .refreshed, .notModified: return 0
+        case .storeUnavailable: return 3
+        default: return 1
+        }
     }
 
     private static func fail(_ message: String) -> Int32 {

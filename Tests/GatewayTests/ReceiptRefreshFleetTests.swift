@@ -86,6 +86,31 @@ final class ReceiptRefreshFleetTests: XCTestCase, GatewayClient {
         XCTAssertEqual((json["receipt"] as? [String: Any])?["type"] as? String, "RECEIPT")
         XCTAssertEqual((json["receipt"] as? [String: Any])?["riskMetric"] as? Int, 9)
 
+        // keys list selects by the metric's state: all four are fresh, none is stopped (exit 1: no match).
+        let attestctl = try BuiltProducts.executable("attestctl")
+        let fresh = try ChildProcess.run(attestctl, ["keys", "list", "--risk-state", "fresh", "--store", redis.url])
+        XCTAssertEqual(fresh.status, 0, fresh.output)
+        XCTAssertEqual(Set(StartedLine.jsonLines(fresh.output).compactMap { $0["keyId"] as? String }.compactMap { Data(base64Encoded: $0) }),
+                       Set(devices.compactMap { Data(base64Encoded: $0.keyId) }))
+        let stopped = try ChildProcess.run(attestctl, ["keys", "list", "--risk-state", "stopped", "--store", redis.url])
+        XCTAssertEqual(stopped.status, 1, stopped.output)
+        XCTAssertEqual(try ChildProcess.run(attestctl, ["keys", "list", "--risk-state", "bad", "--store", redis.url]).status, 2)
+
+        // The store down: exit 3 (as attestctl keys), not 1; a memory store: exit 2 (out of reach).
+        let deadPort = FreePort.allocate()
+        let down = work.appendingPathComponent("down.yaml")
+        try ReceiptRefreshTests.yaml(fake: fake, upstreamPort: upstream.port, roots: [cas.sim.appendingPathComponent("root.pem").path],
+                                     store: "redis://127.0.0.1:\(deadPort)/0").write(to: down, atomically: true, encoding: .utf8)
+        let unavailable = try ChildProcess.run(attestctl, ["risk", "refresh", "--key-id", devices[0].keyId, "--config", down.path])
+        XCTAssertEqual(unavailable.status, 3, unavailable.output)
+        XCTAssertEqual(StartedLine.jsonLines(unavailable.output).first?["outcome"] as? String, "store_unavailable")
+        let memory = work.appendingPathComponent("memory.yaml")
+        try ReceiptRefreshTests.yaml(fake: fake, upstreamPort: upstream.port, roots: [cas.sim.appendingPathComponent("root.pem").path])
+            .write(to: memory, atomically: true, encoding: .utf8)
+        let unreachable = try ChildProcess.run(attestctl, ["risk", "refresh", "--key-id", devices[0].keyId, "--config", memory.path])
+        XCTAssertEqual(unreachable.status, 2, unreachable.output)
+        XCTAssertTrue(unreachable.output.contains("memory"), unreachable.output)
+
         // Failing variant: a key without a record is skipped, exit 1.
         let unknown = try ChildProcess.run(try BuiltProducts.executable("attestctl"),
                                            ["risk", "refresh", "--key-id", Data(repeating: 7, count: 32).base64EncodedString(), "--config", config.path])
