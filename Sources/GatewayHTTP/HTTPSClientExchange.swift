@@ -11,9 +11,11 @@ import Musl
 /// One request over a fresh TLS connection (`TLSClientContext`: peer verification, SNI and host name
 /// check as for `https://` upstreams), its response parsed by `HTTP1ResponseParser`, then closed.
 ///
-/// The name is resolved on a global queue (getaddrinfo blocks: never on an event loop); connect,
-/// handshake, write and read run on `loop` like an upstream connection, bounded by one deadline
-/// (`timeout`) checked by the loop's timer. The completion runs once, on `loop`.
+/// The name is resolved on a global queue (getaddrinfo blocks: never on an event loop); its
+/// addresses are tried in turn until one connects (a refusal, or no answer within 5 s while others
+/// remain, moves on: Apple's data server has several); connect, handshake, write and read run on
+/// `loop` like an upstream connection, bounded by one deadline (`timeout`, resolution excluded)
+/// checked by the loop's timer. The completion runs once, on `loop`.
 package final class HTTPSClientExchange: EventLoopResident {  // confined to `loop.queue` after `start`
     /// A complete response.
     package struct Response: Sendable {
@@ -71,6 +73,13 @@ package final class HTTPSClientExchange: EventLoopResident {  // confined to `lo
     private var parser = HTTP1ResponseParser()
     private var head: HTTPResponseHead?
     private var body: [UInt8] = []
+    /// The host's other addresses, tried in turn when connecting to one fails (refused, unreachable,
+    /// or no answer within `connectAttemptNanoseconds`), as curl and nginx do; the deadline covers all.
+    private var fallbacks: ArraySlice<SocketAddress> = []
+    /// When the current connect started, monotonic nanoseconds.
+    private var connectStarted: UInt64 = 0
+    /// How long one address may take to connect while others remain (5 s).
+    static let connectAttemptNanoseconds: UInt64 = 5_000_000_000
 
     private init(loop: EventLoop, request: [UInt8], serverName: String, context: TLSClientContext, maxBody: Int,
                  timeout: Double, completion: @escaping (Result<Response, Failure>) -> Void) {
@@ -99,17 +108,30 @@ package final class HTTPSClientExchange: EventLoopResident {  // confined to `lo
                 return
             }
             loop.execute {
-                let exchange = HTTPSClientExchange(loop: loop, request: request, serverName: serverName, context: context,
-                                                   maxBody: maxBody, timeout: timeout, completion: completion)
-                exchange.start(addresses[0])
+                send(request, addresses: addresses, serverName: serverName, context: context, loop: loop, timeout: timeout,
+                     maxBody: maxBody, completion: completion)
             }
         }
     }
 
+    /// `send` to resolved `addresses` (tried in order, each until it connects; at least one), on
+    /// `loop` (call it there).
+    package static func send(_ request: [UInt8], addresses: [SocketAddress], serverName: String, context: TLSClientContext,
+                             loop: EventLoop, timeout: Double, maxBody: Int,
+                             completion: @escaping @Sendable (Result<Response, Failure>) -> Void) {
+        let exchange = HTTPSClientExchange(loop: loop, request: request, serverName: serverName, context: context,
+                                           maxBody: maxBody, timeout: timeout, completion: completion)
+        guard let first = addresses.first else { return exchange.finish(.failure(.resolve("no address"))) }
+        exchange.fallbacks = addresses.dropFirst()
+        exchange.start(first)
+    }
+
     private func start(_ address: SocketAddress) {
+        state = .connecting
+        connectStarted = EventLoop.now()
         let fd: Int32
         do { fd = try Socket.makeStream(family: address.family) } catch {
-            finish(.failure(.connect("\(error)")))
+            connectFailed("\(error)")
             return
         }
         let stream = ByteStream(fd: fd, loop: loop)
@@ -119,7 +141,7 @@ package final class HTTPSClientExchange: EventLoopResident {  // confined to `lo
         loop.register(self)
         switch Socket.connect(fd, to: address) {
         case .failure(let error):
-            finish(.failure(.connect("\(error)")))
+            connectFailed("\(error)")
         case .success(true):
             startTLS()
         case .success(false):
@@ -181,7 +203,7 @@ package final class HTTPSClientExchange: EventLoopResident {  // confined to `lo
         case .connecting:
             let error = Socket.pendingError(stream.channel.fd)
             guard error == 0 else {
-                finish(.failure(.connect(String(cString: strerror(error)))))
+                connectFailed(String(cString: strerror(error)))
                 return
             }
             startTLS()
@@ -254,6 +276,16 @@ package final class HTTPSClientExchange: EventLoopResident {  // confined to `lo
         finish(.success(Response(status: head.status, headers: head.headers, body: body)))
     }
 
+    /// Connecting to the current address failed: the next one, while any remains before the deadline.
+    private func connectFailed(_ detail: String) {
+        guard let next = fallbacks.first, EventLoop.now() < deadline else { return finish(.failure(.connect(detail))) }
+        fallbacks = fallbacks.dropFirst()
+        stream?.close()
+        stream = nil
+        loop.unregister(self)
+        start(next)
+    }
+
     private func finish(_ result: Result<Response, Failure>) {
         guard state != .done || completion != nil else { return }
         state = .done
@@ -266,7 +298,10 @@ package final class HTTPSClientExchange: EventLoopResident {  // confined to `lo
     }
 
     package func tick(now: UInt64) {
-        guard state != .done, now >= deadline else { return }
-        finish(.failure(.timeout))
+        guard state != .done else { return }
+        if now >= deadline { return finish(.failure(.timeout)) }
+        if state == .connecting && !fallbacks.isEmpty && now &- connectStarted > Self.connectAttemptNanoseconds {
+            connectFailed("no answer within \(Self.connectAttemptNanoseconds / 1_000_000_000) s")
+        }
     }
 }
