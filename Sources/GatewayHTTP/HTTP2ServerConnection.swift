@@ -109,6 +109,12 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     var bufferedResponseBytes: Int { bufferedBytes }
     /// Bytes produced by nghttp2 and not yet taken by the socket; read on the loop's queue.
     var queuedOutputBytes: Int { out.count }
+    /// Request body bytes counted against `HTTP2Settings.requestBodyBufferBytes` (arriving, and
+    /// complete but not yet written upstream), for tests; read on the loop's queue.
+    var heldRequestBodyBytes: Int { session?.heldRequestBodyBytes ?? 0 }
+    /// Serialized request bytes the streams' upstream exchanges still hold (kept for a retry, or not
+    /// yet written), for tests; read on the loop's queue.
+    var upstreamRequestBytes: Int { streams.values.reduce(0) { $0 + ($1.exchange?.request.count ?? 0) } }
 
     /// Output queued beyond this stops reading the client and producing frames.
     private var highWatermark: Int { context.configuration.writeHighWatermark }
@@ -387,6 +393,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         let status = (200...999).contains(response.status) ? response.status : 500
         let bodyAllowed = status != 204 && status != 304
         let sendBody = bodyAllowed && stream.head?.method != .head && !response.body.isEmpty
+        releaseRequestBody(stream)  // answered here: nothing downstream needs the request body now
         stream.error = error ?? stream.error
         stream.phase = .responding
         stream.deadline = 0
@@ -490,8 +497,22 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         flushAtEndOfTurn()
     }
 
+    /// The stream's request is written whole to the upstream socket: its body leaves the budget.
+    func upstreamRequestSent(_ stream: Stream) {
+        guard stream.phase == .forwarding else { return }
+        releaseRequestBody(stream)
+    }
+
+    /// The stream's complete request body leaves the connection's `requestBodyBufferBytes` budget
+    /// (`HTTP2Session.releaseRequestBody(_:)`); the WINDOW_UPDATE frames that reopens go out at the
+    /// end of the turn.
+    private func releaseRequestBody(_ stream: Stream) {
+        if session?.releaseRequestBody(stream.id) == true { flushAtEndOfTurn() }
+    }
+
     func upstreamEnd(_ stream: Stream) {
         guard stream.phase == .forwarding else { return }
+        releaseRequestBody(stream)  // a response that came before the whole request was written
         stream.exchange = nil
         stream.phase = .responding
         stream.bodyComplete = true
@@ -505,6 +526,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
 
     func upstreamFailed(_ stream: Stream, _ error: HTTPError) {
         guard stream.phase == .forwarding else { return }
+        releaseRequestBody(stream)
         stream.exchange = nil
         unpause(stream)
         if stream.responseStarted {
@@ -527,6 +549,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     }
 
     private func cancelUpstream(_ stream: Stream) {
+        if stream.exchange != nil { releaseRequestBody(stream) }
         stream.exchange?.cancel()
         stream.exchange = nil
         unpause(stream)

@@ -24,8 +24,13 @@ import GatewayRules
 /// nghttp2 does not know) per `controlFrameWindow`; more than `maxEmptyDataFrames` zero-length DATA
 /// frames without END_STREAM; more WINDOW_UPDATE frames than `5 + 2 × (streams opened +
 /// maxWindowUpdatesPerDataFrame × DATA frames sent)` (Envoy's budget). Request bodies: the connection
-/// window always reopens as DATA arrives, stream windows only while the bodies still arriving stay
-/// within `requestBodyBufferBytes` (the oldest such stream always), so slow uploads cannot pile up.
+/// window always reopens as DATA arrives, stream windows only while the bodies the connection holds
+/// stay within `requestBodyBufferBytes`: those still arriving, and the complete ones until the
+/// connection says they are gone (`releaseRequestBody(_:)`: written to the upstream socket, or
+/// answered without it) or the stream closes. The oldest body still arriving always gets its window
+/// while the complete ones alone are within the budget, so slow uploads cannot pile up, nor complete
+/// bodies waiting for a slow upstream, and no upload deadlocks (complete bodies leave the budget
+/// without the client's help: upstream writes, answers, timeouts).
 ///
 /// Confined to one queue: every method and every delegate call run on the owner's queue. nghttp2's C
 /// callbacks reach this object through an unmanaged pointer in `user_data` (no closure captures).
@@ -94,6 +99,15 @@ package final class HTTP2Session {
     /// all (`grantWindow`), counted against `requestBodyBufferBytes` until the body is complete.
     private var grantedWindow: [Int32: Int] = [:]
     private var grantedWindowTotal = 0
+    /// Bodies complete (END_STREAM) but still held downstream: with the handler, or forwarded and
+    /// not yet written whole to the upstream socket. Bytes per stream and in all, counted against
+    /// `requestBodyBufferBytes` until `releaseRequestBody(_:)` or the stream closes.
+    private var completeBodies: [Int32: Int] = [:]
+    private var completeBodyBytes = 0
+
+    /// Request body bytes counted against `requestBodyBufferBytes` now: bodies arriving and complete
+    /// bodies not yet released (for tests).
+    package var heldRequestBodyBytes: Int { heldBodyBytes + completeBodyBytes }
 
     // Response header scratch, reused.
     private var scratch: [UInt8] = []
@@ -512,7 +526,7 @@ package final class HTTP2Session {
         let hd = frame.pointee.hd
         let id = hd.stream_id
         let endStream = hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-        if endStream { releaseBody(id) }
+        if endStream { releaseBody(id, keepComplete: true) }
         switch UInt32(hd.type) {
         case NGHTTP2_HEADERS.rawValue:
             guard var b = block, b.streamID == id else { return 0 }
@@ -589,8 +603,10 @@ package final class HTTP2Session {
 
     /// Accounts `n` request body bytes of `id` and opens the windows again (RFC 9113 section 6.9.1):
     /// the connection's at once (a stalled stream must not stall the others), the stream's while the
-    /// bodies still arriving are within the budget, or when `id` is the oldest of them (so one
-    /// always progresses and no upload deadlocks).
+    /// bodies held (arriving and complete) are within the budget, or when `id` is the oldest body
+    /// still arriving and the complete bodies alone are within it (so one upload progresses whatever
+    /// the others do, and complete bodies waiting for the upstream cannot grow past the budget plus
+    /// one body).
     private func bodyChunk(_ id: Int32, _ n: Int) {
         guard let session, n > 0 else { return }
         _ = nghttp2_session_consume_connection(session, n)
@@ -598,7 +614,7 @@ package final class HTTP2Session {
         var entry = bodyBytes[id] ?? (0, 0)
         entry.held += n
         heldBodyBytes += n
-        if heldBodyBytes <= settings.requestBodyBufferBytes || bodyStreams.first == id {
+        if mayOpenWindow(oldest: bodyStreams.first == id) {
             _ = nghttp2_session_consume_stream(session, id, n)
         } else {
             entry.unconsumed += n
@@ -615,24 +631,60 @@ package final class HTTP2Session {
     package func grantWindow(_ id: Int32, bodyBytes: Int) {
         guard let session else { return }
         let extra = min(settings.initialWindowSize, bodyBytes) - advertisedWindow
-        guard extra > 0, heldBodyBytes + grantedWindowTotal + extra <= settings.requestBodyBufferBytes,
+        guard extra > 0, heldBodyBytes + completeBodyBytes + grantedWindowTotal + extra <= settings.requestBodyBufferBytes,
               nghttp2_session_set_local_window_size(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), id,
                                                     Int32(advertisedWindow + extra)) == 0 else { return }
         grantedWindow[id] = extra
         grantedWindowTotal += extra
     }
 
-    /// The body of `id` is complete (or the stream is gone): its bytes and its granted window leave
-    /// the budget, and windows held back are opened again, oldest stream first, while within it.
-    private func releaseBody(_ id: Int32) {
+    /// Whether a stream window may reopen: the bodies held (arriving and complete) are within
+    /// `requestBodyBufferBytes`, or the stream's is the `oldest` still arriving and the complete
+    /// bodies alone are within it.
+    private func mayOpenWindow(oldest: Bool) -> Bool {
+        let budget = settings.requestBodyBufferBytes
+        return heldBodyBytes + completeBodyBytes <= budget || (oldest && completeBodyBytes <= budget)
+    }
+
+    /// The body of `id` is complete (`keepComplete`: its bytes stay in the budget, as a complete body,
+    /// until `releaseRequestBody(_:)`) or the stream is gone (its bytes leave the budget): its granted
+    /// window leaves the budget, and windows held back are opened again, oldest stream first, while
+    /// within it.
+    private func releaseBody(_ id: Int32, keepComplete: Bool) {
         if !grantedWindow.isEmpty, let extra = grantedWindow.removeValue(forKey: id) { grantedWindowTotal -= extra }
         // Most requests have no body: no hashing for them (this runs on every END_STREAM and close).
-        guard !bodyBytes.isEmpty, let session, let entry = bodyBytes.removeValue(forKey: id) else { return }
+        if !keepComplete && releaseRequestBody(id) { return }  // a complete body: none arriving
+        guard !bodyBytes.isEmpty, let entry = bodyBytes.removeValue(forKey: id) else { return }
         heldBodyBytes -= entry.held
+        if keepComplete && entry.held > 0 {
+            completeBodies[id] = entry.held
+            completeBodyBytes += entry.held
+        }
         if let i = bodyStreams.firstIndex(of: id) { bodyStreams.remove(at: i) }
+        reopenWindows()
+    }
+
+    /// The complete request body of `streamID` is no longer held downstream (written whole to the
+    /// upstream socket, answered without forwarding, or its exchange ended): its bytes leave the
+    /// `requestBodyBufferBytes` budget and windows held back reopen while within it (WINDOW_UPDATE
+    /// frames are then queued: produce output).
+    /// - Returns: whether the body was still counted (a second call, or a stream without a body,
+    ///   returns false and does nothing).
+    @discardableResult
+    package func releaseRequestBody(_ streamID: Int32) -> Bool {
+        guard !completeBodies.isEmpty, let n = completeBodies.removeValue(forKey: streamID) else { return false }
+        completeBodyBytes -= n
+        reopenWindows()
+        return true
+    }
+
+    /// Gives back the window held back from the bodies still arriving, oldest first, while
+    /// `mayOpenWindow` allows.
+    private func reopenWindows() {
+        guard let session else { return }
         for (index, other) in bodyStreams.enumerated() {
             guard let e = bodyBytes[other], e.unconsumed > 0 else { continue }
-            guard index == 0 || heldBodyBytes <= settings.requestBodyBufferBytes else { break }
+            guard mayOpenWindow(oldest: index == 0) else { break }
             _ = nghttp2_session_consume_stream(session, other, e.unconsumed)
             bodyBytes[other] = (e.held, 0)
         }
@@ -640,7 +692,7 @@ package final class HTTP2Session {
 
     private func streamClosed(_ id: Int32, _ code: UInt32) -> Int32 {
         if block?.streamID == id { discardBlock() }
-        releaseBody(id)
+        releaseBody(id, keepComplete: false)
         delegate.http2StreamClosed(id, error: HTTP2ErrorCode(code))
         return 0
     }

@@ -74,10 +74,15 @@ public struct HTTP2Settings: Sendable, Hashable {
     /// Response bytes buffered across all streams of one connection, in bytes. Above it every stream's
     /// upstream read pauses. Default 1 MiB, bounds 64 KiB...1 GiB.
     public var connectionBufferBytes: Int
-    /// Request body bytes held for requests still arriving (before END_STREAM) across the streams
-    /// of one connection, in bytes. Beyond it only the oldest such stream gets WINDOW_UPDATE (RFC 9113
-    /// section 6.9): the others wait at their window until it completes, so a client cannot make the
-    /// gateway hold its concurrency limit times the body limit. Default 4 MiB, bounds 64 KiB...1 GiB.
+    /// Request body bytes held across the streams of one connection, in bytes: bodies still arriving
+    /// (before END_STREAM), and complete bodies until they are written whole to the upstream socket,
+    /// answered without forwarding, or their stream ends (`HTTP2Session.releaseRequestBody(_:)`).
+    /// Beyond it only the oldest body still arriving gets WINDOW_UPDATE (RFC 9113 section 6.9), and
+    /// only while the complete bodies alone are within it: the others wait at their window, so a
+    /// client cannot make the gateway hold its concurrency limit times the body limit, even when the
+    /// upstream answers or reads slowly (a forwarded request over
+    /// `UpstreamExchange.retryBufferBytes` is let go once written). Default 4 MiB, bounds
+    /// 64 KiB...1 GiB.
     public var requestBodyBufferBytes: Int
 
     /// The `SETTINGS_INITIAL_WINDOW_SIZE` advertised: `initialWindowSize`, but at most an equal share

@@ -92,4 +92,5 @@ final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's
     func upstreamReadDone() { connection.upstreamReadDone(self) }
     func upstreamEnd() { connection.upstreamEnd(self) }
     func upstreamFailed(_ error: HTTPError) { connection.upstreamFailed(self, error) }
+    func upstreamRequestSent() { connection.upstreamRequestSent(self) }
 }

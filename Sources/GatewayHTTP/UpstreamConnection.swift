@@ -168,9 +168,12 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
                 return
             }
         }
-        requestComplete = true
         request = []
         channel.disarmWrite()
+        if !requestComplete {
+            requestComplete = true
+            exchange?.requestWritten()  // the exchange may let go of its copy now
+        }
     }
 
     private func writable() {
@@ -338,7 +341,7 @@ final class UpstreamConnection: EventLoopResident {  // confined to `pool.loop.q
         let nothingSent = requestBytesWritten == 0
         let connecting = state == .connecting || state == .handshaking
         let retryable = error == .upstreamReset && reused && !parser.receivedAnyByte
-            && (nothingSent || (ex?.method.isIdempotent ?? false))
+            && (nothingSent || (ex?.mayResend ?? false))
         close()
         if connecting { pool.connectFailed(endpoint) }
         ex?.failed(error, retryable: retryable, connectFailed: connecting,

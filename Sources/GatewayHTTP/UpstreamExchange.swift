@@ -15,16 +15,39 @@ protocol UpstreamResponseSink: AnyObject {
     func upstreamEnd()
     /// The exchange failed (see `UpstreamPool` for the errors).
     func upstreamFailed(_ error: HTTPError)
+    /// The whole request was written to the upstream socket (the kernel has it): the downstream
+    /// side may stop counting its body as held (`HTTP2Session.releaseRequestBody(_:)`). Called once
+    /// per attempt, before or after the response head.
+    func upstreamRequestSent()
+}
+
+extension UpstreamResponseSink {
+    /// Nothing to do by default (an HTTP/1.1 connection holds one request at a time).
+    func upstreamRequestSent() {}
 }
 
 /// Drives one exchange on the loop: picks an endpoint and a connection, sends the request, relays
 /// events, retries a failed connect on another endpoint and once on a stale pooled connection (rules
 /// documented on `UpstreamPool`). Counts itself in its endpoint's exchanges in progress while it
 /// holds a connection there.
+///
+/// The serialized request is kept for that retry only when it is small (`retryBufferBytes`, Envoy's
+/// rule: a request larger than the retry buffer is not retried): once a larger request, or one that
+/// may not be re-sent once written (not idempotent), is written whole, its bytes are let go and the
+/// exchange is no longer retryable. So an exchange waiting for a slow response holds at most
+/// `retryBufferBytes` of request, not the whole body.
 final class UpstreamExchange {  // confined to the loop of `pool`
+    /// Largest serialized request (head and body, bytes) kept after it was written, for the one
+    /// retry on a stale pooled connection: 64 KiB (Config/REFERENCE.md "HTTP/2 limits").
+    static let retryBufferBytes = 64 << 10
+
     let pool: UpstreamLoopPool
     let method: HTTPMethod
-    let request: [UInt8]
+    /// The serialized request (head and body); empty once it was written and could not be retried
+    /// (over `retryBufferBytes`, or not idempotent), and once the exchange finished.
+    private(set) var request: [UInt8]
+    /// The request was written whole and let go: it cannot be sent again.
+    private var requestReleased = false
     /// Connect timeout of this exchange's connections, nanoseconds (the route's or the upstream's).
     let connectTimeout: UInt64
     /// Response timeout of this exchange, nanoseconds (the route's or the upstream's).
@@ -106,6 +129,7 @@ final class UpstreamExchange {  // confined to the loop of `pool`
     private func finish(_ outcome: UpstreamExchangeReport.Outcome) -> (any UpstreamResponseSink)? {
         isFinished = true
         connection = nil
+        request = []
         setBusy(nil)
         let last = sink
         sink = nil
@@ -119,6 +143,23 @@ final class UpstreamExchange {  // confined to the loop of `pool`
     }
 
     // MARK: from the connection
+
+    /// Whether the request may be sent again once some of it was written (the retry on a stale
+    /// pooled connection): idempotent (RFC 9110 section 9.2.2), at most `retryBufferBytes`, and
+    /// still held.
+    var mayResend: Bool { method.isIdempotent && !requestReleased && request.count <= UpstreamExchange.retryBufferBytes }
+
+    /// The connection wrote the whole request: a request the retry rule would never re-send, or
+    /// one over `retryBufferBytes`, is let go now (the exchange is then not retried); the sink hears
+    /// that the upstream side no longer needs the downstream's copy.
+    func requestWritten() {
+        guard !isFinished else { return }
+        if request.count > UpstreamExchange.retryBufferBytes || !method.isIdempotent {
+            request = []
+            requestReleased = true
+        }
+        sink?.upstreamRequestSent()
+    }
 
     /// The response head, read at `now` (monotonic nanoseconds).
     func receivedHead(_ head: consuming HTTPResponseHead, now: UInt64) {
@@ -157,7 +198,7 @@ final class UpstreamExchange {  // confined to the loop of `pool`
             attempt(allowIdle: true, now: EventLoop.now())  // another endpoint: nothing was sent
             return
         }
-        if retryable && attempts == 1 && pinned == nil {
+        if retryable && attempts == 1 && pinned == nil && !requestReleased {
             pool.counters.retries.add(1, ordering: .relaxed)
             tried.removeAll()
             attempt(allowIdle: false, now: EventLoop.now())

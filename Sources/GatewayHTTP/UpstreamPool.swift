@@ -29,8 +29,10 @@ import Synchronization
 /// once at most. An exchange is retried once more, on a fresh connection, when it ran on a reused
 /// pooled connection, the failure is a reset or close, no response byte had arrived, and either no
 /// request byte could be written or the method is idempotent (RFC 9110 section 9.2.2: GET, HEAD,
-/// PUT, DELETE, OPTIONS, TRACE). A POST that reached a pooled connection which then closed is never
-/// re-sent (RFC 9112 section 9.3.1).
+/// PUT, DELETE, OPTIONS, TRACE) and the serialized request (head and body) is at most
+/// `UpstreamExchange.retryBufferBytes` (64 KiB: only such a request is kept once written, Envoy's
+/// retry-buffer rule). A POST that reached a pooled connection which then closed is never re-sent
+/// (RFC 9112 section 9.3.1), nor a larger PUT.
 public final class UpstreamPool: Sendable {
     /// The configuration it was created with.
     public let configuration: UpstreamConfiguration

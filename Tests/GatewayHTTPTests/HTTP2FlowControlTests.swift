@@ -82,6 +82,72 @@ final class HTTP2FlowControlTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(r["smallest"] as? Int ?? 0, http2.advertisedWindow, "every stream got the advertised window: \(r)")
     }
 
+    /// The HTTP/2 connections of `harness`: request body bytes counted in their budget, and request
+    /// bytes their upstream exchanges hold (read on their loops).
+    private func requestSamples(_ harness: ProxyHarness) -> [(budgeted: Int, upstream: Int)] {
+        harness.group.loops.flatMap { loop in
+            loop.queue.sync {
+                loop.allResidents.compactMap { $0 as? HTTP2ServerConnection }.map { ($0.heldRequestBodyBytes, $0.upstreamRequestBytes) }
+            }
+        }
+    }
+
+    /// 30 complete 1 MiB uploads on one connection to an upstream that reads none of them until
+    /// told (over a Unix socket: its kernel buffer takes about 200 KiB of a body, where a loopback TCP
+    /// socket would take the whole MiB and hide what the gateway holds): a complete body stays in the connection's `requestBodyBufferBytes` budget until it is
+    /// written to the upstream socket, so the client can send about the budget plus one body plus
+    /// the windows (not 30 MiB: before, a body left the budget at END_STREAM and the next upload got
+    /// the whole window, while the gateway kept every body until the upstream read it). Once the
+    /// upstream reads, every upload completes (nothing deadlocks).
+    func testCompleteUploadsToASlowReadingUpstreamStayWithinTheBodyBudget() throws {
+        let h = try ProxyHarness(timeouts: HTTPServerTimeouts(headerRead: 5, bodyRead: 30, idle: 30, write: 10, linger: 0.5),
+                                 withUnixUpstream: true)
+        defer { h.stop() }
+        let count = 30, size = 1 << 20
+        let client = try HTTP2Client.start(port: h.port, "uploads", String(count), String(size), "/unix/gated?readgate=1")
+        XCTAssertTrue(waitUntil(20) { client.output.contains("STALLED") }, client.output)
+        let line = client.output.split(separator: "\n").first { $0.hasPrefix("STALLED") } ?? ""
+        let stalled = try XCTUnwrap(Int(line.split(separator: " ").last ?? ""), client.output)
+        let http2 = HTTP2Settings()
+        let budget = http2.requestBodyBufferBytes
+        XCTAssertLessThanOrEqual(stalled, 2 * budget + count * http2.advertisedWindow + size,
+                                 "the client could send only about the budget while the gateway held the bodies")
+        let held = requestSamples(h).map(\.budgeted).max() ?? 0
+        XCTAssertLessThanOrEqual(held, budget + size + count * http2.advertisedWindow, "bodies held count in the budget")
+        let socketPath = try XCTUnwrap(h.unixUpstream?.unixPath)
+        let gate = try ChildProcess.run("curl", ["-s", "--max-time", "5", "--unix-socket", socketPath, "http://upstream/__gate"])
+        XCTAssertEqual(gate.status, 0, gate.output)
+        XCTAssertEqual(client.wait(), 0, client.output)
+        let r = try HTTP2Client.parse(client.output)
+        XCTAssertEqual(r["complete"] as? Int, count, "every body was sent once the upstream read: \(r)")
+        XCTAssertEqual(r["ok"] as? Int, count, "every upload was answered 200: \(r)")
+        XCTAssertTrue(waitUntil(5) { self.requestSamples(h).allSatisfy { $0.budgeted == 0 } }, "nothing stays counted")
+    }
+
+    /// 30 complete 1 MiB uploads to an upstream that reads each body at once, then waits 3 s to
+    /// answer (the probe's reproducer, smaller): once the upstream has every body, the gateway holds
+    /// none of them. Before, each exchange kept its serialized request until the response for a
+    /// retry (about 1 MiB per stream, `max_concurrent_streams x max_body` per connection); now a
+    /// request over `UpstreamExchange.retryBufferBytes` is let go once written.
+    func testCompleteUploadsWaitingForASlowResponseAreNotHeldByTheGateway() throws {
+        let h = try ProxyHarness(timeouts: HTTPServerTimeouts(headerRead: 5, bodyRead: 30, idle: 30, write: 10, linger: 0.5))
+        defer { h.stop() }
+        let count = 30, size = 1 << 20
+        let client = try HTTP2Client.start(port: h.port, "uploads", String(count), String(size), "/slow-answer?delay=3000")
+        var polls = 0  // each /__stats request counts itself
+        XCTAssertTrue(waitUntil(20) {
+            polls += 1
+            return (try? h.upstream.stats().requests).map { $0 - polls >= count } ?? false
+        }, "the upstream read every body")
+        let samples = requestSamples(h)
+        XCTAssertEqual(samples.count, 1, "one HTTP/2 connection, still waiting for its responses")
+        XCTAssertEqual(samples.first?.upstream, 0, "no exchange keeps a request over the retry buffer: \(samples)")
+        XCTAssertEqual(samples.first?.budgeted, 0, "every body left the budget once written: \(samples)")
+        XCTAssertEqual(client.wait(), 0, client.output)
+        let r = try HTTP2Client.parse(client.output)
+        XCTAssertEqual(r["ok"] as? Int, count, "every upload was answered 200: \(r)")
+    }
+
     func testClientThatStopsReadingTheSocketIsBoundedThenCutOff() throws {
         let h = try ProxyHarness(timeouts: HTTPServerTimeouts(headerRead: 5, bodyRead: 5, idle: 30, write: 1, linger: 0.5))
         defer { h.stop() }

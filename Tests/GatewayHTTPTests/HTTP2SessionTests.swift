@@ -217,7 +217,15 @@ final class HTTP2SessionTests: XCTestCase {
         p.delegate.onEnded = { id in if id == first { secondAtFirstEnd = p.delegate.bodies[second]?.count ?? 0 } }
         p.pump()
         XCTAssertEqual(p.delegate.bodies[first], body, "the oldest stream always gets its window back")
-        XCTAssertEqual(p.delegate.bodies[second], body, "the other one continues once the first is complete")
+        // The first body, complete, is still held (with the handler, or not yet written upstream):
+        // it stays in the budget, and the second waits at its window.
+        XCTAssertEqual(p.server.heldRequestBodyBytes, 300_000 + (p.delegate.bodies[second]?.count ?? 0))
+        XCTAssertFalse(p.delegate.events.contains("ended \(second)"), "held back while the first body is held")
+        XCTAssertLessThanOrEqual(p.delegate.bodies[second]?.count ?? 0, 65536 + 65535)
+        XCTAssertTrue(p.server.releaseRequestBody(first))
+        XCTAssertFalse(p.server.releaseRequestBody(first), "released once")
+        p.pump()
+        XCTAssertEqual(p.delegate.bodies[second], body, "the other one continues once the first is no longer held")
         XCTAssertTrue(p.delegate.events.contains("ended \(second)"))
         // Without the budget both bodies arrive interleaved (all 300000 bytes of the second by then,
         // measured); with it the second waits at its window.

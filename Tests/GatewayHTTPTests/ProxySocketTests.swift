@@ -297,6 +297,26 @@ final class ProxySocketTests: XCTestCase {
         XCTAssertEqual(harness.pool.statistics.retries, 1)
     }
 
+    /// Envoy's retry-buffer rule: an idempotent request is re-sent on a fresh connection only when
+    /// the exchange kept it, i.e. when it is at most `UpstreamExchange.retryBufferBytes` (64 KiB,
+    /// head and body); a larger PUT that reached a stale pooled connection is answered 502, not
+    /// re-sent (its bytes are let go once written, so that a slow upstream does not make the gateway
+    /// hold every body).
+    func testLargeRequestOnStalePooledConnectionIsNotResent() throws {
+        let large = String(repeating: "x", count: 64 << 10)  // with its head, over the 64 KiB retry buffer
+        let put = try raw([.send("GET /a?dropnext=1 HTTP/1.1\r\nHost: h\r\n\r\n"), .awaitResponses(1),
+                           .send("PUT /b HTTP/1.1\r\nHost: h\r\nContent-Length: \(large.utf8.count)\r\nConnection: close\r\n\r\n\(large)")])
+        XCTAssertEqual(put.responses().map(\.status), [200, 502], "a PUT over the retry buffer is not re-sent: \(put.text.prefix(2000))")
+        XCTAssertEqual(put.responses().last?.header("X-Error"), "upstream_reset")
+        XCTAssertEqual(harness.pool.statistics.retries, 0)
+
+        let small = try raw([.send("GET /c?dropnext=1 HTTP/1.1\r\nHost: h\r\n\r\n"), .awaitResponses(1),
+                             .send("PUT /d HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n"
+                                   + String(repeating: "y", count: 1000))])
+        XCTAssertEqual(small.responses().map(\.status), [200, 200], "a small PUT is re-sent: \(small.text)")
+        XCTAssertEqual(harness.pool.statistics.retries, 1)
+    }
+
     func testConcurrentKeepAliveClientsAcrossLoops() throws {
         // 16 clients x 25 requests, mixed local answers, echoes, chunked and sized bodies, POSTs.
         let client = try ChildProcess("python3", ["-c", """

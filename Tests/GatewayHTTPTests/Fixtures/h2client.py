@@ -29,6 +29,9 @@ Scenarios:
   drain PATH              a request; prints READY; records every frame until the server closes
   early-response PATH N   a POST without content-length, N body bytes without END_STREAM: the frames the
                           server answers with on that stream, then a GET on the same connection
+  uploads N SIZE PATH     N POSTs of SIZE bytes each (content-length) to PATH?n=i, every body sent whole as fast
+                          as flow control allows; prints "STALLED <bytes sent>" at the first 0.5 s without room
+                          to send (or once every body is sent), keeps going until every response ended (30 s)
 """
 import argparse
 import hashlib
@@ -733,6 +736,72 @@ def early_response(path, size):
     result(events=events, headers=headers, after=list(after), goaway=c.goaway() is not None)
 
 
+def uploads(count, size, path):
+    # `count` complete uploads on one connection: how many bytes flow control let the client send
+    # before it stopped (while the server holds the bodies), then every response.
+    sock = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+    h2c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+    h2c.initiate_connection()
+    sock.sendall(h2c.data_to_send())
+    sep = "&" if "?" in path else "?"
+    ids = []
+    for i in range(count):
+        sid = h2c.get_next_available_stream_id()
+        h2c.send_headers(sid, [(":method", "POST"), (":scheme", "http"), (":path", "%s%sn=%d" % (path, sep, i)),
+                               (":authority", "127.0.0.1:%d" % PORT), ("content-length", str(size))])
+        ids.append(sid)
+    sock.sendall(h2c.data_to_send())
+    sent = {sid: 0 for sid in ids}
+    statuses = {}
+    ended = set()
+    chunk = b"x" * 16384
+    stalled = None
+    deadline = time.monotonic() + 30
+    quiet_since = time.monotonic()
+    closed = False
+    sock.settimeout(0.02)
+    while time.monotonic() < deadline and not closed and len(ended) < count:
+        progress = False
+        for sid in ids:
+            room = min(h2c.local_flow_control_window(sid), size - sent[sid], h2c.max_outbound_frame_size) \
+                if sent[sid] < size and sid not in ended else 0
+            if room > 0:
+                sent[sid] += room
+                h2c.send_data(sid, chunk[:room], end_stream=sent[sid] == size)
+                progress = True
+        out = h2c.data_to_send()
+        if out:
+            try:
+                sock.sendall(out)
+            except OSError:
+                closed = True
+        try:
+            data = sock.recv(65536)
+            if not data:
+                closed = True
+            else:
+                for event in h2c.receive_data(data):
+                    if isinstance(event, h2.events.ResponseReceived):
+                        statuses[event.stream_id] = int(dict(event.headers)[b":status"])
+                    elif isinstance(event, h2.events.DataReceived):
+                        h2c.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+                    elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
+                        ended.add(event.stream_id)
+                sock.sendall(h2c.data_to_send())
+        except socket.timeout:
+            pass
+        except (OSError, h2.exceptions.ProtocolError):
+            closed = True
+        now = time.monotonic()
+        if progress:
+            quiet_since = now
+        if stalled is None and (now - quiet_since > 0.5 or all(v == size for v in sent.values())):
+            stalled = sum(sent.values())
+            print("STALLED %d" % stalled, flush=True)
+    result(stalled=stalled, total=sum(sent.values()), complete=sum(1 for v in sent.values() if v == size),
+           ok=sum(1 for sid in ids if statuses.get(sid) == 200 and sid in ended), closed=closed)
+
+
 def main():
     global PORT
     parser = argparse.ArgumentParser()
@@ -740,6 +809,7 @@ def main():
     parser.add_argument("scenario")
     parser.add_argument("arg", nargs="?")
     parser.add_argument("arg2", nargs="?")
+    parser.add_argument("arg3", nargs="?")
     args = parser.parse_args()
     PORT = args.port
     s = args.scenario
@@ -806,6 +876,8 @@ def main():
         cancel(args.arg)
     elif s == "drain":
         drain(args.arg)
+    elif s == "uploads":
+        uploads(int(args.arg), int(args.arg2), args.arg3)
     elif s == "early-response":
         early_response(args.arg, int(args.arg2 or "1"))
     else:

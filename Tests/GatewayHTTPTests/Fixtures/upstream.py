@@ -14,7 +14,8 @@ upstream connection it arrived on. Query parameters change the behaviour:
   reset=1        close without answering          nextspoof=1   add forged App-Attest-Next-Challenge*, -Error fields
   interim=MS     10 "102 Processing" interim responses MS apart, then the answer
   notify=1       with untilclose over TLS: send close_notify before closing (else a bare close)
-Special target /__stats answers {"connections": n, "requests": m}.
+  readgate=1     read nothing of the body until /__gate was requested (at most 30 s): a slow-reading upstream
+Special target /__stats answers {"connections": n, "requests": m}; /__gate opens the read gate for good.
 
 Usage: upstream.py --port 0 | --unix PATH ; prints "READY <port>" (or "READY unix") when listening.
 """
@@ -30,6 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 
 LOCK = threading.Lock()
 STATS = {"connections": 0, "requests": 0}
+GATE = threading.Event()  # readgate=1 waits for it; /__gate sets it
 
 
 def pattern(n):
@@ -78,6 +80,10 @@ class Handler(BaseHTTPRequestHandler):
         if self.drop_next:
             self.close_connection = True
             return
+        if self.path.startswith("/__gate"):
+            GATE.set()
+        if "readgate=1" in urlsplit(self.path).query:
+            GATE.wait(30)
         body = self.read_body()
         with LOCK:
             STATS["requests"] += 1
