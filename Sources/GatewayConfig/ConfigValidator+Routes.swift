@@ -200,8 +200,14 @@ extension ConfigValidator {
         let response: Duration?? = f.node("response_timeout").map { duration($0, p.key("response_timeout"), .milliseconds(1) ... .seconds(3600)).map { .some($0) } } ?? .some(nil)
         let signals: SignalPolicy?? = f.node("signals").map { signalPolicy($0, p.key("signals")).map { .some($0) } } ?? .some(nil)
         let percent: Int?? = f.node("enforce_percent").map { integer($0, p.key("enforce_percent"), 0...100).map { .some($0) } } ?? .some(nil)
-        let missingEvidence = optional(f, "missing_evidence", default: RouteConfiguration.MissingEvidence.monitor) {
+        // At 100 every key is in the enforced cohort: the route is a security boundary, so a request
+        // without evidence is refused unless the operator says otherwise (and is warned).
+        let full: Bool = { if case .some(.some(100)) = percent { return true } else { return false } }()
+        let missingEvidence = optional(f, "missing_evidence", default: full ? RouteConfiguration.MissingEvidence.enforce : .monitor) {
             choice($0, $1, RouteConfiguration.MissingEvidence.self)
+        }
+        if full, missingEvidence == .monitor {
+            warn(p.key("missing_evidence"), "with enforce_percent 100 and missing_evidence monitor, requests without evidence are still forwarded: this route is no security boundary", f.mark("missing_evidence"))
         }
         if case .some(.some) = percent, let mode, mode != .enforce {
             error(p.key("enforce_percent"), "enforce_percent ramps enforcement on a route in mode enforce; this route is in mode \(mode.rawValue)", f.mark("enforce_percent"))

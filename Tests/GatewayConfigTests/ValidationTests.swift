@@ -300,6 +300,16 @@ final class ValidationTests: XCTestCase {
         let defaults = try XCTUnwrap(loadOK(route("    enforce_percent: 0")))
         XCTAssertEqual(defaults.configuration.routes.first?.missingEvidence, .monitor, "missing evidence is monitored by default")
         XCTAssertNil(try XCTUnwrap(loadOK(route(""))).configuration.routes.first?.enforcePercent)
+        // At 100 (the end of the ramp) the route is a security boundary: missing evidence is refused by
+        // default (a probe found it forwarded, verdict missing); monitoring it there draws a warning.
+        let full = try XCTUnwrap(loadOK(route("    enforce_percent: 100")))
+        XCTAssertEqual(full.configuration.routes.first?.missingEvidence, .enforce)
+        XCTAssertFalse(full.warnings.contains { $0.path == "routes[0].missing_evidence" })
+        let open = try XCTUnwrap(loadOK(route("    enforce_percent: 100\n    missing_evidence: monitor")))
+        XCTAssertEqual(open.configuration.routes.first?.missingEvidence, .monitor)
+        XCTAssertEqual(open.warnings.first { $0.path == "routes[0].missing_evidence" }?.message.hasPrefix("with enforce_percent 100 and missing_evidence monitor"), true)
+        XCTAssertFalse(try XCTUnwrap(loadOK(route("    enforce_percent: 99\n    missing_evidence: monitor"))).warnings
+            .contains { $0.path == "routes[0].missing_evidence" }, "below 100 monitoring missing evidence is the ramp's point")
         XCTAssertEqual(errorLines(route("    enforce_percent: 101")), ["routes[0].enforce_percent: must be from 0 to 100, got 101 (line 10, column 22)"])
         XCTAssertEqual(errorLines(route("    mode: monitor\n    enforce_percent: 50")),
                        ["routes[0].enforce_percent: enforce_percent ramps enforcement on a route in mode enforce; this route is in mode monitor (line 11, column 22)"])

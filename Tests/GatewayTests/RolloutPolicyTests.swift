@@ -31,7 +31,7 @@ final class RolloutPolicyOverH2CTests: E2ETestCase {
 extension E2EPolicy {
     /// App policy: bundle_version at least 10 (enforce). Routes: `/v1/signals-enforced` and
     /// `/v1/signals-monitored` (category 01000000 only, bundle version at least 2.3), `/v1/ramp`
-    /// (enforce_percent 50) and `/v1/ramp-strict` (50, missing_evidence enforce).
+    /// (enforce_percent 50), `/v1/ramp-strict` (50, missing_evidence enforce) and `/v1/ramp-full` (100).
     static let rollout = E2EPolicy(appSignals: "{bundle_version: {minimum: \"10\", action: enforce}}", extraRoutes: """
           - name: signals-enforced
             path_prefix: /v1/signals-enforced
@@ -54,6 +54,10 @@ extension E2EPolicy {
             upstream: app
             enforce_percent: 50
             missing_evidence: enforce
+          - name: ramp-full
+            path_prefix: /v1/ramp-full
+            upstream: app
+            enforce_percent: 100
         """)
 }
 
@@ -209,6 +213,11 @@ extension E2ETestCase {
         XCTAssertEqual(garbage.echo?.values("App-Attest-Cohort"), ["monitored"])
         assertRefusal(try env.send("POST", "/v1/ramp-strict/none", body: Array("x".utf8)), status: 401, code: "assertion_missing")
         assertRefusal(try env.send("POST", "/v1/ramp-strict/none", headers: [("App-Attest-Key-Id", "not-a-key")], body: Array("x".utf8)),
+                      status: 401, code: "assertion_missing")
+        // At 100 (the end of the ramp) missing evidence is refused by default, as on an enforced route
+        // (a probe found it forwarded: anyone passed by sending no evidence).
+        assertRefusal(try env.send("POST", "/v1/ramp-full/none", body: Array("x".utf8)), status: 401, code: "assertion_missing")
+        assertRefusal(try env.send("POST", "/v1/ramp-full/none", headers: [("App-Attest-Key-Id", "not-a-key")], body: Array("x".utf8)),
                       status: 401, code: "assertion_missing")
         // A keyId that decodes has a cohort even without the other evidence.
         let (enforced, monitored) = try devicesInBothCohorts()
