@@ -3,7 +3,9 @@ import GatewayHTTP
 
 /// The gateway's own header family, precomputed from `HeadersConfiguration` for byte-level work on
 /// every request: the ingress strip (every field whose name starts with the prefix, any case, `_` for
-/// `-`, every copy) and the evidence fields read before stripping (DESIGN.md section 5).
+/// `-`, every copy) and the evidence fields read before stripping (DESIGN.md section 5). With a
+/// renamed prefix the default family (`App-Attest-`) is stripped too (never read): an upstream not yet
+/// switched to the new names must not read a verdict a client wrote, and responses already drop it.
 ///
 /// A final class, immutable: the tables and the enforcer share one instance, and a request reads
 /// it through one reference instead of copying the configured names and byte arrays.
@@ -11,6 +13,8 @@ final class HeaderFamily: Sendable {
     /// The configured names.
     let configuration: HeadersConfiguration
     private let prefixLower: [UInt8]
+    /// The default prefix, lower case, when `headers.prefix` renamed the family (nil otherwise).
+    private let defaultPrefixLower: [UInt8]?
     private let keyIdLower: [UInt8]
     private let challengeLower: [UInt8]
     private let assertionLower: [UInt8]
@@ -25,6 +29,8 @@ final class HeaderFamily: Sendable {
     init(_ configuration: HeadersConfiguration) {
         self.configuration = configuration
         prefixLower = HeaderFamily.lower(configuration.prefix)
+        let standard = HeaderFamily.lower(HeadersConfiguration().prefix)
+        defaultPrefixLower = standard == prefixLower ? nil : standard
         keyIdLower = HeaderFamily.lower(configuration.evidence.keyID)
         challengeLower = HeaderFamily.lower(configuration.evidence.challenge)
         assertionLower = HeaderFamily.lower(configuration.evidence.assertion)
@@ -49,7 +55,10 @@ final class HeaderFamily: Sendable {
         var clientData: ArraySlice<UInt8>?, signature: ArraySlice<UInt8>?
         _ = headers.removeAll { field in
             let name = field.nameBytes
-            guard name.withUnsafeBytes({ n in prefixLower.withUnsafeBytes { HeaderFamily.hasPrefix(n, $0) } }) else { return false }
+            guard name.withUnsafeBytes({ n in prefixLower.withUnsafeBytes { HeaderFamily.hasPrefix(n, $0) } }) else {
+                guard let standard = defaultPrefixLower else { return false }
+                return name.withUnsafeBytes { n in standard.withUnsafeBytes { HeaderFamily.hasPrefix(n, $0) } }
+            }
             // Evidence is read from the exact names only (`App_Attest_Key_Id` is stripped, never read).
             if HeaderFamily.equals(name, keyIdLower) {
                 evidence.set(&keyId, field.valueBytes, name: configuration.evidence.keyID)
@@ -76,6 +85,9 @@ final class HeaderFamily: Sendable {
     func strip(_ headers: inout HTTPHeaders) {
         prefixLower.withUnsafeBytes { prefix in
             _ = headers.removeFields(whereName: { HeaderFamily.hasPrefix($0, prefix) })
+        }
+        defaultPrefixLower?.withUnsafeBytes { standard in
+            _ = headers.removeFields(whereName: { HeaderFamily.hasPrefix($0, standard) })
         }
     }
 

@@ -358,11 +358,32 @@ extension ConfigValidator {
 
     // MARK: headers
 
-    /// Headers whose names must never fall into the gateway's stripped family.
-    private static let essentialHeaders = [
-        "host", "content-length", "content-type", "content-encoding", "transfer-encoding", "connection", "te", "upgrade",
-        "authorization", "cookie", "user-agent", "accept", "accept-encoding", "forwarded", "x-forwarded-for",
-        "x-forwarded-proto", "x-request-id", "via", "traceparent", "expect", "range", "if-match", "if-none-match",
+    /// Request headers whose names must never fall into the gateway's stripped family (a prefix that
+    /// begins any of them is refused): the standard ones and those common APIs, browsers and tracing
+    /// rely on (a probe renamed the family to `Cache-`, `Sec-` or `Origin` and lost them).
+    static let essentialHeaders = [
+        "host", "content-length", "content-type", "content-encoding", "content-language", "content-range", "transfer-encoding",
+        "connection", "te", "upgrade", "keep-alive", "proxy-connection", "http2-settings", "authorization", "proxy-authorization",
+        "cookie", "user-agent", "accept", "accept-encoding", "accept-language", "accept-charset", "forwarded", "x-forwarded-for",
+        "x-forwarded-proto", "x-forwarded-host", "x-real-ip", "x-request-id", "via", "traceparent", "tracestate", "baggage",
+        "expect", "range", "if-match", "if-none-match", "if-modified-since", "if-unmodified-since", "if-range", "cache-control",
+        "pragma", "origin", "referer", "sec-fetch-site", "sec-fetch-mode", "sec-websocket-key", "sec-ch-ua", "dnt", "priority",
+        "prefer", "idempotency-key", "x-api-key", "x-csrf-token", "x-requested-with", "max-forwards", "date", "from",
+        "early-data", "upgrade-insecure-requests",
+    ]
+
+    /// Response headers `headers.error` must not be named after: the gateway drops every upstream
+    /// copy of that name from every response (so that none passes for a refusal), which would lose
+    /// the upstream's cookies, redirects, caching or content type (a probe named it `Content-Type`,
+    /// `Set-Cookie`, `Retry-After`).
+    static let standardResponseHeaders: Set<String> = [
+        "set-cookie", "location", "retry-after", "www-authenticate", "proxy-authenticate", "vary", "etag", "last-modified",
+        "expires", "age", "server", "content-disposition", "content-location", "accept-ranges", "allow", "alt-svc", "link",
+        "refresh", "trailer", "strict-transport-security", "content-security-policy", "x-content-type-options",
+        "x-frame-options", "access-control-allow-origin", "access-control-allow-credentials", "access-control-allow-headers",
+        "access-control-allow-methods", "access-control-expose-headers", "access-control-max-age", "cross-origin-opener-policy",
+        "cross-origin-resource-policy", "referrer-policy", "permissions-policy", "timing-allow-origin", "server-timing",
+        "x-request-id", "traceparent",
     ]
 
     func headers(_ root: Fields) -> HeadersConfiguration? {
@@ -445,6 +466,11 @@ extension ConfigValidator {
             injected.riskAge = name(inf, "risk_age", defaults.injected.riskAge, family: true)
         } else if f.has("injected") { ok = false }
         let errorHeader = name(f, "error", defaults.error, family: false)
+        if let errorNode = f.node("error"),
+           Self.standardResponseHeaders.contains(errorHeader.lowercased()) || Self.essentialHeaders.contains(errorHeader.lowercased()) {
+            error(path.key("error"), "\(errorHeader) is a standard header: the gateway drops every upstream copy of headers.error from every response (so that none passes for a refusal), which would lose the upstream's own \(errorHeader); name one of its own (App-Attest-Error, X-Gateway-Error)", errorNode.mark)
+            ok = false
+        }
 
         // A changed prefix must carry the (default) names along: names not written are checked too.
         let evidenceKeys = ConfigSchema.keys(.evidence), injectedKeys = ConfigSchema.keys(.injected)

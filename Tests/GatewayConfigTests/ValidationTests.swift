@@ -387,6 +387,15 @@ final class ValidationTests: XCTestCase {
         XCTAssertEqual(lines("headers:\n  injected: {verdict: App-Attest-Assertion}"),
                        ["headers.injected.verdict: App-Attest-Assertion is also headers.evidence.assertion (line 11, column 13)"])
         XCTAssertEqual(lines("headers:\n  error: 'Bad Header'"), ["headers.error: \"Bad Header\" is not a valid header name (line 11, column 10)"])
+        // Probe: a prefix that begins common request headers took them from every request, and
+        // headers.error named after a standard response header dropped it from every response.
+        for prefix in ["Cache-", "Sec-", "Origin", "Accept-L", "X-Api-", "Idempotency-", "If-"] {
+            XCTAssertEqual(lines("headers:\n  prefix: \(prefix)").first?.hasPrefix("headers.prefix: \"\(prefix)\" would strip standard headers"), true, prefix)
+        }
+        for name in ["Content-Type", "Set-Cookie", "Retry-After", "Location", "cache-control", "WWW-Authenticate", "Vary"] {
+            XCTAssertEqual(lines("headers:\n  error: \(name)").first?.hasPrefix("headers.error: \(name) is a standard header"), true, name)
+        }
+        XCTAssertNotNil(loadOK(ConfigTestHelpers.minimal(extra: "headers:\n  error: X-Gateway-Error")), "a name of its own loads")
         // A consistent renaming loads.
         let loaded = loadOK(ConfigTestHelpers.minimal(extra: """
         headers:

@@ -82,11 +82,20 @@ final class HeaderFamilyTests: XCTestCase {
         let config = HeadersConfiguration(prefix: "X-Attest-", evidence: .init(keyID: "X-Attest-Key", challenge: "X-Attest-Challenge",
                                                                              assertion: "X-Attest-Assertion", clientData: "X-Attest-Client-Data"))
         let family = HeaderFamily(config)
-        var headers = try HTTPHeaders([("x-attest-key", "k"), ("X-ATTEST-anything", "gone"), ("App-Attest-Verdict", "kept: not the family")])
+        var headers = try HTTPHeaders([("x-attest-key", "k"), ("X-ATTEST-anything", "gone"), ("App-Attest-Verdict", "valid"),
+                                       ("App_Attest_Key_Id", "a2V5"), ("X-Other", "keep")])
         let evidence = family.stripAndExtract(&headers)
-        XCTAssertEqual(evidence.keyId.map(Array.init), Array("k".utf8))
-        XCTAssertEqual(headers.values("App-Attest-Verdict"), ["kept: not the family"])
-        XCTAssertEqual(headers.count, 1)
+        XCTAssertEqual(evidence.keyId.map(Array.init), Array("k".utf8), "evidence from the configured names only")
+        // Probe: the default family passed through once renamed, so an upstream not yet switched to
+        // the new names read a verdict the client wrote. It is stripped too, never read.
+        XCTAssertEqual(headers.map(\.name), ["X-Other"])
+        var trailers = try HTTPHeaders([("App-Attest-Verdict", "valid"), ("X-Attest-Verdict", "valid"), ("X-Keep", "1")])
+        family.strip(&trailers)
+        XCTAssertEqual(trailers.map(\.name), ["X-Keep"])
+        // The default configuration strips its family once (nothing else).
+        var plain = try HTTPHeaders([("X-Attest-Verdict", "not this family"), ("App-Attest-Verdict", "valid")])
+        HeaderFamily(HeadersConfiguration()).strip(&plain)
+        XCTAssertEqual(plain.map(\.name), ["X-Attest-Verdict"])
     }
 
     func testVerdictHeadersAreSetByReplacement() throws {
