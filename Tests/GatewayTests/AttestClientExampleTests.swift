@@ -140,7 +140,11 @@ final class AttestClientExampleTests: XCTestCase {
         func answered(_ route: String) -> [Int] { access.filter { $0["route"] as? String == route }.compactMap { $0["status"] as? Int } }
         XCTAssertEqual(renewed["kid"] as? String, first["kid"] as? String, "renewed, the same key")
         XCTAssertEqual(renewed["platformTokenSpent"] as? Bool, false, "an assertion, no attestation spent")
-        XCTAssertEqual(answered("endpoint:renew"), [200], "\(access)")
+        // The device key, then the App Attest key that vouched for its registration (AttestClient.renewVouchingKey).
+        XCTAssertEqual(answered("endpoint:renew"), [200, 200], "\(access)")
+        let renewedKeys = access.filter { $0["route"] as? String == "endpoint:renew" }.compactMap { $0["key_id"] as? String }
+        XCTAssertEqual(renewedKeys.count, 2)
+        XCTAssertEqual(Set(renewedKeys).count, 2, "two keys renewed: \(renewedKeys)")
         XCTAssertEqual(answered("endpoint:forget"), [200], "\(access)")
     }
 }
