@@ -13,8 +13,9 @@ struct SignalCheck: Sendable {
     struct Decision: Sendable, Equatable {
         /// `validation_category` or `bundle_version`.
         let signal: String
-        /// The carried value (hex category, version text; `none` when absent, `invalid` when the
-        /// version text is not printable or longer than 32 bytes).
+        /// The carried value (hex category, version text; `none` when absent, `empty` when carried
+        /// empty, `invalid` when the category is longer than 64 bytes or the version text is not
+        /// printable or longer than 32 bytes: a metric label stays short whatever a key signs).
         let value: String
         /// `allowed`, `refused` or `absent`.
         let outcome: String
@@ -34,7 +35,7 @@ struct SignalCheck: Sendable {
         if let check = policy.validationCategory {
             let value = signals?.validationCategory
             let allowed = value.map { v in check.allowed.contains(v) } ?? true
-            record("validation_category", value: value.map(VerdictReport.hex) ?? "none",
+            record("validation_category", value: value.map(SignalCheck.categoryLabel) ?? "none",
                    outcome: value == nil ? "absent" : allowed ? "allowed" : "refused", action: check.action)
             if !allowed {
                 fail(code: "validation_category_not_allowed",
@@ -72,6 +73,14 @@ struct SignalCheck: Sendable {
     /// bytes, else `invalid`.
     static func label(_ text: String) -> String {
         let utf8 = text.utf8
+        if utf8.isEmpty { return "empty" }
         return utf8.count <= 32 && utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f && $0 != 0x22 && $0 != 0x5c } ? text : "invalid"
+    }
+
+    /// The category as a metric label: hex of at most 64 bytes (the longest value `allowed` takes),
+    /// `empty`, or `invalid` (a probe's 5,000-byte category made a 10 KB series per value).
+    static func categoryLabel(_ bytes: [UInt8]) -> String {
+        if bytes.isEmpty { return "empty" }
+        return bytes.count <= 64 ? VerdictReport.hex(bytes) : "invalid"
     }
 }
