@@ -235,10 +235,13 @@ final class GatewayHandler: HTTPHandler {
         if mode == .enforce, let percent = route.config.enforcePercent {
             if let raw = evidence.keyId, let keyId = Base64.decode(raw), keyId.count == KeyID.byteCount {
                 answersRefusals = RouteConfiguration.cohortBucket(keyId: keyId) < percent
+                cohortName = answersRefusals ? "enforced" : "monitored"
             } else {
+                // No cohort: `none`, so that the header and the metric never mix the clients that sent
+                // no evidence with the monitored half of real keys.
                 answersRefusals = route.config.missingEvidence == .enforce
+                cohortName = "none"
             }
-            cohortName = answersRefusals ? "enforced" : "monitored"
         }
         // Signed verdicts whose generated keys were not read yet (the store was down at start): the
         // answer would be a 503 after the commit, with the challenge and counter spent. Refused here,

@@ -207,10 +207,12 @@ extension E2ETestCase {
         let bare = try env.send("POST", "/v1/ramp/none", body: Array("x".utf8))
         XCTAssertEqual(bare.status, 200, "missing_evidence monitor (the default) forwards: \(bare)")
         XCTAssertEqual(bare.echo?.values("App-Attest-Verdict"), ["missing"])
-        XCTAssertEqual(bare.echo?.values("App-Attest-Cohort"), ["monitored"])
+        XCTAssertEqual(bare.echo?.values("App-Attest-Cohort"), ["none"], "no keyId, no cohort (was monitored)")
         let garbage = try env.send("POST", "/v1/ramp/none", headers: [("App-Attest-Key-Id", "not-a-key")], body: Array("x".utf8))
         XCTAssertEqual(garbage.status, 200, "an undecodable keyId has no cohort either: \(garbage)")
-        XCTAssertEqual(garbage.echo?.values("App-Attest-Cohort"), ["monitored"])
+        XCTAssertEqual(garbage.echo?.values("App-Attest-Cohort"), ["none"])
+        XCTAssertGreaterThanOrEqual(try metricValue("attest_gateway_cohort_requests_total{route=\"ramp\",cohort=\"none\",verdict=\"missing\"}"), 2,
+                                    "counted apart from the monitored half of real keys")
         assertRefusal(try env.send("POST", "/v1/ramp-strict/none", body: Array("x".utf8)), status: 401, code: "assertion_missing")
         assertRefusal(try env.send("POST", "/v1/ramp-strict/none", headers: [("App-Attest-Key-Id", "not-a-key")], body: Array("x".utf8)),
                       status: 401, code: "assertion_missing")
