@@ -11,7 +11,10 @@
 /// - `400` / `401` (`rejected`): `stop` (the refresher alerts; only an operator restarts it).
 /// - `404` (`notFound`): the last valid receipt stays, its metric is marked stale; next after `interval`.
 /// - `429`, `5xx`, network failures, invalid receipts (`retryable`): exponential back-off
-///   `baseBackoff * 2^(failures-1)` capped at `maximumBackoff`, scaled by a jitter factor in
+///   `baseBackoff * 2^(failures-1)`, or, when longer, the time the key has been overdue
+///   (`overdueSince`, from the key record every replica reads: so the back-off grows across the
+///   fleet and across restarts, where this process' failure count starts again at 0 whenever another
+///   replica took the last turn), capped at `maximumBackoff`, scaled by a jitter factor in
 ///   0.5...1.0, and never before a `Retry-After` the server gave, up to `maximumRetryAfter` (a day:
 ///   a longer or absurd value, even `Int64.max`, waits a day, so a hostile or broken server can
 ///   neither trap the arithmetic nor park a key for good).
@@ -63,8 +66,9 @@ struct ReceiptRefreshSchedule: Sendable, Equatable {
 
     init(timing: Timing = Timing()) { self.timing = timing }
 
-    /// Feeds `outcome` at `now`; `jitter` in 0...1 (random in production, fixed in tests).
-    mutating func next(after outcome: Outcome, now: Int64, jitter: Double) -> Next {
+    /// Feeds `outcome` at `now`; `jitter` in 0...1 (random in production, fixed in tests);
+    /// `overdueSince`: when the key became due for the exchange that failed (ms; nil: unknown).
+    mutating func next(after outcome: Outcome, now: Int64, jitter: Double, overdueSince: Int64? = nil) -> Next {
         let earliest = now + timing.minimumDelay
         switch outcome {
         case .refreshed(let notBefore, let expiresAt):
@@ -87,7 +91,9 @@ struct ReceiptRefreshSchedule: Sendable, Equatable {
             failures += 1
             let exponent = min(failures - 1, 30)
             let raw = timing.baseBackoff.multipliedReportingOverflow(by: Int64(1) << Int64(exponent))
-            let capped = raw.overflow ? timing.maximumBackoff : min(raw.partialValue, timing.maximumBackoff)
+            var backoff = raw.overflow ? timing.maximumBackoff : raw.partialValue
+            if let since = overdueSince, now > since { backoff = max(backoff, now - since) }
+            let capped = min(backoff, timing.maximumBackoff)
             let delay = Int64(Double(capped) * (0.5 + 0.5 * min(1, max(0, jitter))))
             let asked = min(max(retryAfter ?? 0, 0), timing.maximumRetryAfter)
             return .at(now + max(delay, asked))

@@ -321,7 +321,7 @@ final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFligh
         switch result {
         case .failure(let failure):
             unstop(.stale)
-            finish(keyId, .retryable(retryAfter: nil), .unreachable, status: nil, detail: "\(failure)", now: now, done: done)
+            finish(keyId, .retryable(retryAfter: nil), .unreachable, status: nil, detail: "\(failure)", now: now, record: record, done: done)
             return
         case .success(let r):
             response = r
@@ -334,7 +334,7 @@ final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFligh
             func invalid(_ detail: String) {
                 emit("risk_receipt_invalid", keyId, [("detail", detail)])
                 unstop(.stale)
-                finish(keyId, .retryable(retryAfter: nil), .invalidReceipt, status: status, detail: detail, now: now, done: done)
+                finish(keyId, .retryable(retryAfter: nil), .invalidReceipt, status: status, detail: detail, now: now, record: record, done: done)
             }
             let verification = verifier.verify(bytes)
             guard verification.isValid, let receipt = verification.receipt else { return invalid(verification.detail) }
@@ -368,7 +368,7 @@ final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFligh
                         store.unscheduleRefresh(keyId) { _ in }
                         done(report(keyId, .skipped, status: status, detail: "the key record disappeared"))
                     case .failure(let error):
-                        finish(keyId, .retryable(retryAfter: nil), .storeUnavailable, status: status, detail: "\(error)", now: now, done: done)
+                        finish(keyId, .retryable(retryAfter: nil), .storeUnavailable, status: status, detail: "\(error)", now: now, record: record, done: done)
                     }
                 }
             }
@@ -388,15 +388,22 @@ final class ReceiptRefresher: @unchecked Sendable {  // apps, schedules, inFligh
             // Seconds or an HTTP-date, saturating: a hostile value never traps (the schedule caps it).
             let retryAfter = response.headers.first("Retry-After").flatMap { RetryAfterValue.milliseconds($0, now: now) }
             unstop(.stale)
-            finish(keyId, .retryable(retryAfter: retryAfter), .throttled, status: status, detail: "backing off", now: now, done: done)
+            finish(keyId, .retryable(retryAfter: retryAfter), .throttled, status: status, detail: "backing off", now: now, record: record, done: done)
         }
     }
 
+    /// When `record` became due, as every replica can tell from the record: a day (`interval`) after
+    /// its metric's time, or its creation for a key never refreshed (due at once). Feeds the
+    /// back-off, so that it grows across the fleet (`ReceiptRefreshSchedule`).
+    private func overdueSince(_ record: KeyRecord) -> Int64 {
+        record.riskObservedAt.map { $0 + timing.interval } ?? record.createdAt
+    }
+
     private func finish(_ keyId: KeyID, _ outcome: ReceiptRefreshSchedule.Outcome, _ name: ReceiptRefreshReport.Outcome,
-                        status: Int?, metric: UInt32? = nil, detail: String, now: Int64,
+                        status: Int?, metric: UInt32? = nil, detail: String, now: Int64, record: KeyRecord? = nil,
                         done: @escaping @Sendable (ReceiptRefreshReport) -> Void) {
         var schedule = schedules[keyId] ?? ReceiptRefreshSchedule(timing: timing)
-        let next = schedule.next(after: outcome, now: now, jitter: Double.random(in: 0...1))
+        let next = schedule.next(after: outcome, now: now, jitter: Double.random(in: 0...1), overdueSince: record.map(overdueSince))
         switch next {
         case .at(let due):
             schedules[keyId] = schedule.failures == 0 ? nil : schedule

@@ -20,6 +20,25 @@ final class ReceiptRefreshUnitTests: XCTestCase {
 
     // MARK: schedule
 
+    /// Probe (suspected, confirmed here): the back-off doubled per process, so replicas taking turns
+    /// on a key, or a restart, started again at 30 s. The time the key has been overdue, which every
+    /// replica reads from the record, now sets the delay when it is longer: a fresh schedule (another
+    /// replica's first failure) of a key overdue for 20 minutes waits 20 minutes, capped at an hour.
+    func testTheBackoffFollowsHowLongTheKeyHasBeenOverdueAcrossReplicas() {
+        var fresh = ReceiptRefreshSchedule()
+        XCTAssertEqual(fresh.next(after: .retryable(retryAfter: nil), now: now, jitter: 1, overdueSince: now - 1_200_000),
+                       .at(now + 1_200_000), "overdue 20 min: waits 20 min on a replica that never failed it")
+        var other = ReceiptRefreshSchedule()
+        XCTAssertEqual(other.next(after: .retryable(retryAfter: nil), now: now, jitter: 1, overdueSince: now - 10 * day),
+                       .at(now + 3_600_000), "capped at maximumBackoff")
+        var first = ReceiptRefreshSchedule()
+        XCTAssertEqual(first.next(after: .retryable(retryAfter: nil), now: now, jitter: 1, overdueSince: now - 1000),
+                       .at(now + 30_000), "just due: the base back-off")
+        // Failing variant: without the record's time, a fresh schedule starts again at 30 s.
+        var unknown = ReceiptRefreshSchedule()
+        XCTAssertEqual(unknown.next(after: .retryable(retryAfter: nil), now: now, jitter: 1), .at(now + 30_000))
+    }
+
     func testRefreshedIsDueAtNotBeforeButBeforeExpiryMargin() {
         var schedule = ReceiptRefreshSchedule()
         XCTAssertEqual(schedule.next(after: .refreshed(notBefore: now + day, expiresAt: now + 90 * day), now: now, jitter: 0.5),
@@ -262,8 +281,10 @@ final class ReceiptRefreshUnitTests: XCTestCase {
         defer { group.shutdown() }
         let suite = StoreConformance(store: store)
         var record = try suite.makeRecord(appId: "ABCDE12345.com.example.risk", receipt: Array("test-receipt:slow".utf8))
+        // Attested now: due at once, so a failure backs off from the first step (a key overdue for
+        // long backs off longer, `testTheBackoffFollowsHowLongTheKeyHasBeenOverdueAcrossReplicas`).
         record = try KeyRecord(keyId: record.keyId, publicKey: record.publicKey, environment: .production, appId: record.appId,
-                               createdAt: record.createdAt, receipt: record.receipt)
+                               createdAt: GatewayClock.system.now(), receipt: record.receipt)
         try suite.registerExpectingAccepted(record)
         try fake.set("slow", status: 304, delay: 3)
         let key = try ECPrivateKey(pem: try String(contentsOfFile: fake.keyFile, encoding: .utf8))
