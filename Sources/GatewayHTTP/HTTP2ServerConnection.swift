@@ -821,6 +821,13 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             }
         }
         for stream in streams.values where stream.phase == .receiving && stream.deadline != 0 && now >= stream.deadline {
+            // The gateway itself holds back this stream's window (the connection's request body budget
+            // is full, e.g. of bodies a slow upstream has not read): the client cannot send, so the
+            // body timeout is not its fault. It starts again from now, and runs once the window opens.
+            if session?.isWindowWithheld(stream.id) == true {
+                stream.deadline = deadline(context.bodyTimeout)
+                continue
+            }
             failStream(stream, .bodyTimeout)
         }
         if state == .draining && !finalGoawaySent && now &- drainStarted > HTTP2ServerConnection.drainNoticeNanoseconds {

@@ -664,6 +664,14 @@ package final class HTTP2Session {
         reopenWindows()
     }
 
+    /// Whether the window of `streamID`'s request body is held back by the budget (bytes received and
+    /// not yet acknowledged with WINDOW_UPDATE): the client may be unable to send because of the
+    /// gateway, not because it is slow (the body timeout does not run out then).
+    package func isWindowWithheld(_ streamID: Int32) -> Bool {
+        guard !bodyBytes.isEmpty, let entry = bodyBytes[streamID] else { return false }
+        return entry.unconsumed > 0
+    }
+
     /// The complete request body of `streamID` is no longer held downstream (written whole to the
     /// upstream socket, answered without forwarding, or its exchange ended): its bytes leave the
     /// `requestBodyBufferBytes` budget and windows held back reopen while within it (WINDOW_UPDATE

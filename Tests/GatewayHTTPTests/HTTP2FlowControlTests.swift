@@ -126,6 +126,31 @@ final class HTTP2FlowControlTests: XCTestCase {
         XCTAssertTrue(waitUntil(5) { self.requestSamples(h).allSatisfy { $0.budgeted == 0 } }, "nothing stays counted")
     }
 
+    /// Probe: a body a slow-reading upstream does not take fills the connection's budget, so the
+    /// gateway holds back the window of the other uploads on the connection; their body timeout then
+    /// ran out and they were refused `408 body_timeout`, the client blamed for the gateway's own
+    /// flow control. The timeout does not run while the window is held back: once the slow body is
+    /// read, the other uploads complete (200), and one that never could is still cut by the upstream
+    /// side, not charged as a slow client.
+    func testUploadsWaitingForTheBudgetAreNotRefusedAsSlowClients() throws {
+        let h = try ProxyHarness(timeouts: HTTPServerTimeouts(headerRead: 5, bodyRead: 0.5, idle: 30, write: 10, linger: 0.5),
+                                 withUnixUpstream: true)
+        defer { h.stop() }
+        let spec = "\(6 << 20)@/unix/gated?readgate=1,\(1 << 20)@/a?n=1,\(1 << 20)@/a?n=2,20000@/a?n=3"
+        // The slow body first, whole; then the others together (each gets its advertised window, then waits).
+        let client = try HTTP2Client.start(port: h.port, "upload-list", spec, "first-alone")
+        XCTAssertTrue(waitUntil(20) { client.output.contains("STALLED") }, client.output)
+        // Longer than the body timeout (0.5 s) while the budget is full: before, the 1 MiB uploads got 408 here.
+        Thread.sleep(forTimeInterval: 2)
+        let socketPath = try XCTUnwrap(h.unixUpstream?.unixPath)
+        let gate = try ChildProcess.run("curl", ["-s", "--max-time", "5", "--unix-socket", socketPath, "http://upstream/__gate"])
+        XCTAssertEqual(gate.status, 0, gate.output)
+        XCTAssertEqual(client.wait(), 0, client.output)
+        let r = try HTTP2Client.parse(client.output)
+        XCTAssertEqual(r["statuses"] as? [Int], [200, 200, 200, 200], "\(r)")
+        XCTAssertFalse(h.handler.completed.contains { $0.error == .bodyTimeout }, "\(h.handler.completed.map { ($0.targetString ?? "", $0.status) })")
+    }
+
     /// 30 complete 1 MiB uploads to an upstream that reads each body at once, then waits 3 s to
     /// answer (the probe's reproducer, smaller): once the upstream has every body, the gateway holds
     /// none of them. Before, each exchange kept its serialized request until the response for a

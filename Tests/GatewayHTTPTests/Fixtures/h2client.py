@@ -27,6 +27,8 @@ Scenarios:
   slow-reader SIZE        a SIZE-byte response read slowly with a 16 KiB window, then a second request
   cancel PATH             a request reset after 300 ms, then a request on the same connection
   drain PATH              a request; prints READY; records every frame until the server closes
+  upload-list SIZE@PATH,... [first-alone]  complete uploads of those sizes to those paths on one connection (the
+                          others after the first body with `first-alone`): statuses in order
   early-response PATH N   a POST without content-length, N body bytes without END_STREAM: the frames the
                           server answers with on that stream, then a GET on the same connection
   uploads N SIZE PATH     N POSTs of SIZE bytes each (content-length) to PATH?n=i, every body sent whole as fast
@@ -739,21 +741,33 @@ def early_response(path, size):
 def uploads(count, size, path):
     # `count` complete uploads on one connection: how many bytes flow control let the client send
     # before it stopped (while the server holds the bodies), then every response.
+    sep = "&" if "?" in path else "?"
+    upload_list([(size, "%s%sn=%d" % (path, sep, i)) for i in range(count)])
+
+
+def upload_list(specs, first_alone=False):
+    # Complete uploads (size, path) on one connection, sent as fast as flow control allows; prints
+    # STALLED <bytes> once nothing could be sent for 0.5 s (or all was sent), then the result with the
+    # status of each upload in order (0: none) and when it ended (seconds). `first_alone`: the other
+    # bodies start once the first one was sent whole.
     sock = socket.create_connection(("127.0.0.1", PORT), timeout=10)
     h2c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
     h2c.initiate_connection()
     sock.sendall(h2c.data_to_send())
-    sep = "&" if "?" in path else "?"
+    start = time.monotonic()
     ids = []
-    for i in range(count):
+    sizes = {}
+    for size, path in specs:
         sid = h2c.get_next_available_stream_id()
-        h2c.send_headers(sid, [(":method", "POST"), (":scheme", "http"), (":path", "%s%sn=%d" % (path, sep, i)),
+        h2c.send_headers(sid, [(":method", "POST"), (":scheme", "http"), (":path", path),
                                (":authority", "127.0.0.1:%d" % PORT), ("content-length", str(size))])
         ids.append(sid)
+        sizes[sid] = size
     sock.sendall(h2c.data_to_send())
+    count = len(ids)
     sent = {sid: 0 for sid in ids}
     statuses = {}
-    ended = set()
+    ended = {}
     chunk = b"x" * 16384
     stalled = None
     deadline = time.monotonic() + 30
@@ -762,12 +776,14 @@ def uploads(count, size, path):
     sock.settimeout(0.02)
     while time.monotonic() < deadline and not closed and len(ended) < count:
         progress = False
-        for sid in ids:
-            room = min(h2c.local_flow_control_window(sid), size - sent[sid], h2c.max_outbound_frame_size) \
-                if sent[sid] < size and sid not in ended else 0
+        for index, sid in enumerate(ids):
+            if first_alone and index > 0 and sent[ids[0]] < sizes[ids[0]] and ids[0] not in ended:
+                break
+            room = min(h2c.local_flow_control_window(sid), sizes[sid] - sent[sid], h2c.max_outbound_frame_size) \
+                if sent[sid] < sizes[sid] and sid not in ended else 0
             if room > 0:
                 sent[sid] += room
-                h2c.send_data(sid, chunk[:room], end_stream=sent[sid] == size)
+                h2c.send_data(sid, chunk[:room], end_stream=sent[sid] == sizes[sid])
                 progress = True
         out = h2c.data_to_send()
         if out:
@@ -786,7 +802,7 @@ def uploads(count, size, path):
                     elif isinstance(event, h2.events.DataReceived):
                         h2c.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
                     elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
-                        ended.add(event.stream_id)
+                        ended.setdefault(event.stream_id, round(time.monotonic() - start, 3))
                 sock.sendall(h2c.data_to_send())
         except socket.timeout:
             pass
@@ -795,11 +811,12 @@ def uploads(count, size, path):
         now = time.monotonic()
         if progress:
             quiet_since = now
-        if stalled is None and (now - quiet_since > 0.5 or all(v == size for v in sent.values())):
+        if stalled is None and (now - quiet_since > 0.5 or all(sent[sid] == sizes[sid] for sid in ids)):
             stalled = sum(sent.values())
             print("STALLED %d" % stalled, flush=True)
-    result(stalled=stalled, total=sum(sent.values()), complete=sum(1 for v in sent.values() if v == size),
-           ok=sum(1 for sid in ids if statuses.get(sid) == 200 and sid in ended), closed=closed)
+    result(stalled=stalled, total=sum(sent.values()), complete=sum(1 for sid in ids if sent[sid] == sizes[sid]),
+           ok=sum(1 for sid in ids if statuses.get(sid) == 200 and sid in ended), closed=closed,
+           statuses=[statuses.get(sid, 0) for sid in ids], ended=[ended.get(sid) for sid in ids])
 
 
 def main():
@@ -876,6 +893,9 @@ def main():
         cancel(args.arg)
     elif s == "drain":
         drain(args.arg)
+    elif s == "upload-list":
+        upload_list([(int(item.split("@", 1)[0]), item.split("@", 1)[1]) for item in args.arg.split(",")],
+                    first_alone=args.arg2 == "first-alone")
     elif s == "uploads":
         uploads(int(args.arg), int(args.arg2), args.arg3)
     elif s == "early-response":
