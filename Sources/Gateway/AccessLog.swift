@@ -101,7 +101,7 @@ final class AccessLog: @unchecked Sendable {  // `shards` is per-loop locked; `f
         }
         if let keyId = context?.keyId { json.field("key_id", String(decoding: keyId.base64URL, as: UTF8.self)) }
         if let tier = context?.tier { json.field("tier", tier) }
-        // Cut by the gateway (the drain deadline, a client that took no bytes for `timeouts.write`),
+        // Cut by the gateway (the drain deadline, a client that took no bytes for the write timeout),
         // not by the client (499): its own field.
         if record.error == .drainDeadline || record.error == .clientStalled { json.field("cut", record.error!.code) }
         json.endObject()

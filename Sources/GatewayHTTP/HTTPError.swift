@@ -97,7 +97,7 @@ public enum HTTPError: String, Error, Sendable, Hashable, CaseIterable {
     /// 499 means). Never answered; reported in the access record (status 503 when no response had
     /// started, else the status being sent; `aborted`).
     case drainDeadline = "drain_deadline"
-    /// The client took no response bytes for longer than the write timeout (`timeouts.write`): over
+    /// The client took no response bytes for longer than the write timeout (`HTTPServerTimeouts.write`; 60 s in the gateway, not configurable yet): over
     /// HTTP/1.1 its socket accepted nothing, over HTTP/2 the stream's (or every stream's)
     /// flow-control window stayed closed (RFC 9113 section 6.9). Cut by the server, not by the
     /// client, as nginx's "client timed out" on `send_timeout`. Reported in the access record
