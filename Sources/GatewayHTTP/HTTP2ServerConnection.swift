@@ -507,6 +507,9 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     /// (`HTTP2Session.releaseRequestBody(_:)`); the WINDOW_UPDATE frames that reopens go out at the
     /// end of the turn.
     private func releaseRequestBody(_ stream: Stream) {
+        // Only a complete body is counted (most requests have none): nothing to ask the session then.
+        guard stream.requestComplete, stream.requestBodyBytes > 0, !stream.requestBodyReleased else { return }
+        stream.requestBodyReleased = true
         if session?.releaseRequestBody(stream.id) == true { flushAtEndOfTurn() }
     }
 

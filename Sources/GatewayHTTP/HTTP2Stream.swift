@@ -32,6 +32,8 @@ final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's
     var requestBodyBytes = 0
     /// END_STREAM received.
     var requestComplete = false
+    /// Its complete body left the connection's request body budget (`HTTP2Session.releaseRequestBody`).
+    var requestBodyReleased = false
     /// Receiving: when the request stalls (body timeout), monotonic nanoseconds; 0 = none.
     var deadline: UInt64 = 0
 
@@ -93,4 +95,6 @@ final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's
     func upstreamEnd() { connection.upstreamEnd(self) }
     func upstreamFailed(_ error: HTTPError) { connection.upstreamFailed(self, error) }
     func upstreamRequestSent() { connection.upstreamRequestSent(self) }
+    /// The budget counts a complete body until the upstream has it.
+    var hearsRequestSent: Bool { true }
 }

@@ -19,11 +19,15 @@ protocol UpstreamResponseSink: AnyObject {
     /// side may stop counting its body as held (`HTTP2Session.releaseRequestBody(_:)`). Called once
     /// per attempt, before or after the response head.
     func upstreamRequestSent()
+    /// Whether `upstreamRequestSent` does anything (asked once per exchange: the call is skipped
+    /// otherwise).
+    var hearsRequestSent: Bool { get }
 }
 
 extension UpstreamResponseSink {
     /// Nothing to do by default (an HTTP/1.1 connection holds one request at a time).
     func upstreamRequestSent() {}
+    var hearsRequestSent: Bool { false }
 }
 
 /// Drives one exchange on the loop: picks an endpoint and a connection, sends the request, relays
@@ -58,6 +62,8 @@ final class UpstreamExchange {  // confined to the loop of `pool`
     /// release of a downstream connection then takes the runtime's slow path (about 300
     /// instructions per proxied request, `bench/instructions`).
     private var sink: (any UpstreamResponseSink)?
+    /// `sink.hearsRequestSent`, read once.
+    private let sinkHearsRequestSent: Bool
     private var connection: UpstreamConnection?
     /// The endpoint counted as busy with this exchange.
     private var busy: UpstreamEndpointState?
@@ -86,6 +92,7 @@ final class UpstreamExchange {  // confined to the loop of `pool`
         self.method = method
         self.request = request
         self.sink = sink
+        sinkHearsRequestSent = sink.hearsRequestSent
         self.connectTimeout = connectTimeout.map(UpstreamLoopPool.nanoseconds) ?? pool.settings.connectTimeout
         self.responseTimeout = responseTimeout.map(UpstreamLoopPool.nanoseconds) ?? pool.settings.responseTimeout
     }
@@ -158,7 +165,7 @@ final class UpstreamExchange {  // confined to the loop of `pool`
             request = []
             requestReleased = true
         }
-        sink?.upstreamRequestSent()
+        if sinkHearsRequestSent { sink?.upstreamRequestSent() }
     }
 
     /// The response head, read at `now` (monotonic nanoseconds).

@@ -102,12 +102,18 @@ final class HTTP2SocketTests: XCTestCase {
         XCTAssertFalse(names.contains("expect"), "Expect is answered here, not forwarded: \(names)")
     }
 
+    /// A `content-length` over the limit is answered `413` at the HEADERS frame. nghttp, not curl:
+    /// the answer comes before the client sent its body, and curl 7.88.1 sometimes drops such an
+    /// answer (exit 92, see the test below), which made this test fail now and then under load.
     func testBodyOverLimitIs413OnTheStream() throws {
-        let (status, output) = try curl(["-D", "-", "--data-binary", String(repeating: "x", count: 17),
-                                         harness.url("/limited/x")])
-        XCTAssertEqual(status, 0, output)
-        XCTAssertTrue(output.hasPrefix("HTTP/2 413"), output)
-        XCTAssertTrue(output.contains("x-error: body_too_large"), output)
+        let body = FileManager.default.temporaryDirectory.appendingPathComponent("b17-\(UUID().uuidString.prefix(8))")
+        try Data(repeating: 0x78, count: 17).write(to: body)
+        defer { try? FileManager.default.removeItem(at: body) }
+        let over = try ChildProcess.run("nghttp", ["-v", "-d", body.path, harness.url("/limited/x")])
+        XCTAssertEqual(over.status, 0, over.output)
+        XCTAssertTrue(over.output.contains("content-length: 17"), "sent with its length: \(over.output)")
+        XCTAssertTrue(over.output.contains(":status: 413"), over.output)
+        XCTAssertTrue(over.output.contains("x-error: body_too_large"), over.output)
         let ok = try curl(["-D", "-", "--data-binary", String(repeating: "x", count: 16), harness.url("/limited/x")])
         XCTAssertTrue(ok.output.hasPrefix("HTTP/2 200"), ok.output)
     }
