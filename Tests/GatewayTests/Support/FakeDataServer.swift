@@ -46,16 +46,7 @@ final class FakeDataServer: @unchecked Sendable {  // immutable after init
                                                  "--public-key", publicFile, "--kid", Self.keyID, "--iss", Self.teamID,
                                                  "--dir", directory.path, "--port", "0"])
         process = child
-        var found: UInt16?
-        _ = eventually {
-            found = child.output.split(separator: "\n").first { $0.hasPrefix("READY ") }.flatMap { UInt16($0.dropFirst(6)) }
-            return found != nil || !child.isRunning
-        }
-        guard let found else {
-            child.stop(signal: SIGKILL, grace: 1)
-            throw ChildProcessError.notReady("fake_data_server.py: \(child.output)")
-        }
-        port = found
+        port = try child.readyPort("fake_data_server.py")
     }
 
     var url: String { "https://127.0.0.1:\(port)" }

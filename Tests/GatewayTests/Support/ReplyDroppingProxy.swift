@@ -18,16 +18,7 @@ final class ReplyDroppingProxy: @unchecked Sendable {  // immutable after init
         let child = try ChildProcess("python3", [E2EPaths.replyDroppingProxyScript, "--upstream-port", String(redisPort),
                                                  "--control", control.path, "--log", log.path])
         process = child
-        var found: UInt16?
-        _ = eventually {
-            found = child.output.split(separator: "\n").first { $0.hasPrefix("READY ") }.flatMap { UInt16($0.dropFirst(6)) }
-            return found != nil || !child.isRunning
-        }
-        guard let found else {
-            child.stop(signal: SIGKILL, grace: 1)
-            throw ChildProcessError.notReady("reply_dropping_proxy.py: \(child.output)")
-        }
-        port = found
+        port = try child.readyPort("reply_dropping_proxy.py")
     }
 
     /// The next chunk from the gateway that holds every one of `patterns` loses its reply.

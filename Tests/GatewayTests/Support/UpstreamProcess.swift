@@ -13,19 +13,7 @@ final class UpstreamProcess: @unchecked Sendable {  // `statsCalls` guarded by `
     init() throws {
         try ChildProcess.require("python3")
         process = try ChildProcess("python3", [E2EPaths.upstreamScript, "--port", "0"])
-        let deadline = Date().addingTimeInterval(15)
-        var found: UInt16?
-        while Date() < deadline, found == nil {
-            if let line = process.output.split(separator: "\n").first(where: { $0.hasPrefix("READY ") }) {
-                found = UInt16(line.dropFirst(6))
-            } else if !process.isRunning {
-                break
-            } else {
-                usleep(20_000)
-            }
-        }
-        guard let found else { throw ChildProcessError.notReady("upstream.py: \(process.output)") }
-        port = found
+        port = try process.readyPort("upstream.py")
     }
 
     /// Requests the upstream has received so far, not counting the `/__stats` questions themselves
