@@ -77,10 +77,10 @@ struct SignalCheck: Sendable {
         return utf8.count <= 32 && utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f && $0 != 0x22 && $0 != 0x5c } ? text : "invalid"
     }
 
-    /// The category as a metric label: hex of at most 64 bytes (the longest value `allowed` takes),
+    /// The category as a metric label: hex of at most `ValidationCategory.maximumBytes` (64, the longest value `allowed` takes),
     /// `empty`, or `invalid` (a probe's 5,000-byte category made a 10 KB series per value).
     static func categoryLabel(_ bytes: [UInt8]) -> String {
         if bytes.isEmpty { return "empty" }
-        return bytes.count <= 64 ? VerdictReport.hex(bytes) : "invalid"
+        return bytes.count <= SignalPolicy.ValidationCategory.maximumBytes ? VerdictReport.hex(bytes) : "invalid"
     }
 }

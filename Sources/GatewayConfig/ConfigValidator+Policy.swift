@@ -19,7 +19,7 @@ extension ConfigValidator {
                         if items.isEmpty { error(lp, "list at least one allowed value", listNode.mark); ok = false }
                         for (i, item) in items.enumerated() {
                             guard let text = string(item, lp.index(i), expected: "a hex value such as \"01000000\"") else { ok = false; continue }
-                            guard let bytes = ConfigValidator.hexBytes(text), (1...64).contains(bytes.count) else {
+                            guard let bytes = ConfigValidator.hexBytes(text), (1...SignalPolicy.ValidationCategory.maximumBytes).contains(bytes.count) else {
                                 error(lp.index(i), "\(ConfigText.quoted(text)) is not 1 to 64 bytes of hex (as App-Attest-Validation-Category shows it, e.g. 01000000)", item.mark)
                                 ok = false
                                 continue

@@ -20,6 +20,9 @@ public struct SignalPolicy: Sendable, Hashable {
 
     /// `validation_category`: the allowed values of `apple_validation_category_01`.
     public struct ValidationCategory: Sendable, Hashable {
+        /// The longest allowed value, in bytes (config `allowed` entries; the metric label of a
+        /// carried value, `SignalCheck`).
+        public static let maximumBytes = 64
         /// Allowed byte strings (configured as hex, e.g. `01000000`), at least one.
         public var allowed: [[UInt8]]
         /// What a value outside `allowed` does.
