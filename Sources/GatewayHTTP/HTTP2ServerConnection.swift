@@ -29,7 +29,7 @@ import GatewayIO
 ///
 /// The byte stream is read and written only through `readSome(into:)` and `writeOutput()`, so a TLS
 /// transport can take the socket's place.
-final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2SessionDelegate,
+final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2SessionDelegate, EndOfTurnWorker,
     @unchecked Sendable  // all state confined to `loop.queue`; `deliver` hops onto it
 {
     typealias Stream = HTTP2Stream
@@ -101,8 +101,6 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     #endif
     /// A flush is queued for the end of the loop's turn (`flushAtEndOfTurn()`).
     private var flushScheduled = false
-    /// The end-of-turn flush, made once (weak: the connection may be gone by then).
-    private lazy var endOfTurnWork: () -> Void = { [weak self] in self?.endOfTurnFlush() }
 
     /// Response body bytes held for the streams (waiting for the client's windows), for tests and
     /// metrics; read on the loop's queue.
@@ -137,7 +135,14 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         now = EventLoop.now()
         lastWriteProgress = now
         idleSince = now
+        #if DEBUG
+        context.liveHTTP2Connections.increment()
+        #endif
     }
+
+    #if DEBUG
+    deinit { context.liveHTTP2Connections.decrement() }
+    #endif
 
     /// Registers on the loop, takes the channel's events, sends our SETTINGS and processes the initial bytes.
     func start() {
@@ -583,10 +588,15 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     private func flushAtEndOfTurn() {
         guard !flushScheduled, state != .closed else { return }
         flushScheduled = true
-        loop.atEndOfTurn(endOfTurnWork)
+        // The loop holds the connection only while the flush is queued: no closure per turn, and no
+        // weak reference (a weak one gives the connection a side table for its whole life, which sends
+        // every retain and release of it, and every load of its streams' `unowned` reference, down the
+        // runtime's slow path; bench/PERFORMANCE.md, "Session 32"). Closed meanwhile: a no-op.
+        loop.atEndOfTurn(self)
     }
 
-    private func endOfTurnFlush() {
+    /// `EndOfTurnWorker`: the flush queued by `flushAtEndOfTurn()`.
+    func endOfTurn() {
         flushScheduled = false
         now = EventLoop.now()
         produceAndFlush()

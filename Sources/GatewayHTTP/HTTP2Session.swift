@@ -463,8 +463,7 @@ package final class HTTP2Session {
 
     /// Drops the header block in progress; a request block dropped unfinished was malformed.
     private func discardBlock() {
-        guard let b = block else { return }
-        block = nil
+        guard let b = block.take() else { return }  // moved out: no copy of its fields
         delegate.http2StreamMalformed(b.streamID, method: b.methodSeen, target: b.targetSeen)
     }
 
@@ -529,8 +528,9 @@ package final class HTTP2Session {
         if endStream { releaseBody(id, keepComplete: true) }
         switch UInt32(hd.type) {
         case NGHTTP2_HEADERS.rawValue:
-            guard var b = block, b.streamID == id else { return 0 }
-            block = nil  // `b` is now the only owner of the fields: `finish` moves them without a copy
+            // Moved out (`take`), not copied: `b` is the only owner of the fields, which `finish`
+            // moves into the request head without a copy.
+            guard block?.streamID == id, var b = block.take() else { return 0 }
             switch b.finish(endStream: endStream, policy: policy) {
             case .head(let head):
                 delegate.http2StreamOpened(id, head: head)

@@ -25,6 +25,9 @@ final class HTTPServerContext: @unchecked Sendable {  // immutable, or atomics a
     /// Debug builds: this server's HTTP/1.1 connections and HTTP/2 streams still alive (an upstream
     /// exchange holds its sink strongly until it finishes; tests check that nothing is kept after close).
     let liveSinks = LiveObjectCount()
+    /// Debug builds: this server's HTTP/2 connections still alive (work queued for the end of a loop
+    /// turn holds its connection strongly until it runs; tests check that none is kept after close).
+    let liveHTTP2Connections = LiveObjectCount()
     #endif
     private let nextConnectionID = Atomic<UInt64>(1)
     private let accounting = Mutex<Accounting>(Accounting())

@@ -83,8 +83,10 @@ package final class ByteStream {
         var rounds = 0
         while let tls, tls.hasBufferedInput, channel.isReading, !channel.isClosed {
             if rounds == 4 {
-                loop.atEndOfTurn { [weak self] in
-                    guard let self, !self.channel.isClosed else { return }
+                // Strong, held only while queued: a weak capture would give the stream a side table for
+                // the rest of its life (every retain of it then takes the runtime's slow path).
+                loop.atEndOfTurn { [self] in
+                    guard !self.channel.isClosed else { return }
                     let before = self.tlsSteps
                     self.onReadable()
                     if self.tlsSteps != before { self.deliverBufferedInput() }
@@ -103,8 +105,8 @@ package final class ByteStream {
     package func resumeReading() {
         channel.resumeReading()
         if let tls, tls.hasBufferedInput {
-            loop.atEndOfTurn { [weak self] in
-                guard let self, !self.channel.isClosed, self.channel.isReading else { return }
+            loop.atEndOfTurn { [self] in
+                guard !self.channel.isClosed, self.channel.isReading else { return }
                 self.onReadable()
                 self.deliverBufferedInput()
             }

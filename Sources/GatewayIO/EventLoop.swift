@@ -74,7 +74,18 @@ public final class EventLoop: @unchecked Sendable {  // mutable state confined t
     /// item on the queue. Work added by end-of-turn work runs in the same turn. Call on the queue.
     /// Used to coalesce writes (all the Redis commands of one batch in one send).
     public func atEndOfTurn(_ work: @escaping () -> Void) {
-        poller.endOfTurn.append(work)
+        poller.endOfTurn.append(.work(work))
+        scheduleEndOfTurn()
+    }
+
+    /// `atEndOfTurn(_:)` with an object: calls `worker.endOfTurn()` then, holding it until then. No
+    /// allocation per call (a closure would be one), for work that recurs every turn.
+    public func atEndOfTurn(_ worker: any EndOfTurnWorker) {
+        poller.endOfTurn.append(.worker(worker))
+        scheduleEndOfTurn()
+    }
+
+    private func scheduleEndOfTurn() {
         guard !poller.polling, !endOfTurnScheduled else { return }
         endOfTurnScheduled = true
         queue.async { [self] in

@@ -259,12 +259,29 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
 
     // MARK: delivery
 
+    /// One piece of end-of-turn work: a closure, or an object called back (`EndOfTurnWorker`).
+    package enum EndOfTurnItem {
+        case work(() -> Void)
+        case worker(any EndOfTurnWorker)
+
+        @inline(__always) func run() {
+            switch self {
+            case .work(let work): work()
+            case .worker(let worker): worker.endOfTurn()
+            }
+        }
+    }
+
     /// Work to run once the current batch of ready sockets is handled (`EventLoop.atEndOfTurn`).
     #if DEBUG
-    package var endOfTurn: [() -> Void] = []
+    package var endOfTurn: [EndOfTurnItem] = []
     #else
-    @exclusivity(unchecked) package var endOfTurn: [() -> Void] = []
+    @exclusivity(unchecked) package var endOfTurn: [EndOfTurnItem] = []
     #endif
+    /// The list's second buffer: `runEndOfTurn` swaps the two, so that taking the queued work out
+    /// allocates nothing (copying the list and emptying it with `keepingCapacity` made a new buffer
+    /// every turn, the copy still sharing the old one).
+    private var spareEndOfTurn: [EndOfTurnItem] = []
     /// Whether a batch is being handled (then end-of-turn work is drained by it).
     private(set) var polling = false
     /// Monotonic time (nanoseconds) read when the current round of ready sockets began
@@ -305,9 +322,12 @@ package final class EventLoopPoller: @unchecked Sendable {  // state confined to
     /// Runs (and empties) the end-of-turn list, including work added while it runs.
     package func runEndOfTurn() {
         while !endOfTurn.isEmpty {
-            let work = endOfTurn
-            endOfTurn.removeAll(keepingCapacity: true)
-            for item in work { item() }
+            var work: [EndOfTurnItem] = []
+            swap(&work, &spareEndOfTurn)  // an empty buffer with capacity (or [] when re-entered)
+            swap(&work, &endOfTurn)       // the queued work out, the empty buffer in
+            for item in work { item.run() }
+            work.removeAll(keepingCapacity: true)
+            if work.capacity > spareEndOfTurn.capacity { spareEndOfTurn = work }
         }
     }
 

@@ -35,7 +35,7 @@ typealias RedisCompletion = @Sendable (Result<RedisReply, StoreUnavailable>) -> 
 ///
 /// Completions run on the loop's queue, never synchronously inside `submit`. A caller on that queue
 /// (`submit(_:onQueue: true)`) skips the hop and its write is coalesced with the turn's other commands.
-final class RedisConnection: @unchecked Sendable {  // every mutable field is touched only on `loop.queue`
+final class RedisConnection: EndOfTurnWorker, @unchecked Sendable {  // every mutable field is touched only on `loop.queue`
     /// The loop the connection lives in.
     let loop: EventLoop
     /// `loop.queue`.
@@ -111,12 +111,15 @@ final class RedisConnection: @unchecked Sendable {  // every mutable field is to
     private func scheduleFlush() {
         guard !flushScheduled else { return }
         flushScheduled = true
-        loop.atEndOfTurn { [self] in
-            flushScheduled = false
-            guard let socket, let failure = socket.flush() else { return }
-            closeSocket()
-            perform(machine.connectionLost(now: RedisConnection.now(), detail: failure))
-        }
+        loop.atEndOfTurn(self)  // held until then; no closure per turn
+    }
+
+    /// `EndOfTurnWorker`: writes what `scheduleFlush()` coalesced.
+    func endOfTurn() {
+        flushScheduled = false
+        guard let socket, let failure = socket.flush() else { return }
+        closeSocket()
+        perform(machine.connectionLost(now: RedisConnection.now(), detail: failure))
     }
 
     /// Closes for good: pending commands fail as `.closed`, the socket and timer are released.

@@ -208,6 +208,45 @@ final class EventLoopPollerTests: XCTestCase {
         onLoop { channel?.close() }
     }
 
+    /// End-of-turn work queued as closures and as objects (`EndOfTurnWorker`) runs in the order it was
+    /// queued, work queued by it runs in the same turn, every turn (the list's two buffers are swapped,
+    /// not copied), and the loop lets go of a worker once it ran.
+    func testEndOfTurnRunsClosuresAndWorkersInOrderAndLetsGoOfWorkers() throws {
+        final class Worker: EndOfTurnWorker, @unchecked Sendable {  // confined to the loop's queue
+            let name: String
+            let record: (String) -> Void
+            var then: (() -> Void)?
+            init(_ name: String, _ record: @escaping (String) -> Void) { self.name = name; self.record = record }
+            func endOfTurn() {
+                record(name)
+                then?()
+            }
+        }
+        nonisolated(unsafe) var log: [String] = []
+        nonisolated(unsafe) weak var released: Worker?
+        let loop = self.loop
+        for turn in 0..<3 {
+            let done = DispatchSemaphore(value: 0)
+            loop.execute {
+                let first = Worker("worker 1 of \(turn)") { log.append($0) }
+                let second = Worker("worker 2 of \(turn)") { log.append($0) }
+                second.then = {
+                    loop.atEndOfTurn { log.append("queued by worker 2 of \(turn)") }
+                    loop.atEndOfTurn(Worker("worker 3 of \(turn)") { log.append($0); done.signal() })
+                }
+                loop.atEndOfTurn(first)
+                loop.atEndOfTurn { log.append("closure of \(turn)") }
+                loop.atEndOfTurn(second)
+                released = first
+            }
+            XCTAssertEqual(done.wait(timeout: .now() + 5), .success)
+            XCTAssertEqual(onLoop { log }, ["worker 1 of \(turn)", "closure of \(turn)", "worker 2 of \(turn)",
+                                           "queued by worker 2 of \(turn)", "worker 3 of \(turn)"])
+            XCTAssertNil(onLoop { released }, "the loop let go of the worker after it ran")
+            onLoop { log = [] }
+        }
+    }
+
     func testShutdownEndsTheWaitingThreadAndClosesItsDescriptors() throws {
         // Judged by this group's own pollers, not by the process's descriptor numbers: a loop group of
         // an earlier test may still be closing its sets while this one runs, and a number it frees can
