@@ -66,19 +66,34 @@ package final class HTTP2Session {
     private var termination: HTTP2ErrorCode?
     /// The GOAWAY error code once the connection is ending with an error: set when this type decided
     /// it, or once nghttp2's own GOAWAY (e.g. `COMPRESSION_ERROR`) is handed out for sending.
+    #if DEBUG
     package private(set) var terminatedWith: HTTP2ErrorCode?
+    #else
+    @exclusivity(unchecked) package private(set) var terminatedWith: HTTP2ErrorCode?
+    #endif
     /// When the header block being received (request or trailers, HEADERS then CONTINUATION
     /// frames) began, monotonic nanoseconds; nil between blocks. The connection bounds it with
     /// `timeouts.header`.
     package var headerBlockStarted: UInt64? { block == nil ? nil : blockStartedAt }
-    /// Whether nghttp2 is running (receive or send): nested calls are refused.
+    /// Whether nghttp2 is running (receive or send): nested calls are refused. Like `terminatedWith`,
+    /// read by the connection on every flush; release builds drop the run-time exclusivity check of
+    /// both (plain values, whose accesses never overlap a call).
+    #if DEBUG
     package private(set) var isBusy = false
+    #else
+    @exclusivity(unchecked) package private(set) var isBusy = false
+    #endif
     private var now: UInt64 = 0
 
-    // Abuse budgets.
+    // Abuse budgets. `resetRing` has no run-time exclusivity check in release builds (debug builds
+    // keep it): written once per stream opened, read when a reset arrives, each access a leaf.
     private var streamsOpened = 0
     private var resetsReceived = 0
+    #if DEBUG
     private var resetRing: [Int]
+    #else
+    @exclusivity(unchecked) private var resetRing: [Int]
+    #endif
     private var controlWindowStart: UInt64 = 0
     private var controlFrames = 0
     private let controlWindowNanos: UInt64
@@ -87,22 +102,42 @@ package final class HTTP2Session {
     private var dataFramesSent = 0
 
     // Request body flow control: WINDOW_UPDATE is ours to send (nghttp2's automatic updates are off).
+    // Release builds drop the run-time exclusivity check of the four collections below (debug builds
+    // keep it): every access is a leaf (a dictionary or array operation, or a call into nghttp2 that
+    // calls nothing back: `nghttp2_session_consume_*`, `nghttp2_session_set_local_window_size`), and
+    // each END_STREAM and close reads them (bench/PERFORMANCE.md, "Session 32").
     /// Streams whose request body is still arriving, oldest first.
+    #if DEBUG
     private var bodyStreams: [Int32] = []
+    #else
+    @exclusivity(unchecked) private var bodyStreams: [Int32] = []
+    #endif
     /// Per such stream: body bytes received, and bytes not yet given back to its window.
+    #if DEBUG
     private var bodyBytes: [Int32: (held: Int, unconsumed: Int)] = [:]
+    #else
+    @exclusivity(unchecked) private var bodyBytes: [Int32: (held: Int, unconsumed: Int)] = [:]
+    #endif
     private var heldBodyBytes = 0
     /// `SETTINGS_INITIAL_WINDOW_SIZE` as advertised (`HTTP2Settings.advertisedWindow`): what any
     /// stream may send before a WINDOW_UPDATE.
     private let advertisedWindow: Int
     /// Window granted beyond `advertisedWindow` to streams whose body is expected, per stream and in
     /// all (`grantWindow`), counted against `requestBodyBufferBytes` until the body is complete.
+    #if DEBUG
     private var grantedWindow: [Int32: Int] = [:]
+    #else
+    @exclusivity(unchecked) private var grantedWindow: [Int32: Int] = [:]
+    #endif
     private var grantedWindowTotal = 0
     /// Bodies complete (END_STREAM) but still held downstream: with the handler, or forwarded and
     /// not yet written whole to the upstream socket. Bytes per stream and in all, counted against
     /// `requestBodyBufferBytes` until `releaseRequestBody(_:)` or the stream closes.
+    #if DEBUG
     private var completeBodies: [Int32: Int] = [:]
+    #else
+    @exclusivity(unchecked) private var completeBodies: [Int32: Int] = [:]
+    #endif
     private var completeBodyBytes = 0
 
     /// Request body bytes counted against `requestBodyBufferBytes` now: bodies arriving and complete

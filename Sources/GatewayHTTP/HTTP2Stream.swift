@@ -19,15 +19,28 @@ final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's
         case responding
     }
 
+    // Release builds drop the run-time exclusivity check of `head`, `body`, `exchange`, `pending` and
+    // `context` (`@exclusivity(unchecked)`; debug builds keep it): confined to the connection's
+    // loop, and every access is a leaf (a value read or replaced, an array or buffer operation; an
+    // exchange or context is read out before it is called). Several accesses per stream
+    // (bench/PERFORMANCE.md, "Session 32").
     let id: Int32
     unowned let connection: HTTP2ServerConnection
     let start: UInt64
     var phase = Phase.receiving
+    #if DEBUG
     var head: HTTPRequestHead?
+    #else
+    @exclusivity(unchecked) var head: HTTPRequestHead?
+    #endif
     /// Method and target received, for the access record of a refused request (no `head`).
     var method: HTTPMethod?
     var target: [UInt8]?
+    #if DEBUG
     var body: [UInt8] = []
+    #else
+    @exclusivity(unchecked) var body: [UInt8] = []
+    #endif
     var bodyLimit = 0
     var requestBodyBytes = 0
     /// END_STREAM received.
@@ -37,7 +50,11 @@ final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's
     /// Receiving: when the request stalls (body timeout), monotonic nanoseconds; 0 = none.
     var deadline: UInt64 = 0
 
+    #if DEBUG
     var exchange: UpstreamExchange?
+    #else
+    @exclusivity(unchecked) var exchange: UpstreamExchange?
+    #endif
     var upstreamName: String?
     var responseHeadFilter: (@Sendable (inout HTTPResponseHead) -> Void)?
     /// `HTTPForward.responseField` of the forward.
@@ -54,7 +71,11 @@ final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's
     var responseStatus = 0
     var responseBodyBytes = 0
     /// Response body bytes not yet taken by nghttp2.
+    #if DEBUG
     var pending = HTTP2BodyBuffer()
+    #else
+    @exclusivity(unchecked) var pending = HTTP2BodyBuffer()
+    #endif
     /// No more bytes will be added to `pending`.
     var bodyComplete = false
     /// nghttp2 was told the body ended (END_STREAM queued).
@@ -67,7 +88,11 @@ final class HTTP2Stream: UpstreamResponseSink {  // confined to the connection's
     var lastProgress: UInt64
     /// The handler's context: set by the head decision, replaced by an answer that carries one,
     /// handed to `requestCompleted` (nil for a stream refused or reset before its head was decided).
+    #if DEBUG
     var context: HTTPContextBox?
+    #else
+    @exclusivity(unchecked) var context: HTTPContextBox?
+    #endif
 
     #if DEBUG
     /// The server's count of live sinks (debug builds; `HTTPServerContext.liveSinks`).

@@ -20,18 +20,16 @@ import Musl
 /// `SSL_ERROR_WANT_WRITE` / `SSL_ERROR_WANT_READ` contract, see SSL_get_error(3)). Everything runs
 /// on the loop's queue.
 package final class ByteStream {
-    /// The socket and its interest in the loop's poller (owned: `close()` closes it).
-    ///
-    /// Release builds drop its run-time exclusivity check, and `tls`'s (`@exclusivity(unchecked)`;
-    /// debug builds keep it): both are read on every read and write and written only by `init`,
-    /// `attachTLS` and `close()`, all on the loop's queue, and a read of a reference cannot nest
-    /// another access. The checks were about 16 accesses per proxied request (bench/PERFORMANCE.md "Seventh pass").
-    #if DEBUG
-    package private(set) var channel: SocketChannel!
-    #else
-    @exclusivity(unchecked) package private(set) var channel: SocketChannel!
-    #endif
+    /// The socket and its interest in the loop's poller (owned: `close()` closes it). A constant: no
+    /// run-time exclusivity check on its reads (a `var`, even `@exclusivity(unchecked)`, was still
+    /// checked where another module inlines the read; bench/PERFORMANCE.md, "Session 32").
+    package let channel: SocketChannel
     /// The TLS session over the socket, if any (owned: freed by `close()`).
+    ///
+    /// Release builds drop its run-time exclusivity check (`@exclusivity(unchecked)`; debug builds
+    /// keep it): read on every read and write and written only by `attachTLS` and `close()`, on the
+    /// loop's queue, and a read of a reference cannot nest another access (bench/PERFORMANCE.md
+    /// "Seventh pass").
     #if DEBUG
     package private(set) var tls: TLSConnection?
     #else
@@ -52,9 +50,9 @@ package final class ByteStream {
     /// before `channel.startReading()` / `channel.armWrite()`. Call on the loop's queue.
     package init(fd: Int32, loop: EventLoop) {
         self.loop = loop
-        channel = SocketChannel(fd: fd, loop: loop,
-                                onReadable: { [unowned self] in self.readable() },
-                                onWritable: { [unowned self] in self.writable() })
+        channel = SocketChannel(fd: fd, loop: loop, onReadable: {}, onWritable: {})
+        channel.setHandlers(onReadable: { [unowned self] in self.readable() },
+                            onWritable: { [unowned self] in self.writable() })
     }
 
     /// Routes readiness to new handlers (the previous ones are dropped).

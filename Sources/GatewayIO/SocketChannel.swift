@@ -55,6 +55,14 @@ public final class SocketChannel {
         slot = poller.attach(self)
     }
 
+    /// Routes readiness to new callbacks, for an owner that can only make them once the channel
+    /// exists (they capture the owner). Ignored once closed. Call on the loop's queue.
+    package func setHandlers(onReadable: @escaping () -> Void, onWritable: @escaping () -> Void) {
+        guard !isClosed else { return }
+        self.onReadable = onReadable
+        self.onWritable = onWritable
+    }
+
     private func updateInterest() {
         guard !isClosed else { return }
         let interest = (reading && !readPaused ? readInterest : 0) | (writeArmed ? SocketChannel.writeEvents : 0)
