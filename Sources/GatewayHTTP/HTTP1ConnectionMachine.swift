@@ -601,7 +601,7 @@ struct HTTP1ConnectionMachine {
     mutating func answered(_ answer: consuming HTTPAnswer, sequence: UInt64, now: UInt64) -> Actions {
         var actions = Actions()
         guard acceptsAnswer(for: sequence) else { return actions }
-        switch answer {
+        switch consume answer {  // moved into the case's value, not copied out of it
         case .response(let response): sendResponse(response, error: nil, now: now, &actions)
         case .error(let error): renderError(error, &actions)
         case .forward(let forward): startForward(forward, &actions)

@@ -337,9 +337,9 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
     func deliver(_ answer: consuming HTTPAnswer, context: HTTPContextBox?, sequence: UInt64) {
         if loop.inEventLoop {
             if inHandlerCall {
-                synchronousAnswers.append((answer, context, sequence))
+                synchronousAnswers.append((consume answer, context, sequence))
             } else {
-                apply(answer, context: context, sequence: sequence)
+                apply(consume answer, context: context, sequence: sequence)
                 flushAtEndOfTurn()
             }
             return
@@ -360,7 +360,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
             swap(&batch, &synchronousAnswers)
             batch.reverse()
             while let (answer, context, sequence) = batch.popLast() {
-                apply(answer, context: context, sequence: sequence)
+                apply(consume answer, context: context, sequence: sequence)
             }
             if synchronousAnswers.isEmpty { swap(&batch, &synchronousAnswers) }  // empty, with its capacity
         }
@@ -372,7 +372,7 @@ final class HTTP2ServerConnection: DownstreamConnection, HTTPResponseSink, HTTP2
         guard state != .closed, let stream = streams[Int32(bitPattern: UInt32(truncatingIfNeeded: sequence))],
               stream.phase == .handling else { return }
         if let answerContext { stream.context = answerContext }
-        switch answer {
+        switch consume answer {  // moved into the case's value, not copied out of it
         case .response(let r): sendResponse(stream, r, error: nil)
         case .error(let e): sendResponse(stream, context.handler.errorResponse(e, stream.head, stream.context), error: e)
         case .forward(let f): startForward(stream, f)

@@ -22,7 +22,7 @@ final class HTTPAnswerChannel: Sendable {
     func answer(_ answer: consuming HTTPAnswer, context: HTTPContextBox?) -> Bool {
         guard answered.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing).exchanged
         else { return false }
-        sink.deliver(answer, context: context, sequence: sequence)
+        sink.deliver(consume answer, context: context, sequence: sequence)
         return true
     }
 
