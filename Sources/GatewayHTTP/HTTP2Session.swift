@@ -355,10 +355,10 @@ package final class HTTP2Session {
                 }
                 if name.count == 4 && HTTP1Syntax.equalsLowercaseLiteral(name, "date") { hasDate = true }
                 let nameStart = HTTP2Session.appendLowercased(name, to: &scratch)
+                // The value is not copied: its span points into the fields' own storage.
                 let value = HTTPHeaders.valueBuffer(raw, slot)
                 let trimmed = HTTP1Syntax.trimOWS(value, 0..<value.count)
-                let valueStart = UInt32(scratch.count)
-                scratch.append(contentsOf: UnsafeRawBufferPointer(rebasing: value[trimmed]))
+                let valueStart = (slot.valueStart + UInt32(trimmed.lowerBound)) | HTTP2Session.inFieldStorage
                 spans.append((nameStart, UInt32(name.count), valueStart, UInt32(trimmed.count)))
             }
         }
@@ -384,19 +384,26 @@ package final class HTTP2Session {
             spans.append((nameStart, UInt32(fieldName.count), valueStart, UInt32(trimmed.count)))
         }
         nvs.removeAll(keepingCapacity: true)
-        let rv: Int32 = scratch.withUnsafeMutableBufferPointer { bytes in
-            let base = bytes.baseAddress!
-            for (i, (ns, nl, vs, vl)) in spans.enumerated() {
-                let flags = i == neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
-                nvs.append(nghttp2_nv(name: base + Int(ns), value: base + Int(vs), namelen: Int(nl), valuelen: Int(vl),
-                                      flags: UInt8(flags)))
+        // nghttp2 copies names and values while submitting (no NGHTTP2_NV_FLAG_NO_COPY_*): both buffers
+        // need only live through the call.
+        let rv: Int32 = headers.storage.withUnsafeBytes { stored in
+            scratch.withUnsafeMutableBufferPointer { bytes in
+                let base = bytes.baseAddress!
+                let fieldBase = UnsafeMutablePointer(mutating: stored.baseAddress?.assumingMemoryBound(to: UInt8.self))
+                for (i, (ns, nl, vs, vl)) in spans.enumerated() {
+                    let flags = i == neverIndexed ? NGHTTP2_NV_FLAG_NO_INDEX.rawValue : NGHTTP2_NV_FLAG_NONE.rawValue
+                    let value = vs & HTTP2Session.inFieldStorage != 0
+                        ? fieldBase! + Int(vs & ~HTTP2Session.inFieldStorage) : base + Int(vs)
+                    nvs.append(nghttp2_nv(name: base + Int(ns), value: value, namelen: Int(nl), valuelen: Int(vl),
+                                          flags: UInt8(flags)))
+                }
+                if hasBody {
+                    var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil),
+                                                         read_callback: HTTP2Session.readBody)
+                    return nghttp2_submit_response(session, streamID, nvs, nvs.count, &provider)
+                }
+                return nghttp2_submit_response(session, streamID, nvs, nvs.count, nil)
             }
-            if hasBody {
-                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil),
-                                                     read_callback: HTTP2Session.readBody)
-                return nghttp2_submit_response(session, streamID, nvs, nvs.count, &provider)
-            }
-            return nghttp2_submit_response(session, streamID, nvs, nvs.count, nil)
         }
         return rv == 0
     }
@@ -467,6 +474,10 @@ package final class HTTP2Session {
     }
 
     /// Appends `name` lower-cased (one copy, then the bytes lowered in place); returns where it starts.
+    /// Marks a value span of `submit` as an offset into the fields' storage instead of `scratch`
+    /// (field storage is far below 2 GiB: `HTTP1ParserLimits` bound a head to kilobytes).
+    private static let inFieldStorage: UInt32 = 1 << 31
+
     private static func appendLowercased(_ name: UnsafeRawBufferPointer, to scratch: inout [UInt8]) -> UInt32 {
         let start = scratch.count
         scratch.append(contentsOf: name)

@@ -120,6 +120,8 @@ final class HTTP2SessionTests: XCTestCase {
         try upstream.add(name: "X-Request-Id", value: "from-upstream")
         try upstream.add(name: "Server", value: "up")
         try upstream.add(name: "Connection", value: "x-named")
+        // Sent from the fields' own storage (not copied): the value's span, trimmed of OWS.
+        try upstream.add(name: "X-Padded", value: " \tpadded value\t ")
         let fields: [(name: String, value: String)?] = [
             ("X-Request-Id", " id-1 "),  // replaces the upstream's, trimmed, never indexed
             ("X-Request-Id", "bad\r\nvalue"),  // invalid: left out, the upstream's stays
@@ -133,9 +135,10 @@ final class HTTP2SessionTests: XCTestCase {
         }
         p.pump()
         let responses = try ids.map { try XCTUnwrap(p.client.responses[$0]) }
-        XCTAssertEqual(responses[0].headers.map { "\($0.0)=\($0.1)" }, ["server=up", "content-length=0", "x-request-id=id-1"])
+        XCTAssertEqual(responses[0].headers.map { "\($0.0)=\($0.1)" },
+                       ["server=up", "x-padded=padded value", "content-length=0", "x-request-id=id-1"])
         XCTAssertEqual(responses[0].neverIndexed, ["x-request-id"])
-        let unchanged = ["x-request-id=from-upstream", "server=up", "content-length=0"]
+        let unchanged = ["x-request-id=from-upstream", "server=up", "x-padded=padded value", "content-length=0"]
         for r in responses.dropFirst() {
             XCTAssertEqual(r.headers.map { "\($0.0)=\($0.1)" }, unchanged)
             XCTAssertEqual(r.neverIndexed, [], "fields of the head are indexed as nghttp2 decides")
