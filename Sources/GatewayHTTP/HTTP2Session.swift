@@ -473,11 +473,11 @@ package final class HTTP2Session {
         return start
     }
 
-    /// Appends `name` lower-cased (one copy, then the bytes lowered in place); returns where it starts.
     /// Marks a value span of `submit` as an offset into the fields' storage instead of `scratch`
     /// (field storage is far below 2 GiB: `HTTP1ParserLimits` bound a head to kilobytes).
     private static let inFieldStorage: UInt32 = 1 << 31
 
+    /// Appends `name` lower-cased (one copy, then the bytes lowered in place); returns where it starts.
     private static func appendLowercased(_ name: UnsafeRawBufferPointer, to scratch: inout [UInt8]) -> UInt32 {
         let start = scratch.count
         scratch.append(contentsOf: name)
