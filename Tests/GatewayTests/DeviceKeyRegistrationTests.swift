@@ -605,6 +605,11 @@ final class DeviceKeyStoreOutageTests: XCTestCase {
                       code: "store_unavailable", action: "retry")
         assertRefusal(try env.register(fields), status: 503, code: "store_unavailable", action: "retry")
         try env.redis.start()
+        // Every loop's connection back (`/readyz` says so), as in StoreOutageTests: until then a request
+        // on a loop whose connection is still waiting to reconnect is rightly a 503.
+        let readyz = "http://127.0.0.1:\(env.gateway.adminPort)/readyz"
+        XCTAssertTrue(eventually { StoreOutageTests.readiness((try? Curl.get(readyz))?.text ?? "")?.store == "ok" },
+                      "the store is reported ok once every loop's connection is back")
         var registered: HTTPReply?
         XCTAssertTrue(try eventually { registered = try env.register(fields); return registered?.status != 503 }, "Redis back")
         XCTAssertEqual(registered?.status, 201, "the challenge survived the outage: \(String(describing: registered))")
