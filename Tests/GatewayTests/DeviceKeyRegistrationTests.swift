@@ -607,8 +607,7 @@ final class DeviceKeyStoreOutageTests: XCTestCase {
         try env.redis.start()
         // Every loop's connection back (`/readyz` says so), as in StoreOutageTests: until then a request
         // on a loop whose connection is still waiting to reconnect is rightly a 503.
-        let readyz = "http://127.0.0.1:\(env.gateway.adminPort)/readyz"
-        XCTAssertTrue(eventually { StoreOutageTests.readiness((try? Curl.get(readyz))?.text ?? "")?.store == "ok" },
+        XCTAssertTrue(eventually { StoreOutageTests.storeIsOK(admin: "http://127.0.0.1:\(env.gateway.adminPort)") },
                       "the store is reported ok once every loop's connection is back")
         var registered: HTTPReply?
         XCTAssertTrue(try eventually { registered = try env.register(fields); return registered?.status != 503 }, "Redis back")

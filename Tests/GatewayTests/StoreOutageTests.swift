@@ -48,7 +48,7 @@ final class StoreOutageTests: E2ETestCase {
 
         // Restart from the AOF on the same port; the gateway is not restarted.
         try redis.start()
-        XCTAssertTrue(eventually { StoreOutageTests.readiness((try? Curl.get("http://127.0.0.1:\(env.adminPort)/readyz"))?.text ?? "")?.store == "ok" },
+        XCTAssertTrue(eventually { StoreOutageTests.storeIsOK(admin: "http://127.0.0.1:\(env.adminPort)") },
                       "the store is reported ok once every loop's connection is back")
         // `ok` means every loop's connection is back: store writes on new connections (spread over
         // the loops) go through at once, no waiting.
@@ -73,7 +73,7 @@ final class StoreOutageTests: E2ETestCase {
     func testReadinessStaysUpWithRedisDownAndSaysSoWithoutErrorText() throws {
         let redis = try XCTUnwrap(env.redis)
         let admin = "http://127.0.0.1:\(env.adminPort)"
-        XCTAssertTrue(eventually { StoreOutageTests.readiness((try? Curl.get("\(admin)/readyz"))?.text ?? "")?.store == "ok" })
+        XCTAssertTrue(eventually { StoreOutageTests.storeIsOK(admin: admin) })
         let up = try Curl.get("\(admin)/readyz")
         XCTAssertEqual(up.status, 200, up.text)
         XCTAssertEqual(StoreOutageTests.readiness(up.text)?.ready, true, up.text)
@@ -94,10 +94,16 @@ final class StoreOutageTests: E2ETestCase {
         XCTAssertEqual(health.status, 200, "the process itself is alive")
         StoreOutageTests.assertNoErrorText(health.text)
         try redis.start()
-        XCTAssertTrue(eventually { StoreOutageTests.readiness((try? Curl.get("\(admin)/readyz"))?.text ?? "")?.store == "ok" })
+        XCTAssertTrue(eventually { StoreOutageTests.storeIsOK(admin: admin) })
         let back = try Curl.get("\(admin)/metrics").text
         XCTAssertTrue(back.contains("attest_gateway_store_connections{state=\"ready\"} 2\n"), "both loops' connections: \(back)")
         XCTAssertTrue(back.contains("attest_gateway_store_connections{state=\"down\"} 0\n"), back)
+    }
+
+    /// Whether `/readyz` of the admin listener at `admin` (`http://127.0.0.1:PORT`) reports the store
+    /// `ok`: every loop's connection to it is up. For `eventually` after a store outage.
+    static func storeIsOK(admin: String) -> Bool {
+        readiness((try? Curl.get("\(admin)/readyz"))?.text ?? "")?.store == "ok"
     }
 
     /// The `/readyz` body: exactly `ready` (bool), `status` and `store` (words); nil otherwise.
