@@ -40,25 +40,46 @@ extension AttestClient {
         return nil
     }
 
-    /// The device key in memory or restored from the store; nil when there is none.
+    /// The device key in memory or restored from the store; nil when there is none or the stored one
+    /// cannot be restored (`restoredDeviceKey()` says why).
     func existingDeviceKey() -> (any DeviceKeySigner)? {
-        if let key = lock.locked({ deviceKey }) { return key }
-        guard let data = store.data(for: Item.deviceKey), let key = try? keys.restoreKey(data), key.publicKey.count == 65 else { return nil }
-        lock.locked { deviceKey = key }
-        return key
+        if case .restored(let key) = restoredDeviceKey() { return key }
+        return nil
     }
 
-    /// The device key (restored, or created and stored). Only under `operation`: key generation is serialized.
-    func loadOrCreateDeviceKey() -> Result<any DeviceKeySigner, Error> {
-        if let key = existingDeviceKey() { return .success(key) }
-        do {
-            let key = try keys.makeKey()
-            try? store.set(key.persistentRepresentation, for: Item.deviceKey)
-            lock.locked { deviceKey = key }
-            return .success(key)
-        } catch {
-            return .failure(error)
+    /// The device key in memory or restored from the store, none stored, or a stored representation
+    /// that `keys.restoreKey` refuses (a Secure Enclave key restored from another device's backup) or
+    /// that restores to something other than an uncompressed P-256 public key (65 bytes).
+    func restoredDeviceKey() -> StoredDeviceKey {
+        if let key = lock.locked({ deviceKey }) { return .restored(key) }
+        guard let data = store.data(for: Item.deviceKey) else { return .none }
+        let key: any DeviceKeySigner
+        do { key = try keys.restoreKey(data) } catch { return .unusable("\(error)") }
+        guard key.publicKey.count == 65 else { return .unusable("its public key is \(key.publicKey.count) bytes, not 65") }
+        lock.locked { deviceKey = key }
+        return .restored(key)
+    }
+
+    /// The device key (restored, or created and stored), with a note when a stored key that could not
+    /// be restored was replaced. Only under `operation`: key generation is serialized.
+    /// - Failure: `.cannotCreate` (the factory threw), or `.cannotStore` (the new key could not be
+    ///   written: registering it would leave a registration whose key is gone at the next launch, so
+    ///   nothing is registered and no attestation spent).
+    func loadOrCreateDeviceKey() -> Result<(key: any DeviceKeySigner, note: String?), DeviceKeyProblem> {
+        var unrestorable: String?  // why the stored key could not be restored, when one could not
+        switch restoredDeviceKey() {
+        case .restored(let key): return .success((key, nil))
+        case .none: break
+        case .unusable(let why): unrestorable = why
         }
+        let key: any DeviceKeySigner
+        do { key = try keys.makeKey() } catch { return .failure(.cannotCreate(error)) }
+        do { try store.set(key.persistentRepresentation, for: Item.deviceKey) } catch {
+            return .failure(.cannotStore("the new device key could not be stored (\(error)); nothing registered or spent" +
+                                         (unrestorable.map { "; the stored one could not be restored (\($0))" } ?? "")))
+        }
+        lock.locked { deviceKey = key }
+        return .success((key, unrestorable.map { "the stored device key could not be restored (\($0)): a new key replaced it" }))
     }
 
     /// A full registration for the configured mode.
@@ -67,32 +88,35 @@ extension AttestClient {
         if configuration.mode == .appAttestOnly { return attestAppAttestOnly(replacing: previous) }
         let now = clock.now()
         if let backoff = activeBackoff(now: now) { return (.failed(backoffDetail(backoff)), nil) }
-        let signer: any DeviceKeySigner
+        let signer: any DeviceKeySigner, keyNote: String?
         switch loadOrCreateDeviceKey() {
-        case .success(let key): signer = key
-        case .failure(let error):
+        case .success(let made): (signer, keyNote) = made
+        case .failure(.cannotStore(let detail)): return (.failed(detail), nil)
+        case .failure(.cannotCreate(let error)):
             if configuration.mode == .automatic && appAttest.isSupported { return attestAppAttestOnly(replacing: previous) }
             return (.unsupported("no device key could be created: \(error)"), nil)
         }
+        /// `detail`, followed by why the stored device key was replaced when it was.
+        func noted(_ detail: String) -> String { keyNote.map { detail + "; " + $0 } ?? detail }
         let kid = Base64Text.encode(SHA256Hashing.hash(signer.publicKey))
         var roundTrips = 0
         var challenge: Data
         switch requestChallenge(kid: kid, purpose: "register", roundTrips: &roundTrips) {
         case .challenge(let bytes): challenge = bytes
-        case .unavailable(let detail): return (.failed(detail, backing: signer.backing), nil)
+        case .unavailable(let detail): return (.failed(noted(detail), backing: signer.backing), nil)
         case .refused(let answer):
             if configuration.mode == .automatic && answer.status == 400 && appAttest.isSupported {
                 // A gateway without registrations does not know the purpose "register": App Attest alone.
                 return attestAppAttestOnly(replacing: previous)
             }
-            return (.failed(answer.describe("no registration challenge"), backing: signer.backing), nil)
+            return (.failed(noted(answer.describe("no registration challenge")), backing: signer.backing), nil)
         }
         var spentAny = false
         var replacedAppAttestKey = false
         /// A failed attempt; one that spent an attestation extends the back-off.
         func failed(_ detail: String, retryAt: Double? = nil) -> Outcome {
-            guard spentAny else { return (.failed(detail, backing: signer.backing), nil) }
-            return (.failed(detail + "; " + backoffDetail(extendBackoff(retryAt: retryAt)), tokenSpent: true, backing: signer.backing), nil)
+            guard spentAny else { return (.failed(noted(detail), backing: signer.backing), nil) }
+            return (.failed(noted(detail) + "; " + backoffDetail(extendBackoff(retryAt: retryAt)), tokenSpent: true, backing: signer.backing), nil)
         }
         for _ in 0..<3 {
             let integrity = configuration.integrityCodes()
@@ -129,13 +153,14 @@ extension AttestClient {
                 do { (expiresAt, renewAfter) = (try answer.seconds("expiresAt"), try answer.seconds("renewAfter")) } catch {
                     return failed("malformed registration answer: \(error)")
                 }
+                let notes = [evidence.json == nil ? evidence.note : nil, keyNote].compactMap { $0 }
                 let attestation = Attestation(
                     supported: true, verdict: .passed, platformAttested: platformAttested,
                     platformTokenSpent: spentAny || (answer.bool("platformTokenSpent") ?? false),
                     expiresAt: expiresAt, kid: kid,
                     tier: tier, integrity: answer.integrity,
                     backing: answer.string("backing") ?? signer.backing,
-                    detail: evidence.json == nil ? evidence.note : nil, renewAfter: renewAfter)
+                    detail: notes.isEmpty ? nil : notes.joined(separator: "; "), renewAfter: renewAfter)
                 if evidence.spent, var accepted = loadAppAttestKey() {
                     accepted.acceptedAt = clock.now()
                     saveAppAttestKey(accepted)
@@ -153,7 +178,7 @@ extension AttestClient {
                let acceptedAt = loadAppAttestKey()?.acceptedAt, clock.now() - acceptedAt < RegistrationBackoff.first {
                 // The gateway accepted this key's attestation within the hour and now disowns it: a new key
                 // would spend attestations in a loop.
-                return (.failed(answer.describe("registration refused") + "; " + backoffDetail(extendBackoff()), backing: signer.backing), nil)
+                return (.failed(noted(answer.describe("registration refused")) + "; " + backoffDetail(extendBackoff()), backing: signer.backing), nil)
             }
             if answer.action == "reattest", evidence.json?["assertion"] != nil, !replacedAppAttestKey {
                 // The gateway does not know (or no longer accepts) the App Attest key: replace it, attest the new one.

@@ -7,6 +7,7 @@ public protocol DeviceKeyFactory: Sendable {
     /// - Throws: when no key can be created (the attestation is then `.unsupported`).
     func makeKey() throws -> any DeviceKeySigner
     /// The key whose `persistentRepresentation` is `representation`.
-    /// - Throws: when the representation is unusable (the SDK then creates a new key).
+    /// - Throws: when the representation is unusable (the SDK then creates a new key, and the
+    ///   registration's `Attestation.detail` says that and this error).
     func restoreKey(_ representation: Data) throws -> any DeviceKeySigner
 }
