@@ -363,6 +363,12 @@ struct HTTP1ConnectionMachine {
     private var deadlineKind = Deadline.none
     private var lastWriteProgress: UInt64 = 0
     private var afterFlush = AfterFlush.nothing
+    /// The finished request's access record waits for the last byte of its response to be written
+    /// (`drained`), as nginx logs after the last byte: a client that stops reading, or a connection
+    /// that breaks, before then is reported `aborted`. No next request starts meanwhile (`awaitingDrain`).
+    private var reportOnDrain = false
+    /// When the request whose record waits began (its latency runs to the last byte written).
+    private var reportStart: UInt64 = 0
 
     // Hand-overs to the driver, taken by the accessors below.
     private var requestToHandle: HTTPRequest?
@@ -534,8 +540,9 @@ struct HTTP1ConnectionMachine {
         guard !actions.contains(where: \.awaitsAnswer), phase != .closed else { return actions }
         switch next {
         case .continueAfterResponse:
-            if phase == .idle && output.count > settings.writeHighWatermark {
-                awaitingDrain = true  // answer the next request once the client caught up
+            if phase == .idle && (output.count > settings.writeHighWatermark || reportOnDrain) {
+                // Answer the next request once the client caught up (and the last one is reported).
+                awaitingDrain = true
                 deadlineKind = .none
             }
             continueAfterResponse(now: now, &actions)
@@ -933,7 +940,12 @@ struct HTTP1ConnectionMachine {
             responseBodyBytes: c.responseBodyBytes, latencyNanoseconds: now &- c.start, upstream: c.upstreamName,
             aborted: aborted)
         requestsDone += 1
-        actions.append(.report)
+        if aborted || output.isEmpty {
+            actions.append(.report)
+        } else {
+            reportOnDrain = true  // reported by `drained`, or as aborted by `abort` / `close`
+            reportStart = c.start
+        }
         if aborted { return }
         if !keepAlive {
             closeAfterFlush(now: now, &actions)
@@ -997,6 +1009,11 @@ struct HTTP1ConnectionMachine {
 
     /// The output is fully written.
     private mutating func drained(now: UInt64, _ actions: inout Actions) {
+        if reportOnDrain {
+            reportOnDrain = false
+            accessRecord?.latencyNanoseconds = now &- reportStart
+            actions.append(.report)
+        }
         switch phase {
         case .closing:
             startLinger(now: now, &actions)
@@ -1042,6 +1059,7 @@ struct HTTP1ConnectionMachine {
     /// Closes at once; reports the request in progress as aborted (with `error`, when the server cut it).
     private mutating func abort(now: UInt64, error: HTTPError? = nil, _ actions: inout Actions) {
         guard phase != .closed else { return }
+        reportUnwritten(now: now, error: error, &actions)
         let inProgress = phase == .decision || phase == .body || phase == .handling || phase == .forwarding
         if inProgress && current.head != nil {
             cancelUpstream(&actions)
@@ -1051,8 +1069,25 @@ struct HTTP1ConnectionMachine {
         close(&actions)
     }
 
+    /// Reports the finished request whose response was not all written as aborted (with `error`,
+    /// when the server cut the connection: `clientStalled`, `drainDeadline`).
+    private mutating func reportUnwritten(now: UInt64, error: HTTPError?, _ actions: inout Actions) {
+        guard reportOnDrain else { return }
+        reportOnDrain = false
+        accessRecord?.aborted = true
+        if let error, accessRecord?.error == nil { accessRecord?.error = error }
+        accessRecord?.latencyNanoseconds = now &- reportStart
+        actions.append(.report)
+    }
+
     private mutating func close(_ actions: inout Actions) {
         guard phase != .closed else { return }
+        if reportOnDrain {  // every path that abandons unwritten output goes through `abort` first
+            assertionFailure("HTTP1ConnectionMachine: closed with an access record waiting for its bytes")
+            reportOnDrain = false
+            accessRecord?.aborted = true
+            actions.append(.report)
+        }
         phase = .closed
         deadlineKind = .none
         writeArmed = false

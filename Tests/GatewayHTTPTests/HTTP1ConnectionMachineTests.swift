@@ -197,6 +197,102 @@ final class HTTP1ConnectionMachineTests: XCTestCase {
         XCTAssertTrue(d.closed)
     }
 
+    // MARK: the access record after the last byte
+
+    /// As nginx logs after the last byte: the record of a response the socket did not take at once
+    /// is reported when its last byte is written, its latency running to that write.
+    func testTheRecordWaitsForTheLastByteAndItsLatencyRunsToIt() {
+        let d = Driver()
+        d.socketRoom = 10
+        d.now = 1 * s
+        d.receive("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+        XCTAssertTrue(d.writeArmed)
+        XCTAssertTrue(d.records.isEmpty, "not reported while its bytes wait for the socket")
+        d.now = 3 * s
+        d.writable()
+        XCTAssertEqual(d.responses().map(\.status), [200])
+        XCTAssertEqual(d.records.map(\.status), [200])
+        XCTAssertEqual(d.records.first?.aborted, false)
+        XCTAssertEqual(d.records.first?.latencyNanoseconds, 2 * s, "from the request to the last byte written")
+        XCTAssertFalse(d.closed)
+    }
+
+    func testAResponseTheSocketTakesAtOnceIsReportedAtOnce() {
+        let d = Driver()
+        d.now = 1 * s
+        d.receive("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+        XCTAssertEqual(d.records.map(\.status), [200])
+        XCTAssertEqual(d.records.first?.latencyNanoseconds, 0)
+        XCTAssertFalse(d.writeArmed)
+    }
+
+    /// A client that stops reading after the whole response was queued is cut by the write timeout
+    /// and reported as such (`client_stalled`, aborted), not as a completed exchange.
+    func testAStalledReaderOfAFinishedResponseIsReportedAbortedAndStalled() {
+        let d = Driver()
+        d.socketRoom = 10
+        d.receive("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+        XCTAssertTrue(d.records.isEmpty)
+        d.tick(at: 3 * s + 1)
+        XCTAssertTrue(d.closed)
+        XCTAssertEqual(d.records.count, 1)
+        XCTAssertEqual(d.records.first?.aborted, true)
+        XCTAssertEqual(d.records.first?.error, .clientStalled)
+        XCTAssertEqual(d.records.first?.status, 200, "the status being sent")
+        XCTAssertEqual(d.records.first?.latencyNanoseconds, 3 * s + 1)
+    }
+
+    func testAConnectionResetBeforeTheLastByteIsReportedAborted() {
+        let d = Driver()
+        d.socketRoom = 10
+        d.receive("GET /a HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n")
+        XCTAssertTrue(d.records.isEmpty)
+        d.writesFail = true
+        d.writable()
+        XCTAssertTrue(d.closed)
+        XCTAssertEqual(d.records.map(\.aborted), [true])
+        XCTAssertNil(d.records.first?.error, "the client went away: no server cut")
+    }
+
+    func testADrainDeadlineBeforeTheLastByteIsReportedCutByTheServer() {
+        let d = Driver()
+        d.socketRoom = 10
+        d.receive("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+        d.perform(d.machine.forceClose(now: d.now))
+        XCTAssertEqual(d.records.map(\.aborted), [true])
+        XCTAssertEqual(d.records.first?.error, .drainDeadline)
+        XCTAssertEqual(d.records.first?.status, 200)
+    }
+
+    /// A pipelined request starts only once the previous response is written and reported, so each
+    /// record goes out with its own request's context and in order.
+    func testAPipelinedRequestWaitsUntilThePreviousResponseIsWrittenAndReported() {
+        let d = HTTP1MachineDriver<String>(context: "")
+        d.decide = { .accept(bodyLimit: 1 << 20, context: $0.targetString) }
+        d.socketRoom = 10
+        d.receive("GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n")
+        XCTAssertEqual(d.handled.map(\.head.targetString), ["/1"], "the next request waits for the socket")
+        XCTAssertTrue(d.records.isEmpty)
+        d.writable()
+        XCTAssertEqual(d.handled.map(\.head.targetString), ["/1", "/2"])
+        XCTAssertEqual(d.records.map(\.targetString), ["/1", "/2"])
+        XCTAssertEqual(d.contexts, ["/1", "/2"])
+        XCTAssertEqual(d.responses().map { $0.header("X-Target") ?? "-" }, ["/1", "/2"])
+    }
+
+    /// A proxied response whose last bytes wait for the socket is reported when they are written.
+    func testAProxiedResponseIsReportedWhenItsLastBytesAreWritten() {
+        let d = forwarding()
+        d.socketRoom = 100
+        d.upstreamHead(head(200, .contentLength(1000)))
+        d.upstreamBody([UInt8](repeating: 0, count: 1000))
+        d.upstreamEnd()
+        XCTAssertTrue(d.records.isEmpty, "its last bytes wait for the socket")
+        d.writable()
+        XCTAssertEqual(d.records.map(\.aborted), [false])
+        XCTAssertEqual(d.records.first?.responseBodyBytes, 1000)
+    }
+
     // MARK: lingering close
 
     func testErrorAnswerLingersThenClosesAtTheLingerTimeout() {
