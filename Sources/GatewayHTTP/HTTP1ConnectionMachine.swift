@@ -961,7 +961,9 @@ struct HTTP1ConnectionMachine {
     private mutating func continueAfterResponse(now: UInt64, _ actions: inout Actions) {
         guard phase == .idle, !awaitingDrain else { return }
         if pending.isEmpty {
-            if peerClosed {
+            // Draining: `drain` found the connection waiting for its answer to be written and left
+            // it open until then; idle between requests now, it closes (pipelined bytes are served).
+            if peerClosed || draining {
                 closeAfterFlush(now: now, &actions)
             } else {
                 actions.append(.resumeReading)

@@ -280,6 +280,20 @@ final class HTTP1ConnectionMachineTests: XCTestCase {
         XCTAssertEqual(d.responses().map { $0.header("X-Target") ?? "-" }, ["/1", "/2"])
     }
 
+    /// Draining while an answer is still being written: the connection closes once it is, rather
+    /// than waiting idle for another request.
+    func testDrainWhileTheLastAnswerIsBeingWrittenClosesOnceItIsWritten() {
+        let d = Driver()
+        d.socketRoom = 10
+        d.receive("GET /a HTTP/1.1\r\nHost: h\r\n\r\n")
+        d.perform(d.machine.drain(now: d.now))
+        XCTAssertFalse(d.closed, "its answer is still being written")
+        d.writable()
+        XCTAssertEqual(d.responses().map(\.status), [200])
+        XCTAssertEqual(d.records.map(\.aborted), [false])
+        XCTAssertTrue(d.closed)
+    }
+
     /// A proxied response whose last bytes wait for the socket is reported when they are written.
     func testAProxiedResponseIsReportedWhenItsLastBytesAreWritten() {
         let d = forwarding()
