@@ -140,4 +140,35 @@ final class ServerTimerSocketTests: XCTestCase {
         XCTAssertEqual(record.status, 200)
         XCTAssertEqual(record.error, .clientStalled, "cut by the server for a client that stopped reading, not a client gone")
     }
+
+    /// A local answer queued whole (4 MiB echoed) to a client that reads none of it: its record waits
+    /// for the last byte, and the write timeout reports it cut, not completed.
+    func testAQueuedAnswerTheClientNeverReadsIsLoggedCutNotCompleted() throws {
+        let client = try Client(port: harness.port, receiveBuffer: 8192)
+        let size = 4 << 20
+        let body = String(repeating: "b", count: size)
+        let request = Array("POST /local/a HTTP/1.1\r\nHost: h\r\nContent-Length: \(size)\r\n\r\n\(body)".utf8)
+        let fd = client.fd
+        DispatchQueue.global().async {  // the gateway reads the whole body before it answers
+            request.withUnsafeBytes { bytes in
+                var sent = 0
+                while sent < bytes.count {
+                    let n = write(fd, bytes.baseAddress! + sent, bytes.count - sent)
+                    guard n > 0 else { return }
+                    sent += n
+                }
+            }
+        }
+        waitForConnection { $0.isWriteBlocked }
+        XCTAssertTrue(harness.handler.completed.isEmpty, "not reported while its bytes wait for the client")
+        tick(secondsAhead: 61)
+        let r = client.readToEnd()
+        XCTAssertTrue(r.closed)
+        XCTAssertLessThan(r.bytes.count, size, "the stalled client was cut off")
+        let record = try XCTUnwrap(harness.handler.completed.last)
+        XCTAssertTrue(record.aborted)
+        XCTAssertEqual(record.status, 200)
+        XCTAssertEqual(record.error, .clientStalled)
+        XCTAssertEqual(record.responseBodyBytes, size)
+    }
 }
