@@ -48,8 +48,9 @@ extension AttestClient {
     }
 
     /// The device key in memory or restored from the store, none stored, or a stored representation
-    /// that `keys.restoreKey` refuses (a Secure Enclave key restored from another device's backup) or
-    /// that restores to something other than an uncompressed P-256 public key (65 bytes).
+    /// that `keys.restoreKey` refuses (another device's Secure Enclave key, from a file store restored
+    /// from a backup) or that restores to something other than an uncompressed P-256 public key
+    /// (65 bytes).
     func restoredDeviceKey() -> StoredDeviceKey {
         if let key = lock.locked({ deviceKey }) { return .restored(key) }
         guard let data = store.data(for: Item.deviceKey) else { return .none }

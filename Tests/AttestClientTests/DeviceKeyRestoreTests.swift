@@ -31,7 +31,7 @@ final class DeviceKeyRestoreTests: XCTestCase {
         XCTAssertEqual(h.relaunch().send(SDKHarness.order(1)).verdict, .accepted, "the stored key restores across launches")
         XCTAssertEqual(h.keys.count, 1)
 
-        // Another device's Secure Enclave blob, restored from a backup: the factory cannot restore it.
+        // Another device's Secure Enclave blob (a file store restored from a backup): the factory cannot restore it.
         try h.store.set(Data("another device's key".utf8), for: "device-key")
         let client = h.relaunch()
         let response = client.send(SDKHarness.order(2))
