@@ -43,6 +43,10 @@ import GatewayRules
 /// - The client's end of file before its answer started (handled or forwarded): 499, the upstream
 ///   exchange cancelled (nginx's `proxy_ignore_client_abort off`); once the answer is being written
 ///   it goes on until the socket refuses it.
+/// - Reports (`report`): a finished request once the last byte of its answer was written (as nginx
+///   logs after the last byte; the record's latency runs to that write), and no later request starts
+///   before; `aborted` (with `clientStalled` or `drainDeadline` when the server cut it) when the
+///   connection ends first, or when the request itself was cut.
 /// - Errors (parser, limits, timeouts) are answered through the handler's renderer (`renderError`)
 ///   and close the connection; an upstream failure before the response head is answered the same
 ///   way and keeps the connection; after the head it closes it (the only way to signal truncation).
