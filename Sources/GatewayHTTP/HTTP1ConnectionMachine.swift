@@ -873,6 +873,12 @@ struct HTTP1ConnectionMachine {
             }
         }
         actions.append(contentsOf: parsed)
+        // The client ended its side while these bytes waited (an end of file while the previous
+        // answer was still being written): a request they leave incomplete can never complete, so
+        // it is given up as `endOfFile` gives up one in progress, rather than left to its timeout.
+        if peerClosed && (phase == .head || phase == .body) && !parsed.contains(where: \.awaitsAnswer) {
+            abort(now: now, &actions)
+        }
     }
 
     private mutating func beginRequest(now: UInt64) {

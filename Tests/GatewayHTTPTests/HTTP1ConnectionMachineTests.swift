@@ -294,6 +294,36 @@ final class HTTP1ConnectionMachineTests: XCTestCase {
         XCTAssertTrue(d.closed)
     }
 
+    /// The client ended its side while its answer was still being written, an incomplete pipelined
+    /// request kept: once the answer is written the connection closes (that request can never
+    /// complete), without a 408 to nobody. (Found by review: it waited for the header timeout.)
+    func testEndOfFileWhileAnAnswerIsWrittenClosesOnceWrittenDespiteAnIncompletePipelinedHead() {
+        let d = Driver()
+        d.socketRoom = 10
+        d.receive("GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHo")
+        d.endOfFile()
+        XCTAssertFalse(d.closed, "the answer is still being written")
+        d.writable()
+        XCTAssertEqual(d.responses().map(\.status), [200])
+        XCTAssertEqual(d.records.map(\.status), [200])
+        XCTAssertTrue(d.closed, "nothing more can be read")
+        d.tick(at: 1 * s)
+        XCTAssertEqual(d.records.map(\.status), [200], d.wireText)
+    }
+
+    /// The same with an incomplete body and the header and body timeouts off: never open forever.
+    func testEndOfFileWhileAnAnswerIsWrittenNeverLeavesAnIncompletePipelinedBodyWaiting() {
+        let d = Driver(timeouts: HTTPServerTimeouts(headerRead: 0, bodyRead: 0, idle: 5, write: 3, linger: 0.5))
+        d.socketRoom = 10
+        d.receive("GET /1 HTTP/1.1\r\nHost: h\r\n\r\nPOST /2 HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\n\r\nab")
+        d.endOfFile()
+        d.writable()
+        XCTAssertTrue(d.closed, "reading stopped and no deadline: it would stay open forever")
+        XCTAssertEqual(d.handled.count, 1)
+        XCTAssertEqual(d.records.map(\.status), [200, 499], "the incomplete request is reported as the client's abort")
+        XCTAssertEqual(d.records.last?.aborted, true)
+    }
+
     /// A proxied response whose last bytes wait for the socket is reported when they are written.
     func testAProxiedResponseIsReportedWhenItsLastBytesAreWritten() {
         let d = forwarding()
