@@ -567,6 +567,13 @@ struct HTTP1ConnectionMachine {
         // released) while `current` changes below.
         guard phase == .decision, let framing = current.head?.framing, let headKeepAlive = current.head?.keepAlive,
               let expectsContinue = current.head?.expectsContinue else { return actions }
+        if peerClosed {
+            // A kept pipelined request parsed after the client ended its side (its end of file came
+            // while the previous answer was being written): 499 before its answer started, as
+            // `endOfFile` decides for a request in progress; its head was decided, so it is reported.
+            abort(now: now, &actions)
+            return actions
+        }
         let contentLength = current.head?.contentLength
         let maxRequests = settings.maxRequestsPerConnection
         keepAlive = headKeepAlive && !draining && (maxRequests <= 0 || requestsDone + 1 < maxRequests)

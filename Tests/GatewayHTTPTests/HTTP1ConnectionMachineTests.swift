@@ -324,6 +324,23 @@ final class HTTP1ConnectionMachineTests: XCTestCase {
         XCTAssertEqual(d.records.last?.aborted, true)
     }
 
+    /// A complete pipelined request kept when the client ended its side (while the previous answer
+    /// was being written) is not served once that answer is: 499, as for a request in progress.
+    func testEndOfFileWhileAnAnswerIsWrittenCutsACompletePipelinedRequestWith499() {
+        let d = HTTP1MachineDriver<String>(context: "")
+        d.decide = { .accept(bodyLimit: 1 << 20, context: $0.targetString) }
+        d.socketRoom = 10
+        d.receive("GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n")
+        d.endOfFile()
+        d.writable()
+        XCTAssertEqual(d.responses().map(\.status), [200])
+        XCTAssertEqual(d.handled.map(\.head.targetString), ["/1"], "the kept request is never handled")
+        XCTAssertEqual(d.records.map(\.status), [200, 499])
+        XCTAssertEqual(d.records.last?.aborted, true)
+        XCTAssertEqual(d.contexts, ["/1", "/2"], "reported with its own decided context")
+        XCTAssertTrue(d.closed)
+    }
+
     /// A proxied response whose last bytes wait for the socket is reported when they are written.
     func testAProxiedResponseIsReportedWhenItsLastBytesAreWritten() {
         let d = forwarding()
