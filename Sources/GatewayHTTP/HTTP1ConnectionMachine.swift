@@ -42,7 +42,8 @@ import GatewayRules
 ///   accepted, never when it is answered at once.
 /// - The client's end of file before its answer started (handled or forwarded): 499, the upstream
 ///   exchange cancelled (nginx's `proxy_ignore_client_abort off`); once the answer is being written
-///   it goes on until the socket refuses it.
+///   it goes on until the socket refuses it. Pipelined requests kept meanwhile are given up once that
+///   answer is written: 499 at the head decision when complete, closed when incomplete.
 /// - Reports (`report`): a finished request once the last byte of its answer was written (as nginx
 ///   logs after the last byte; the record's latency runs to that write), and no later request starts
 ///   before; `aborted` (with `clientStalled` or `drainDeadline` when the server cut it) when the
