@@ -5,23 +5,8 @@ import XCTest
 /// A stored device key that cannot be restored is replaced, and the registration says so; a new key
 /// that cannot be stored is never registered (its registration would be orphaned at the next launch).
 final class DeviceKeyRestoreTests: XCTestCase {
-    /// The harness's memory store, refusing to write the device key while `refusesDeviceKey`.
-    final class RefusingStore: AttestationStore, @unchecked Sendable {  // `refusing` guarded by `lock`
-        let inner = MemoryAttestationStore()
-        private let lock = NSLock()
-        private var refusing = false
-        var refusesDeviceKey: Bool {
-            get { lock.withLock { refusing } }
-            set { lock.withLock { refusing = newValue } }
-        }
-        struct Full: Error, CustomStringConvertible { var description: String { "the store is full" } }
-
-        func data(for name: String) -> Data? { inner.data(for: name) }
-        func set(_ data: Data?, for name: String) throws {
-            if name == "device-key" && refusesDeviceKey { throw Full() }
-            try inner.set(data, for: name)
-        }
-    }
+    /// What the store throws for a write of the device key while it refuses them.
+    struct Full: Error, CustomStringConvertible { var description: String { "the store is full" } }
 
     func testAStoredKeyThatCannotBeRestoredIsReplacedAndTheRegistrationSaysSo() throws {
         let h = SDKHarness(appAttest: false)
@@ -51,8 +36,8 @@ final class DeviceKeyRestoreTests: XCTestCase {
 
     func testANewKeyThatCannotBeStoredIsNotRegisteredAndNothingIsSpent() {
         let h = SDKHarness()  // App Attest supported: a registration would spend an attestation
-        let store = RefusingStore()
-        store.refusesDeviceKey = true
+        let store = FaultyAttestationStore()
+        store.fault = { operation, name in operation == .write && name == "device-key" ? Full() : nil }
         func launch() -> AttestClient {
             var configuration = AttestClientConfiguration(gateway: URL(string: "https://gateway.test")!)
             configuration.automaticRenewal = false
@@ -68,7 +53,7 @@ final class DeviceKeyRestoreTests: XCTestCase {
         XCTAssertNil(store.inner.data(for: "device-key"))
         XCTAssertNil(store.inner.data(for: "registration"))
 
-        store.refusesDeviceKey = false
+        store.fault = { _, _ in nil }
         let client = launch()
         let passed = client.attest()
         XCTAssertEqual(passed.verdict, .passed, "\(passed)")

@@ -5,31 +5,12 @@ import XCTest
 /// A store that cannot be read (the Keychain before the first unlock after a reboot) is not an empty
 /// one: nothing is generated, registered or spent; the call fails (`.unavailable` for `send`).
 final class UnreadableStoreTests: XCTestCase {
-    /// The harness's memory store, unreadable while `locked` (`data(for:)` nil, `read` and `set` throw).
-    final class LockableStore: AttestationStore, @unchecked Sendable {  // `locked` guarded by `lock`
-        let inner = MemoryAttestationStore()
-        private let lock = NSLock()
-        private var isLocked = false
-        var locked: Bool {
-            get { lock.withLock { isLocked } }
-            set { lock.withLock { isLocked = newValue } }
-        }
-        struct Unreadable: Error {}
-
-        func data(for name: String) -> Data? { locked ? nil : inner.data(for: name) }
-        func read(_ name: String) throws -> Data? {
-            if locked { throw Unreadable() }
-            return inner.data(for: name)
-        }
-        func set(_ data: Data?, for name: String) throws {
-            if locked { throw Unreadable() }
-            try inner.set(data, for: name)
-        }
-    }
+    /// What the locked store throws for every read and write.
+    struct Unreadable: Error {}
 
     func testALockedStoreMakesNothingAndSpendsNothing() {
         let h = SDKHarness()
-        let store = LockableStore()
+        let store = FaultyAttestationStore()
         func launch() -> AttestClient {
             var configuration = AttestClientConfiguration(gateway: URL(string: "https://gateway.test")!)
             configuration.automaticRenewal = false
@@ -41,7 +22,7 @@ final class UnreadableStoreTests: XCTestCase {
         let requests = h.gateway.requests.count
         let appAttestCalls = h.appAttest.recorded.count
 
-        store.locked = true  // a background launch before the first unlock
+        store.fault = { _, _ in Unreadable() }  // a background launch before the first unlock
         let background = launch()
         let response = background.send(SDKHarness.order(1))
         XCTAssertEqual(response.verdict, .unavailable, "\(response)")
@@ -53,7 +34,7 @@ final class UnreadableStoreTests: XCTestCase {
         XCTAssertEqual(h.appAttest.recorded.count, appAttestCalls, "no App Attest key, no attestation")
         XCTAssertEqual(h.gateway.requests.count, requests, "nothing sent")
 
-        store.locked = false
+        store.fault = { _, _ in nil }
         let unlocked = launch()
         XCTAssertEqual(unlocked.storedAttestation()?.kid, first.kid)
         XCTAssertEqual(unlocked.send(SDKHarness.order(2)).verdict, .accepted)
