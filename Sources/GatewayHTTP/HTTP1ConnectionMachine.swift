@@ -961,7 +961,7 @@ struct HTTP1ConnectionMachine {
         if aborted || output.isEmpty {
             actions.append(.report)
         } else {
-            reportOnDrain = true  // reported by `drained`, or as aborted by `abort` / `close`
+            reportOnDrain = true  // reported by `reportWaitingRecord` (from `drained` or `abort`)
             reportStart = c.start
         }
         if aborted { return }
@@ -1029,11 +1029,7 @@ struct HTTP1ConnectionMachine {
 
     /// The output is fully written.
     private mutating func drained(now: UInt64, _ actions: inout Actions) {
-        if reportOnDrain {
-            reportOnDrain = false
-            accessRecord?.latencyNanoseconds = now &- reportStart
-            actions.append(.report)
-        }
+        reportWaitingRecord(now: now, unwritten: false, error: nil, &actions)
         switch phase {
         case .closing:
             startLinger(now: now, &actions)
@@ -1079,7 +1075,7 @@ struct HTTP1ConnectionMachine {
     /// Closes at once; reports the request in progress as aborted (with `error`, when the server cut it).
     private mutating func abort(now: UInt64, error: HTTPError? = nil, _ actions: inout Actions) {
         guard phase != .closed else { return }
-        reportUnwritten(now: now, error: error, &actions)
+        reportWaitingRecord(now: now, unwritten: true, error: error, &actions)
         let inProgress = phase == .decision || phase == .body || phase == .handling || phase == .forwarding
         if inProgress && current.head != nil {
             cancelUpstream(&actions)
@@ -1089,13 +1085,16 @@ struct HTTP1ConnectionMachine {
         close(&actions)
     }
 
-    /// Reports the finished request whose response was not all written as aborted (with `error`,
-    /// when the server cut the connection: `clientStalled`, `drainDeadline`).
-    private mutating func reportUnwritten(now: UInt64, error: HTTPError?, _ actions: inout Actions) {
+    /// Reports the finished request whose record waits (`reportOnDrain`), if any, its latency running
+    /// to `now`: written whole (`drained`), or `unwritten` when the connection ends first, then
+    /// aborted (with `error`, when the server cut the connection: `clientStalled`, `drainDeadline`).
+    private mutating func reportWaitingRecord(now: UInt64, unwritten: Bool, error: HTTPError?, _ actions: inout Actions) {
         guard reportOnDrain else { return }
         reportOnDrain = false
-        accessRecord?.aborted = true
-        if let error, accessRecord?.error == nil { accessRecord?.error = error }
+        if unwritten {
+            accessRecord?.aborted = true
+            if let error, accessRecord?.error == nil { accessRecord?.error = error }
+        }
         accessRecord?.latencyNanoseconds = now &- reportStart
         actions.append(.report)
     }
